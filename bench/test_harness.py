@@ -1,0 +1,42 @@
+"""Self-test of the harness (needs the benchmark dependencies): `pytest bench/test_harness.py`.
+
+Checks the property the harness exists for: a case that hangs or kills its worker is recorded and the run goes on
+with a fresh worker; and the statistics helpers compute nearest-rank percentiles.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import percentile, summarize
+from run import run_engine
+
+
+def test_percentiles_nearest_rank() -> None:
+    vals = [float(x) for x in range(1, 101)]
+    assert percentile(vals, 50) == 50.0
+    assert percentile(vals, 99) == 99.0
+    assert percentile(vals, 100) == 100.0
+    s = summarize([3.0, 1.0, 2.0])
+    assert (s["n"], s["mean"], s["p50"], s["max"]) == (3, 2.0, 2.0, 3.0)
+    assert math.isnan(summarize([])["mean"])
+
+
+def test_hang_and_crash_are_recorded_not_fatal(tmp_path: Path) -> None:
+    sources = ["ok", "hang", "ok", "crash", "bad", "ok"]
+    cases = [
+        {"suite": "t", "id": f"c{i}", "kind": "regex", "source": s, "instances": [[1, 2, 3]]}
+        for i, s in enumerate(sources)
+    ]
+    path = tmp_path / "cases.json"
+    path.write_text(json.dumps({"cases": cases}))
+    info, results = run_engine("_fault", "smollm2", cases, path, tmp_path, timeout=3.0, load_timeout=120.0)
+    assert [r["status"] for r in results] == ["pass", "timeout", "pass", "crash", "compile_error", "pass"]
+    assert info["version"] == "0"
+    assert all(len(r["mask_us"]) == 3 for r in results if r["status"] == "pass")  # 4 fills, first one separate
+    assert all(r["first_mask_us"] is not None for r in results if r["status"] == "pass")

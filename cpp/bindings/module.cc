@@ -1,0 +1,198 @@
+// Python bindings of the core (nanobind). Only conversion lives here: bytes travel with their
+// length, masks are caller-owned numpy int32 buffers, and every call that can take long
+// (compile, mask fills) releases the GIL. CoreError becomes logitgate.errors types.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/unique_ptr.h>
+#include <nanobind/stl/vector.h>
+
+#include <algorithm>
+#include <exception>
+#include <thread>
+#include <unordered_set>
+
+#include "../core/automaton.h"
+#include "../core/error.h"
+#include "../core/matcher.h"
+#include "../core/vocabulary.h"
+
+namespace nb = nanobind;
+using namespace logitgate;
+
+namespace {
+
+using MaskArray = nb::ndarray<int32_t, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
+
+std::shared_ptr<Vocabulary> MakeVocabulary(const std::vector<std::optional<nb::bytes>>& tokens,
+                                                 const std::vector<int32_t>& special_ids,
+                                                 const std::vector<int32_t>& eos_ids, int32_t width) {
+  std::vector<std::string> bytes;
+  std::vector<bool> has;
+  bytes.reserve(tokens.size());
+  for (const auto& t : tokens) {
+    if (t.has_value()) {
+      bytes.emplace_back(t->c_str(), t->size());
+      has.push_back(true);
+    } else {
+      bytes.emplace_back();
+      has.push_back(false);
+    }
+  }
+  nb::gil_scoped_release release;
+  return std::make_shared<Vocabulary>(std::move(bytes), std::move(has), special_ids, eos_ids, width);
+}
+
+CoreLimits MakeLimits(const std::vector<int64_t>& v) {
+  if (v.size() != 7) throw CoreError::Usage("limits must have 7 fields");
+  CoreLimits l;
+  l.max_nesting = v[0];
+  l.max_repeat = v[1];
+  l.max_automaton_states = v[2];
+  l.max_stack_depth = v[3];
+  l.max_parse_heads = v[4];
+  l.max_configurations = v[5];
+  l.mask_cache_entries = v[6];
+  return l;
+}
+
+uint32_t* MaskRow(MaskArray& bits, int64_t row, const Vocabulary& vocab) {
+  if (row < 0 || static_cast<size_t>(row) >= bits.shape(0)) {
+    throw CoreError::Usage("mask row " + std::to_string(row) + " out of range for " + std::to_string(bits.shape(0)) +
+                           " rows");
+  }
+  if (bits.shape(1) < static_cast<size_t>(vocab.mask_words())) {
+    throw CoreError::Usage("mask has " + std::to_string(bits.shape(1)) + " words per row, the vocabulary needs " +
+                           std::to_string(vocab.mask_words()));
+  }
+  return reinterpret_cast<uint32_t*>(bits.data()) + static_cast<size_t>(row) * bits.shape(1);
+}
+
+void FillMasks(const std::vector<Matcher*>& matchers, MaskArray bits, int threads) {
+  if (matchers.empty()) return;
+  std::unordered_set<Matcher*> distinct(matchers.begin(), matchers.end());
+  if (distinct.size() != matchers.size()) throw CoreError::Usage("fill_masks got the same matcher twice");
+  if (bits.shape(0) < matchers.size()) throw CoreError::Usage("fewer mask rows than matchers");
+  std::vector<uint32_t*> rows;
+  for (size_t i = 0; i < matchers.size(); ++i) {
+    if (matchers[i] == nullptr) throw CoreError::Usage("fill_masks got None");
+    rows.push_back(MaskRow(bits, static_cast<int64_t>(i), *matchers[i]->grammar().vocab));
+  }
+  nb::gil_scoped_release release;
+  const size_t n = matchers.size();
+  size_t workers = std::min<size_t>(static_cast<size_t>(std::max(1, threads)), n);
+  if (workers <= 1) {
+    for (size_t i = 0; i < n; ++i) matchers[i]->FillMask(rows[i]);
+    return;
+  }
+  std::vector<std::exception_ptr> errors(workers);
+  std::vector<std::thread> pool;
+  for (size_t w = 0; w < workers; ++w) {
+    pool.emplace_back([&, w] {
+      try {
+        for (size_t i = w; i < n; i += workers) matchers[i]->FillMask(rows[i]);
+      } catch (...) {
+        errors[w] = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : pool) t.join();
+  for (auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+}
+
+}  // namespace
+
+NB_MODULE(_core, m) {
+  m.doc() = "logitgate's C++ core: vocabularies, compiled grammars, matchers.";
+
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const CoreError& e) {
+      nb::object errors = nb::module_::import_("logitgate.errors");
+      nb::object exc;
+      switch (e.kind) {
+        case ErrorKind::kGrammar:
+          exc = errors.attr("GrammarError")(e.what(), nb::arg("code") = e.code,
+                                             nb::arg("rule") = e.rule.empty() ? nb::object(nb::none()) : nb::object(nb::str(e.rule.c_str())));
+          break;
+        case ErrorKind::kLimit:
+          exc = errors.attr("LimitExceeded")(e.limit, e.value, e.what());
+          break;
+        case ErrorKind::kUsage:
+          PyErr_SetString(PyExc_ValueError, e.what());
+          return;
+      }
+      PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
+    }
+  });
+
+  nb::class_<Vocabulary>(m, "Vocabulary")
+      .def_prop_ro("width", &Vocabulary::width)
+      .def_prop_ro("mask_words", &Vocabulary::mask_words)
+      .def_prop_ro("eos_ids", &Vocabulary::eos_ids)
+      .def_prop_ro("trie_size", &Vocabulary::trie_size)
+      .def("is_text", &Vocabulary::is_text);
+  m.def("make_vocabulary", &MakeVocabulary, nb::arg("tokens"), nb::arg("special_ids"), nb::arg("eos_ids"),
+        nb::arg("width"), "Builds a vocabulary and its token trie (GIL released while building).");
+
+  nb::class_<CompiledGrammar>(m, "CompiledGrammar")
+      .def_prop_ro("num_states", [](const CompiledGrammar& g) { return g.automaton->num_states(); })
+      .def_prop_ro("num_configurations", [](const CompiledGrammar& g) { return g.parser->num_configurations(); })
+      .def_prop_ro("memory_bytes", [](const CompiledGrammar& g) { return g.parser->memory_bytes(); });
+  m.def(
+      "compile",
+      [](std::shared_ptr<Vocabulary> vocab, std::vector<int32_t> program, std::vector<std::string> names,
+         std::vector<int64_t> limits) {
+        CoreLimits l = MakeLimits(limits);
+        nb::gil_scoped_release release;
+        auto g = std::make_shared<CompiledGrammar>();
+        g->vocab = std::move(vocab);
+        g->limits = l;
+        g->automaton = std::make_shared<const Automaton>(program, std::move(names), l);
+        g->parser = std::make_shared<Parser>(g->automaton, l);
+        return g;
+      },
+      nb::arg("vocab"), nb::arg("program"), nb::arg("rule_names"), nb::arg("limits"),
+      "Compiles a grammar program into an automaton (GIL released).");
+
+  nb::class_<Matcher>(m, "Matcher",
+                      "Per-request grammar state. Not thread-safe: use one matcher per thread (forks are "
+                      "independent).")
+      .def("__init__", [](Matcher* self, std::shared_ptr<CompiledGrammar> g) { new (self) Matcher(std::move(g)); }, nb::arg("grammar"))
+      .def(
+          "fill_mask",
+          [](Matcher& self, MaskArray bits, int64_t row) {
+            uint32_t* words = MaskRow(bits, row, *self.grammar().vocab);
+            nb::gil_scoped_release release;
+            self.FillMask(words);
+          },
+          nb::arg("bits"), nb::arg("row") = 0,
+          "Write the allowed-token bitmask into row `row` of `bits` (int32 [batch, words]); GIL released.")
+      .def("accept", &Matcher::Accept, nb::arg("token_id"),
+           "Accept one token. Returns False (state unchanged) when the grammar does not allow it.")
+      .def(
+          "accept_bytes",
+          [](Matcher& self, nb::bytes data) { return self.AcceptBytes(std::string(data.c_str(), data.size())); },
+          nb::arg("data"), "Accept raw bytes as one step. Returns False (state unchanged) if not allowed.")
+      .def("is_complete", &Matcher::IsComplete, "True when the output so far is a full sentence (EOS allowed).")
+      .def("is_terminated", &Matcher::IsTerminated, "True once EOS was accepted or nothing may follow.")
+      .def("rollback", &Matcher::Rollback, nb::arg("n"), "Undo the last n accepted steps.")
+      .def("reset", &Matcher::Reset, "Return to the initial state (keeps memoized work).")
+      .def(
+          "forced_bytes",
+          [](Matcher& self, int64_t max_bytes) {
+            std::string s = self.ForcedBytes(max_bytes);
+            return nb::bytes(s.data(), s.size());
+          },
+          nb::arg("max_bytes") = 4096, "Bytes the grammar forces next (empty when there is a choice).")
+      .def("fork", &Matcher::Fork, "An independent copy of this matcher, state and memoized work included.")
+      .def_prop_ro("num_accepted", &Matcher::num_accepted);
+
+  m.def("fill_masks", &FillMasks, nb::arg("matchers"), nb::arg("bits"), nb::arg("threads"),
+        "Fill row i of `bits` for matchers[i], on `threads` threads with the GIL released.");
+}

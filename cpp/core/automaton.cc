@@ -1,0 +1,422 @@
+#include "automaton.h"
+
+#include <algorithm>
+#include <map>
+
+#include "utf8_ranges.h"
+
+namespace logitgate {
+
+namespace {
+
+// Bounds-checked reader over the program; every malformed program is a GrammarError, never UB.
+struct ProgramReader {
+  const std::vector<int32_t>& p;
+  int32_t At(size_t i) const {
+    if (i >= p.size()) throw CoreError::Grammar("bad-program", "grammar program is truncated");
+    return p[i];
+  }
+};
+
+}  // namespace
+
+Automaton::Automaton(const std::vector<int32_t>& program, std::vector<std::string> rule_names,
+                     const CoreLimits& limits)
+    : limits_(limits), rule_names_(std::move(rule_names)) {
+  Build(program);
+  CheckLeftRecursion();
+  PruneDead();
+  ComputeKernels();
+  ComputeByteClasses();
+}
+
+void Automaton::ComputeByteClasses() {
+  // A class boundary sits before every byte where some edge range starts or after one ends.
+  bool boundary[257] = {};
+  for (const auto& edges : bytes_) {
+    for (const ByteEdge& e : edges) {
+      boundary[e.lo] = true;
+      boundary[e.hi + 1] = true;
+    }
+  }
+  int32_t cls = 0;
+  for (int b = 0; b < 256; ++b) {
+    if (b > 0 && boundary[b]) ++cls;
+    byte_class_[b] = cls;
+  }
+  num_byte_classes_ = cls + 1;
+}
+
+int32_t Automaton::NewState() {
+  if (static_cast<int64_t>(bytes_.size()) >= limits_.max_automaton_states) {
+    throw CoreError::Limit("max_automaton_states", limits_.max_automaton_states,
+                           "the grammar's automaton is too large (large bounded repetitions?)");
+  }
+  bytes_.emplace_back();
+  eps_.emplace_back();
+  calls_.emplace_back();
+  final_.push_back(false);
+  state_rule_.push_back(-1);
+  return static_cast<int32_t>(bytes_.size() - 1);
+}
+
+void Automaton::Build(const std::vector<int32_t>& program) {
+  ProgramReader rd{program};
+  const int32_t n_rules = rd.At(0);
+  root_ = rd.At(1);
+  if (n_rules <= 0 || n_rules != static_cast<int32_t>(rule_names_.size()) || root_ < 0 || root_ >= n_rules) {
+    throw CoreError::Grammar("bad-program", "grammar program header does not match its rules");
+  }
+  rule_start_.assign(n_rules, -1);
+  rule_final_.assign(n_rules, -1);
+
+  // Skips one node in prefix form, iteratively; returns the position after it.
+  auto skip = [&](size_t pos) {
+    int64_t pending = 1;
+    while (pending > 0) {
+      --pending;
+      switch (rd.At(pos)) {
+        case kOpLiteral: pos += 2 + static_cast<size_t>(std::max(0, rd.At(pos + 1))); break;
+        case kOpCharClass:
+        case kOpByteClass: pos += 3 + 2 * static_cast<size_t>(std::max(0, rd.At(pos + 2))); break;
+        case kOpSeq:
+        case kOpAlt: pending += std::max(0, rd.At(pos + 1)); pos += 2; break;
+        case kOpRepeat: pending += 1; pos += 3; break;
+        case kOpRef: pos += 2; break;
+        default: throw CoreError::Grammar("bad-program", "unknown opcode in grammar program");
+      }
+      rd.At(pos - 1);  // bounds check of the node just skipped
+    }
+    return pos;
+  };
+
+  // Emits the node at `pos` starting from state `from`; returns its end state. Recursion depth
+  // is the IR nesting depth, bounded by limits_.max_nesting (checked before descending).
+  struct Emitter {
+    Automaton* a;
+    ProgramReader rd;
+    decltype(skip)& skip_fn;
+    int32_t rule;
+
+    int32_t New() {
+      int32_t s = a->NewState();
+      a->state_rule_[s] = rule;
+      return s;
+    }
+
+    int32_t Emit(size_t pos, int32_t from, int64_t depth) {
+      if (depth > a->limits_.max_nesting) {
+        throw CoreError::Limit("max_nesting", a->limits_.max_nesting, "grammar nesting is too deep");
+      }
+      switch (rd.At(pos)) {
+        case kOpLiteral: {
+          int32_t n = rd.At(pos + 1);
+          int32_t cur = from;
+          for (int32_t i = 0; i < n; ++i) {
+            int32_t b = rd.At(pos + 2 + i);
+            if (b < 0 || b > 255) throw CoreError::Grammar("bad-program", "literal byte out of range");
+            int32_t next = New();
+            a->bytes_[cur].push_back({static_cast<uint8_t>(b), static_cast<uint8_t>(b), next});
+            cur = next;
+          }
+          return cur;
+        }
+        case kOpByteClass: {
+          bool negated = rd.At(pos + 1) != 0;
+          int32_t n = rd.At(pos + 2);
+          std::vector<bool> in(256, false);
+          for (int32_t i = 0; i < n; ++i) {
+            int32_t lo = rd.At(pos + 3 + 2 * i), hi = rd.At(pos + 4 + 2 * i);
+            if (lo < 0 || hi > 255 || lo > hi) throw CoreError::Grammar("bad-program", "bad byte range");
+            for (int32_t b = lo; b <= hi; ++b) in[b] = true;
+          }
+          int32_t end = New();
+          for (int32_t b = 0; b < 256;) {
+            if (in[b] == negated) {
+              ++b;
+              continue;
+            }
+            int32_t e = b;
+            while (e + 1 < 256 && in[e + 1] != negated) ++e;
+            a->bytes_[from].push_back({static_cast<uint8_t>(b), static_cast<uint8_t>(e), end});
+            b = e + 1;
+          }
+          return end;
+        }
+        case kOpCharClass: {
+          bool negated = rd.At(pos + 1) != 0;
+          int32_t n = rd.At(pos + 2);
+          CodePointRanges ranges;
+          for (int32_t i = 0; i < n; ++i) {
+            int32_t lo = rd.At(pos + 3 + 2 * i), hi = rd.At(pos + 4 + 2 * i);
+            if (lo < 0 || hi > 0x10FFFF || lo > hi) throw CoreError::Grammar("bad-program", "bad code point range");
+            ranges.push_back({static_cast<uint32_t>(lo), static_cast<uint32_t>(hi)});
+          }
+          auto seqs = Utf8Sequences(NormalizeCodePoints(std::move(ranges), negated));
+          int32_t end = New();
+          // Share suffixes: the state that reads suffix seq[k..] and then ends is built once.
+          std::map<std::vector<std::pair<int, int>>, int32_t> suffix_state;
+          for (const auto& seq : seqs) {
+            int32_t next = end;
+            std::vector<std::pair<int, int>> suffix;
+            for (size_t k = seq.size(); k-- > 1;) {
+              suffix.insert(suffix.begin(), {seq[k].lo, seq[k].hi});
+              auto it = suffix_state.find(suffix);
+              if (it != suffix_state.end()) {
+                next = it->second;
+                continue;
+              }
+              int32_t s = New();
+              a->bytes_[s].push_back({seq[k].lo, seq[k].hi, next});
+              suffix_state.emplace(suffix, s);
+              next = s;
+            }
+            a->bytes_[from].push_back({seq[0].lo, seq[0].hi, next});
+          }
+          return end;
+        }
+        case kOpSeq: {
+          int32_t n = rd.At(pos + 1);
+          size_t child = pos + 2;
+          int32_t cur = from;
+          for (int32_t i = 0; i < n; ++i) {
+            cur = Emit(child, cur, depth + 1);
+            child = skip_fn(child);
+          }
+          return cur;
+        }
+        case kOpAlt: {
+          int32_t n = rd.At(pos + 1);
+          size_t child = pos + 2;
+          int32_t end = New();
+          for (int32_t i = 0; i < n; ++i) {
+            int32_t s = New();
+            a->eps_[from].push_back(s);
+            a->eps_[Emit(child, s, depth + 1)].push_back(end);
+            child = skip_fn(child);
+          }
+          return end;
+        }
+        case kOpRepeat: {
+          int32_t lo = rd.At(pos + 1), hi = rd.At(pos + 2);
+          size_t child = pos + 3;
+          if (lo < 0 || hi < -1 || (hi >= 0 && hi < lo)) throw CoreError::Grammar("bad-program", "bad repetition");
+          if (lo > a->limits_.max_repeat || hi > a->limits_.max_repeat) {
+            throw CoreError::Limit("max_repeat", a->limits_.max_repeat, "repetition bound too large");
+          }
+          int32_t cur = from;
+          for (int32_t i = 0; i < lo; ++i) {
+            int32_t s = New();  // a fresh entry keeps each copy's loops local to it
+            a->eps_[cur].push_back(s);
+            cur = Emit(child, s, depth + 1);
+          }
+          if (hi < 0) {
+            int32_t loop = New();
+            a->eps_[cur].push_back(loop);
+            int32_t body = New();
+            a->eps_[loop].push_back(body);
+            a->eps_[Emit(child, body, depth + 1)].push_back(loop);
+            return loop;
+          }
+          int32_t end = New();
+          for (int32_t i = lo; i < hi; ++i) {
+            a->eps_[cur].push_back(end);
+            int32_t s = New();
+            a->eps_[cur].push_back(s);
+            cur = Emit(child, s, depth + 1);
+          }
+          a->eps_[cur].push_back(end);
+          return end;
+        }
+        case kOpRef: {
+          int32_t r = rd.At(pos + 1);
+          if (r < 0 || r >= static_cast<int32_t>(a->rule_start_.size())) {
+            throw CoreError::Grammar("bad-program", "rule reference out of range");
+          }
+          int32_t ret = New();
+          a->calls_[from].push_back({r, ret});
+          return ret;
+        }
+        default:
+          throw CoreError::Grammar("bad-program", "unknown opcode in grammar program");
+      }
+    }
+  };
+
+  size_t pos = 2;
+  for (int32_t r = 0; r < n_rules; ++r) {
+    Emitter em{this, rd, skip, r};
+    rule_start_[r] = em.New();
+    int32_t end = em.Emit(pos, rule_start_[r], 0);
+    final_[end] = true;
+    rule_final_[r] = end;
+    pos = skip(pos);
+  }
+  if (pos != program.size()) throw CoreError::Grammar("bad-program", "trailing data after grammar program");
+}
+
+void Automaton::CheckLeftRecursion() {
+  const int32_t n = num_states();
+  const int32_t n_rules = static_cast<int32_t>(rule_start_.size());
+  // States reachable from their rule's start without consuming a byte (epsilon edges and calls
+  // of nullable rules), found in one worklist pass: a call of a rule not yet known nullable
+  // waits until that rule's final state is reached.
+  std::vector<bool> nullable(n_rules, false), seen(n, false);
+  std::vector<std::vector<int32_t>> waiting(n_rules);
+  std::vector<int32_t> work;
+  auto visit = [&](int32_t s) {
+    if (!seen[s]) {
+      seen[s] = true;
+      work.push_back(s);
+    }
+  };
+  for (int32_t r = 0; r < n_rules; ++r) visit(rule_start_[r]);
+  while (!work.empty()) {
+    int32_t s = work.back();
+    work.pop_back();
+    for (int32_t t : eps_[s]) visit(t);
+    for (const CallEdge& c : calls_[s]) {
+      if (nullable[c.rule]) {
+        visit(c.ret);
+      } else {
+        waiting[c.rule].push_back(c.ret);
+      }
+    }
+    if (final_[s]) {
+      int32_t r = state_rule_[s];
+      if (!nullable[r]) {
+        nullable[r] = true;
+        for (int32_t ret : waiting[r]) visit(ret);
+        waiting[r].clear();
+      }
+    }
+  }
+  // Left-call graph: rule A -> rule B when A can call B before consuming anything.
+  std::vector<std::vector<int32_t>> left_calls(n_rules);
+  for (int32_t s = 0; s < n; ++s) {
+    if (!seen[s]) continue;
+    for (const CallEdge& c : calls_[s]) left_calls[state_rule_[s]].push_back(c.rule);
+  }
+  // Iterative three-colour DFS for a cycle.
+  std::vector<uint8_t> colour(n_rules, 0);
+  std::vector<std::pair<int32_t, size_t>> stack;
+  for (int32_t r0 = 0; r0 < n_rules; ++r0) {
+    if (colour[r0] != 0) continue;
+    stack.push_back({r0, 0});
+    colour[r0] = 1;
+    while (!stack.empty()) {
+      auto& [r, i] = stack.back();
+      if (i < left_calls[r].size()) {
+        int32_t next = left_calls[r][i++];
+        if (colour[next] == 1) {
+          std::string cycle;
+          bool in = false;
+          for (auto& [rr, unused] : stack) {
+            if (rr == next) in = true;
+            if (in) cycle += rule_names_[rr] + " -> ";
+          }
+          cycle += rule_names_[next];
+          throw CoreError::Grammar("left-recursion",
+                                   "left recursion is not supported: " + cycle +
+                                       " (rewrite it as repetition, e.g. `a ::= b (op b)*`)",
+                                   rule_names_[next]);
+        }
+        if (colour[next] == 0) {
+          colour[next] = 1;
+          stack.push_back({next, 0});
+        }
+      } else {
+        colour[r] = 2;
+        stack.pop_back();
+      }
+    }
+  }
+}
+
+void Automaton::PruneDead() {
+  const int32_t n = num_states();
+  const int32_t n_rules = static_cast<int32_t>(rule_start_.size());
+  std::vector<std::vector<int32_t>> rev(n);
+  std::vector<std::vector<std::pair<int32_t, int32_t>>> by_callee(n_rules), by_ret(n);
+  std::vector<int32_t> start_rule(n, -1);
+  for (int32_t r = 0; r < n_rules; ++r) start_rule[rule_start_[r]] = r;
+  for (int32_t s = 0; s < n; ++s) {
+    for (const ByteEdge& e : bytes_[s]) rev[e.target].push_back(s);
+    for (int32_t t : eps_[s]) rev[t].push_back(s);
+    for (const CallEdge& c : calls_[s]) {
+      by_callee[c.rule].push_back({s, c.ret});
+      by_ret[c.ret].push_back({s, c.rule});
+    }
+  }
+  std::vector<bool> live(n, false), productive(n_rules, false);
+  std::vector<int32_t> work;
+  auto mark = [&](int32_t s) {
+    if (!live[s]) {
+      live[s] = true;
+      work.push_back(s);
+    }
+  };
+  for (int32_t r = 0; r < n_rules; ++r) mark(rule_final_[r]);
+  while (!work.empty()) {
+    int32_t t = work.back();
+    work.pop_back();
+    for (int32_t s : rev[t]) mark(s);
+    for (auto [s, callee] : by_ret[t]) {
+      if (productive[callee]) mark(s);
+    }
+    int32_t r = start_rule[t];
+    if (r >= 0 && !productive[r]) {
+      productive[r] = true;
+      for (auto [s, ret] : by_callee[r]) {
+        if (live[ret]) mark(s);
+      }
+    }
+  }
+  if (!productive[root_]) {
+    throw CoreError::Grammar("empty-language", "the grammar matches no string at all", rule_names_[root_]);
+  }
+  for (int32_t s = 0; s < n; ++s) {
+    auto& b = bytes_[s];
+    b.erase(std::remove_if(b.begin(), b.end(), [&](const ByteEdge& e) { return !live[e.target]; }), b.end());
+    auto& e = eps_[s];
+    e.erase(std::remove_if(e.begin(), e.end(), [&](int32_t t) { return !live[t]; }), e.end());
+    auto& c = calls_[s];
+    c.erase(std::remove_if(c.begin(), c.end(), [&](const CallEdge& x) { return !productive[x.rule] || !live[x.ret]; }),
+            c.end());
+  }
+}
+
+void Automaton::ComputeKernels() {
+  const int32_t n = num_states();
+  // Only states where a run can land need a kernel: byte-edge targets, rule starts, returns.
+  std::vector<bool> entry(n, false);
+  for (int32_t s = 0; s < n; ++s) {
+    for (const ByteEdge& e : bytes_[s]) entry[e.target] = true;
+    for (const CallEdge& c : calls_[s]) entry[c.ret] = true;
+  }
+  for (int32_t r : rule_start_) entry[r] = true;
+  kernel_offset_.assign(n + 1, 0);
+  std::vector<int32_t> stamp(n, -1), work;
+  for (int32_t s = 0; s < n; ++s) {
+    kernel_offset_[s] = static_cast<int32_t>(kernel_.size());
+    if (!entry[s]) continue;
+    work.assign(1, s);
+    stamp[s] = s;
+    while (!work.empty()) {
+      int32_t t = work.back();
+      work.pop_back();
+      if (!bytes_[t].empty() || !calls_[t].empty() || final_[t]) kernel_.push_back(t);
+      for (int32_t u : eps_[t]) {
+        if (stamp[u] != s) {
+          stamp[u] = s;
+          work.push_back(u);
+        }
+      }
+    }
+  }
+  kernel_offset_[n] = static_cast<int32_t>(kernel_.size());
+  eps_.clear();
+  eps_.shrink_to_fit();
+}
+
+}  // namespace logitgate

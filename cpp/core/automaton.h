@@ -1,0 +1,86 @@
+// Automaton: the compiled form of a grammar. Each rule is a Thompson-style NFA over bytes with
+// epsilon edges and *call* edges (call rule R, then continue at a return state); together with
+// a stack of return states this is a pushdown automaton over bytes.
+//
+// Built from the flat int32 program that python/logitgate/grammar/program.py writes (opcodes
+// below). After construction:
+// - every state that survives can reach its rule's final state (dead states are pruned, calls
+//   to rules with an empty language removed), so any parse configuration with a head can still
+//   be completed: "viable prefix" equals "configuration non-empty";
+// - no rule can reach a call of itself without consuming a byte (left recursion is rejected),
+//   so the closure of any configuration is finite;
+// - kernel(s) lists the states reachable from s by epsilon edges that matter at run time:
+//   states with byte edges, call edges, or the final flag.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "error.h"
+
+namespace logitgate {
+
+// Program opcodes (keep in sync with python/logitgate/grammar/program.py).
+enum Op : int32_t {
+  kOpLiteral = 1,    // [1, n, b0 .. b(n-1)]
+  kOpCharClass = 2,  // [2, negated, n, lo0, hi0, ...]  Unicode scalar values
+  kOpByteClass = 3,  // [3, negated, n, lo0, hi0, ...]
+  kOpSeq = 4,        // [4, n, child0 .. child(n-1)]
+  kOpAlt = 5,        // [5, n, child0 .. ]
+  kOpRepeat = 6,     // [6, min, max (-1: unbounded), child]
+  kOpRef = 7,        // [7, rule index]
+};
+
+struct ByteEdge {
+  uint8_t lo, hi;
+  int32_t target;
+};
+
+struct CallEdge {
+  int32_t rule;
+  int32_t ret;  // state to continue at once the rule finishes
+};
+
+class Automaton {
+ public:
+  // program: [n_rules, root, then per rule its body in prefix form]
+  Automaton(const std::vector<int32_t>& program, std::vector<std::string> rule_names, const CoreLimits& limits);
+
+  int32_t num_states() const { return static_cast<int32_t>(bytes_.size()); }
+  int32_t root_start() const { return rule_start_[root_]; }
+  int32_t rule_start(int32_t r) const { return rule_start_[r]; }
+  const std::vector<ByteEdge>& bytes(int32_t s) const { return bytes_[s]; }
+  const std::vector<CallEdge>& calls(int32_t s) const { return calls_[s]; }
+  bool is_final(int32_t s) const { return final_[s]; }
+  // Kernel states of the epsilon closure of s (s itself included when it is a kernel state).
+  const int32_t* kernel_begin(int32_t s) const { return kernel_.data() + kernel_offset_[s]; }
+  const int32_t* kernel_end(int32_t s) const { return kernel_.data() + kernel_offset_[s + 1]; }
+  const std::vector<std::string>& rule_names() const { return rule_names_; }
+  // Bytes that no byte edge tells apart share a class; transitions are stored per class.
+  int32_t byte_class(uint8_t b) const { return byte_class_[b]; }
+  int32_t num_byte_classes() const { return num_byte_classes_; }
+
+ private:
+  int32_t NewState();
+  void Build(const std::vector<int32_t>& program);
+  void CheckLeftRecursion();
+  void PruneDead();
+  void ComputeKernels();
+  void ComputeByteClasses();
+
+  CoreLimits limits_;
+  std::vector<std::string> rule_names_;
+  int32_t root_ = 0;
+  std::vector<int32_t> rule_start_, rule_final_;
+  std::vector<int32_t> state_rule_;
+  std::vector<std::vector<ByteEdge>> bytes_;
+  std::vector<std::vector<int32_t>> eps_;
+  std::vector<std::vector<CallEdge>> calls_;
+  std::vector<bool> final_;
+  std::vector<int32_t> kernel_offset_, kernel_;
+  int32_t byte_class_[256] = {};
+  int32_t num_byte_classes_ = 1;
+};
+
+}  // namespace logitgate

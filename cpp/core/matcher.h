@@ -1,0 +1,67 @@
+// Matcher: per-request state over one compiled grammar: the parser configuration after each
+// accepted step (for rollback), token masks, forced bytes. The heavy state (configurations,
+// transitions, memoized masks) lives in the grammar's shared Parser, so matchers are cheap
+// to create and fork, and what one request computes serves the next.
+//
+// Mask semantics: token t is allowed iff its whole byte string keeps the output a viable
+// prefix (the configuration after it is not dead); EOS ids iff the output is a complete
+// sentence; special ids and ids without bytes never. After EOS is accepted only EOS is allowed.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "automaton.h"
+#include "parser.h"
+#include "vocabulary.h"
+
+namespace logitgate {
+
+struct CompiledGrammar {
+  std::shared_ptr<const Vocabulary> vocab;
+  std::shared_ptr<const Automaton> automaton;
+  std::shared_ptr<Parser> parser;  // shared, internally synchronized
+  CoreLimits limits;
+};
+
+class Matcher {
+ public:
+  explicit Matcher(std::shared_ptr<const CompiledGrammar> grammar);
+
+  // Writes the allowed-token bitmask into `words` (mask_words() uint32 words, bit i%32 of
+  // word i/32 = token i). One matcher is not thread-safe; distinct matchers (of the same
+  // grammar too) may be used from different threads at once.
+  void FillMask(uint32_t* words);
+  bool Accept(int32_t token);
+  bool AcceptBytes(const std::string& data);
+  bool IsComplete() const { return terminated() || parser_->accepting(current()); }
+  bool IsTerminated() const {
+    return terminated() || (!parser_->has_heads(current()) && parser_->accepting(current()));
+  }
+  void Rollback(int64_t n);
+  void Reset() { history_.resize(1); }
+  std::string ForcedBytes(int64_t max_bytes);
+  std::unique_ptr<Matcher> Fork() const { return std::make_unique<Matcher>(*this); }
+  // Steps accepted since the start (EOS included).
+  int64_t num_accepted() const { return static_cast<int64_t>(history_.size()) - 1; }
+  const CompiledGrammar& grammar() const { return *grammar_; }
+
+ private:
+  struct Step {
+    int32_t config;
+    bool terminated;
+  };
+  int32_t current() const { return history_.back().config; }
+  bool terminated() const { return history_.back().terminated; }
+  void Walk(int32_t config, uint32_t* words);
+  int32_t Advance(int32_t config, const std::string& data);
+
+  std::shared_ptr<const CompiledGrammar> grammar_;
+  Parser* parser_;  // owned by grammar_
+  std::vector<Step> history_;
+  std::vector<int32_t> walk_stack_;
+};
+
+}  // namespace logitgate

@@ -1,0 +1,169 @@
+#include "parser.h"
+
+#include <algorithm>
+
+namespace logitgate {
+
+namespace {
+inline uint64_t Pack(int32_t state, int32_t frame) {
+  return (static_cast<uint64_t>(static_cast<uint32_t>(frame)) << 32) | static_cast<uint32_t>(state);
+}
+inline int32_t StateOf(uint64_t head) { return static_cast<int32_t>(head & 0xFFFFFFFFu); }
+inline int32_t FrameOf(uint64_t head) { return static_cast<int32_t>(head >> 32); }
+}  // namespace
+
+size_t Parser::VecHash::operator()(const std::vector<uint64_t>& v) const {
+  uint64_t h = 0xcbf29ce484222325ull ^ v.size();
+  for (uint64_t x : v) h ^= x + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return static_cast<size_t>(h);
+}
+
+Parser::Parser(std::shared_ptr<const Automaton> automaton, const CoreLimits& limits)
+    : automaton_(std::move(automaton)), limits_(limits), num_classes_(automaton_->num_byte_classes()) {
+  max_blocks_ = (limits_.max_configurations + kBlockSize) / kBlockSize + 1;
+  blocks_.reset(new std::atomic<Block*>[max_blocks_]);
+  for (int64_t i = 0; i < max_blocks_; ++i) blocks_[i].store(nullptr, std::memory_order_relaxed);
+  frames_.push_back({-1, -1, 0});
+  std::lock_guard<std::mutex> lock(mu_);
+  // Configuration 0 is dead: its own successor on every byte.
+  out_.clear();
+  int32_t dead = Intern(false);
+  for (int32_t c = 0; c < num_classes_; ++c) Slot(dead, c).store(kDead, std::memory_order_relaxed);
+  out_.clear();
+  visited_.clear();
+  accepting_scratch_ = false;
+  Closure(automaton_->root_start(), 0);
+  initial_ = Intern(accepting_scratch_);
+}
+
+Parser::~Parser() {
+  for (int64_t i = 0; i < max_blocks_; ++i) {
+    Block* b = blocks_[i].load(std::memory_order_relaxed);
+    if (b == nullptr) continue;
+    for (auto& m : b->masks) delete[] m.load(std::memory_order_relaxed);
+    delete b;
+  }
+}
+
+int64_t Parser::memory_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  int64_t blocks = 0;
+  for (int64_t i = 0; i < max_blocks_; ++i) blocks += blocks_[i].load(std::memory_order_relaxed) != nullptr;
+  int64_t per_block = static_cast<int64_t>(sizeof(Block)) + kBlockSize * num_classes_ * 4;
+  return blocks * per_block + masks_stored_ * static_cast<int64_t>(sizeof(uint32_t)) * mask_words_hint_;
+}
+
+int32_t Parser::PushFrame(int32_t ret, int32_t parent) {
+  uint64_t key = Pack(ret, parent);
+  auto it = frame_index_.find(key);
+  if (it != frame_index_.end()) return it->second;
+  int32_t depth = frames_[parent].depth + 1;
+  if (depth > limits_.max_stack_depth) {
+    throw CoreError::Limit("max_stack_depth", limits_.max_stack_depth, "rules nest too deeply in the output");
+  }
+  int32_t id = static_cast<int32_t>(frames_.size());
+  frames_.push_back({ret, parent, depth});
+  frame_index_.emplace(key, id);
+  return id;
+}
+
+// Adds to out_ every head reachable from (state, frame) without consuming a byte: epsilon
+// edges, rule calls (push) and rule ends (pop). Sets accepting_scratch_ when the root rule can
+// end with an empty stack. Finite because the automaton has no left recursion.
+void Parser::Closure(int32_t state0, int32_t frame0) {
+  const Automaton& a = *automaton_;
+  work_.clear();
+  work_.push_back(Pack(state0, frame0));
+  while (!work_.empty()) {
+    uint64_t item = work_.back();
+    work_.pop_back();
+    int32_t frame = FrameOf(item);
+    for (const int32_t* k = a.kernel_begin(StateOf(item)); k != a.kernel_end(StateOf(item)); ++k) {
+      int32_t s = *k;
+      uint64_t head = Pack(s, frame);
+      if (!visited_.insert(head).second) continue;
+      if (!a.bytes(s).empty()) {
+        out_.push_back(head);
+        if (static_cast<int64_t>(out_.size()) > limits_.max_parse_heads) {
+          throw CoreError::Limit("max_parse_heads", limits_.max_parse_heads,
+                                 "the grammar is too ambiguous at this point of the output");
+        }
+      }
+      for (const CallEdge& c : a.calls(s)) work_.push_back(Pack(a.rule_start(c.rule), PushFrame(c.ret, frame)));
+      if (a.is_final(s)) {
+        if (frame == 0) {
+          accepting_scratch_ = true;
+        } else {
+          work_.push_back(Pack(frames_[frame].ret, frames_[frame].parent));
+        }
+      }
+    }
+  }
+}
+
+int32_t Parser::Intern(bool accepting) {
+  std::sort(out_.begin(), out_.end());
+  out_.erase(std::unique(out_.begin(), out_.end()), out_.end());
+  const int32_t existing = num_configs_.load(std::memory_order_relaxed);
+  if (existing > 0 && out_.empty() && !accepting) return kDead;
+  out_.push_back(accepting ? ~1ull : ~2ull);  // the accepting bit is part of the key
+  auto it = config_index_.find(out_);
+  if (it != config_index_.end()) return it->second;
+  if (existing >= limits_.max_configurations) {
+    throw CoreError::Limit("max_configurations", limits_.max_configurations,
+                           "this grammar built too many parser configurations");
+  }
+  const int32_t id = existing;
+  Block* block = blocks_[id >> kBlockBits].load(std::memory_order_relaxed);
+  if (block == nullptr) {
+    block = new Block();
+    const size_t n = static_cast<size_t>(kBlockSize) * num_classes_;
+    block->transitions.reset(new std::atomic<int32_t>[n]);
+    for (size_t i = 0; i < n; ++i) block->transitions[i].store(kUnknown, std::memory_order_relaxed);
+    for (auto& f : block->flags) f.store(0, std::memory_order_relaxed);
+    for (auto& m : block->masks) m.store(nullptr, std::memory_order_relaxed);
+    blocks_[id >> kBlockBits].store(block, std::memory_order_release);
+  }
+  const uint32_t count = static_cast<uint32_t>(out_.size() - 1);
+  block->flags[id & kBlockMask].store(static_cast<uint8_t>((accepting ? kAccepting : 0) | (count ? kHasHeads : 0)),
+                                      std::memory_order_relaxed);
+  config_heads_.push_back({static_cast<uint32_t>(heads_.size()), count});
+  heads_.insert(heads_.end(), out_.begin(), out_.end() - 1);
+  config_index_.emplace(out_, id);
+  num_configs_.store(id + 1, std::memory_order_release);
+  return id;
+}
+
+int32_t Parser::ComputeLocked(int32_t config, uint8_t b) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::atomic<int32_t>& slot = Slot(config, automaton_->byte_class(b));
+  int32_t next = slot.load(std::memory_order_relaxed);
+  if (next != kUnknown) return next;  // another thread computed it meanwhile
+  const Automaton& a = *automaton_;
+  out_.clear();
+  visited_.clear();
+  accepting_scratch_ = false;
+  const auto [offset, count] = config_heads_[config];
+  for (uint32_t i = 0; i < count; ++i) {
+    uint64_t head = heads_[offset + i];
+    for (const ByteEdge& e : a.bytes(StateOf(head))) {
+      if (e.lo <= b && b <= e.hi) Closure(e.target, FrameOf(head));
+    }
+  }
+  next = Intern(accepting_scratch_);
+  slot.store(next, std::memory_order_release);
+  return next;
+}
+
+void Parser::StoreMask(int32_t config, const uint32_t* words, size_t n_words) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& slot = BlockOf(config)->masks[config & kBlockMask];
+  if (slot.load(std::memory_order_relaxed) != nullptr || masks_stored_ >= limits_.mask_cache_entries) return;
+  uint32_t* copy = new uint32_t[n_words];
+  std::copy(words, words + n_words, copy);
+  ++masks_stored_;
+  mask_words_hint_ = static_cast<int64_t>(n_words);
+  slot.store(copy, std::memory_order_release);
+}
+
+}  // namespace logitgate

@@ -1,0 +1,121 @@
+// Parser: run-time configurations of the pushdown automaton, interned and memoized, shared by
+// every matcher of one compiled grammar (across requests and threads).
+//
+// A *frame* is one stack entry (the state to return to, and the frame below it); frames are
+// hash-consed, so a whole stack is one int and equal stacks are equal ints. Frame 0 is the
+// empty stack. A *head* is (automaton state with byte edges, frame). A *configuration* is the
+// sorted set of heads after epsilon closure, plus whether the input so far is a complete
+// sentence. Configurations are interned, and their transitions (per byte class, see
+// Automaton::byte_class) are computed lazily and memoized: the parser is a lazily built DFA
+// over configurations. Configuration 0 is dead: no heads, not accepting, its own successor.
+//
+// Concurrency: reads of transitions, flags and cached masks are lock-free (acquire loads of
+// values published with release stores); computing a missing transition, interning, and
+// publishing a mask take `mu_`. Storage is in fixed-size blocks that never move, so a
+// published pointer stays valid for the parser's lifetime. All memory is bounded by
+// CoreLimits (max_configurations, max_parse_heads, max_stack_depth, mask_cache_entries).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "automaton.h"
+
+namespace logitgate {
+
+class Parser {
+ public:
+  static constexpr int32_t kDead = 0;
+  static constexpr int32_t kUnknown = -1;
+
+  Parser(std::shared_ptr<const Automaton> automaton, const CoreLimits& limits);
+  ~Parser();
+  Parser(const Parser&) = delete;
+  Parser& operator=(const Parser&) = delete;
+
+  const Automaton& automaton() const { return *automaton_; }
+  int32_t initial() const { return initial_; }
+  bool accepting(int32_t config) const { return Flags(config) & kAccepting; }
+  // True when some byte can still be consumed.
+  bool has_heads(int32_t config) const { return Flags(config) & kHasHeads; }
+
+  // Successor of `config` on byte b (kDead when b is not allowed). Thread-safe.
+  int32_t Next(int32_t config, uint8_t b) {
+    std::atomic<int32_t>& slot = Slot(config, automaton_->byte_class(b));
+    int32_t next = slot.load(std::memory_order_acquire);
+    return next != kUnknown ? next : ComputeLocked(config, b);
+  }
+
+  // The memoized mask of `config`, or nullptr. Thread-safe.
+  const uint32_t* CachedMask(int32_t config) const {
+    return BlockOf(config)->masks[config & kBlockMask].load(std::memory_order_acquire);
+  }
+  // Memoizes `words` (n_words) as the mask of `config` unless the cache is full. Thread-safe.
+  void StoreMask(int32_t config, const uint32_t* words, size_t n_words);
+
+  int32_t num_configurations() const { return num_configs_.load(std::memory_order_acquire); }
+  // Approximate bytes held by memoized configurations, transitions and masks.
+  int64_t memory_bytes() const;
+
+ private:
+  static constexpr int32_t kBlockBits = 8;
+  static constexpr int32_t kBlockSize = 1 << kBlockBits;
+  static constexpr int32_t kBlockMask = kBlockSize - 1;
+  static constexpr uint8_t kAccepting = 1;
+  static constexpr uint8_t kHasHeads = 2;
+
+  struct Block {
+    std::unique_ptr<std::atomic<int32_t>[]> transitions;  // kBlockSize * num_classes
+    std::atomic<uint8_t> flags[kBlockSize];
+    std::atomic<const uint32_t*> masks[kBlockSize];
+  };
+  struct Frame {
+    int32_t ret;
+    int32_t parent;
+    int32_t depth;
+  };
+  struct VecHash {
+    size_t operator()(const std::vector<uint64_t>& v) const;
+  };
+
+  Block* BlockOf(int32_t config) const { return blocks_[config >> kBlockBits].load(std::memory_order_acquire); }
+  uint8_t Flags(int32_t config) const {
+    return BlockOf(config)->flags[config & kBlockMask].load(std::memory_order_relaxed);
+  }
+  std::atomic<int32_t>& Slot(int32_t config, int32_t cls) const {
+    return BlockOf(config)->transitions[static_cast<size_t>(config & kBlockMask) * num_classes_ + cls];
+  }
+
+  int32_t ComputeLocked(int32_t config, uint8_t b);
+  void Closure(int32_t state, int32_t frame);
+  int32_t Intern(bool accepting);
+  int32_t PushFrame(int32_t ret, int32_t parent);
+
+  std::shared_ptr<const Automaton> automaton_;
+  CoreLimits limits_;
+  int32_t num_classes_;
+  std::unique_ptr<std::atomic<Block*>[]> blocks_;
+  int64_t max_blocks_;
+  std::atomic<int32_t> num_configs_{0};
+  int32_t initial_ = 0;
+
+  // Everything below is guarded by mu_.
+  mutable std::mutex mu_;
+  std::vector<Frame> frames_;
+  std::unordered_map<uint64_t, int32_t> frame_index_;
+  std::vector<uint64_t> heads_;
+  std::vector<std::pair<uint32_t, uint32_t>> config_heads_;  // (offset, count) into heads_
+  std::unordered_map<std::vector<uint64_t>, int32_t, VecHash> config_index_;
+  int64_t masks_stored_ = 0;
+  int64_t mask_words_hint_ = 0;
+  std::vector<uint64_t> out_, work_;
+  std::unordered_set<uint64_t> visited_;
+  bool accepting_scratch_ = false;
+};
+
+}  // namespace logitgate

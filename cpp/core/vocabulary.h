@@ -1,0 +1,57 @@
+// Vocabulary: exact bytes of every token id, plus the token trie the mask walk uses.
+//
+// Invariants:
+// - ids are 0 .. width-1 (the model's logits width); ids with no bytes and special ids are
+//   never in the trie, so grammar text can never produce them;
+// - the trie is flat, in depth-first order of sorted token bytes: node i's subtree is
+//   [i, subtree_end[i]), so a walk skips a dead subtree with one assignment;
+// - depth[i] >= 1 is the length of node i's byte string (the root is implicit at depth 0).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace logitgate {
+
+class Vocabulary {
+ public:
+  // tokens[i] is id i's bytes; has_bytes[i] false means the id has none (padding, unused).
+  Vocabulary(std::vector<std::string> tokens, std::vector<bool> has_bytes, const std::vector<int32_t>& special_ids,
+             const std::vector<int32_t>& eos_ids, int32_t width);
+
+  int32_t width() const { return width_; }
+  int32_t mask_words() const { return (width_ + 31) / 32; }
+  const std::vector<int32_t>& eos_ids() const { return eos_ids_; }
+  bool is_special(int32_t id) const { return id >= 0 && id < width_ && special_[id]; }
+  bool is_eos(int32_t id) const { return id >= 0 && id < width_ && eos_[id]; }
+  // True when `id` can be produced by grammar text (non-special, non-empty bytes).
+  bool is_text(int32_t id) const { return id >= 0 && id < width_ && text_[id]; }
+  const std::string& bytes(int32_t id) const { return tokens_[id]; }
+
+  // Flat trie (see the invariants above).
+  int32_t trie_size() const { return static_cast<int32_t>(trie_byte_.size()); }
+  const std::vector<uint8_t>& trie_byte() const { return trie_byte_; }
+  const std::vector<uint16_t>& trie_depth() const { return trie_depth_; }
+  const std::vector<int32_t>& trie_subtree_end() const { return trie_subtree_end_; }
+  // Tokens ending at node i: trie_tokens()[trie_token_begin()[i] .. trie_token_begin()[i+1]).
+  const std::vector<int32_t>& trie_token_begin() const { return trie_token_begin_; }
+  const std::vector<int32_t>& trie_tokens() const { return trie_tokens_; }
+  int32_t max_token_length() const { return max_token_length_; }
+
+ private:
+  void BuildTrie();
+
+  int32_t width_;
+  std::vector<std::string> tokens_;
+  std::vector<bool> special_, eos_, text_;
+  std::vector<int32_t> eos_ids_;
+  std::vector<uint8_t> trie_byte_;
+  std::vector<uint16_t> trie_depth_;
+  std::vector<int32_t> trie_subtree_end_;
+  std::vector<int32_t> trie_token_begin_;
+  std::vector<int32_t> trie_tokens_;
+  int32_t max_token_length_ = 0;
+};
+
+}  // namespace logitgate

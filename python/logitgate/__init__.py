@@ -1,0 +1,58 @@
+"""logitgate: structured output for LLMs, invalid by construction.
+
+Compile a grammar (GBNF, regex, choice list; JSON Schema next) for a tokenizer's vocabulary,
+then per decoding step fill a token bitmask, apply it to the logits, sample, and accept the
+token::
+
+    import logitgate as lg
+    vocab = lg.Vocabulary.from_huggingface(tokenizer)
+    g = lg.Compiler(vocab).compile_regex(r"\\d{3}-\\d{4}")
+    m = g.matcher()
+    bits = lg.allocate_mask(vocab)
+    m.fill_mask(bits, row=0); lg.apply_mask(logits, bits); ...; m.accept(token_id)
+
+``import logitgate`` never imports torch or transformers.
+"""
+
+from __future__ import annotations
+
+import os as _os
+
+from .errors import (
+    GrammarError,
+    LimitExceeded,
+    LogitgateError,
+    SchemaError,
+    TokenRejected,
+    UnsupportedSchemaError,
+    VocabularyError,
+)
+from .limits import Limits
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CompiledGrammar",
+    "Compiler",
+    "GrammarError",
+    "LimitExceeded",
+    "Limits",
+    "LogitgateError",
+    "Matcher",
+    "SchemaError",
+    "TokenRejected",
+    "UnsupportedSchemaError",
+    "Vocabulary",
+    "VocabularyError",
+    "allocate_mask",
+    "apply_mask",
+    "fill_masks",
+]
+
+# LOGITGATE_NO_CORE=1 lets pure-Python parts (frontends, loaders) be imported and tested before
+# the extension is built. It is a development switch, not a mode of the library.
+if not _os.environ.get("LOGITGATE_NO_CORE"):
+    from ._core import Matcher
+    from .compiler import CompiledGrammar, Compiler
+    from .masks import allocate_mask, apply_mask, fill_masks
+    from .vocabulary import Vocabulary

@@ -1,0 +1,118 @@
+"""Compiler: frontends -> IR -> core automaton, cached by content hash.
+
+One :class:`Compiler` per vocabulary. It is thread-safe; compiling releases the GIL in the
+core. Identical inputs (same IR, same limits) return the same :class:`CompiledGrammar`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from dataclasses import astuple
+from typing import Sequence
+
+from . import _core
+from .errors import GrammarError
+from .grammar.ir import Alt, Grammar, Literal
+from .grammar.program import serialize
+from .limits import DEFAULT_LIMITS, Limits
+from .vocabulary import Vocabulary
+
+__all__ = ["CompiledGrammar", "Compiler"]
+
+
+class CompiledGrammar:
+    """A grammar compiled for one vocabulary. Cheap to share; make one matcher per request.
+
+    Attributes:
+        grammar: the IR that was compiled (print it with :meth:`to_ebnf`).
+        vocab: the vocabulary masks are sized for.
+    """
+
+    def __init__(self, core: object, grammar: Grammar, vocab: Vocabulary, limits: Limits) -> None:
+        self._core = core
+        self.grammar = grammar
+        self.vocab = vocab
+        self.limits = limits
+
+    def matcher(self) -> _core.Matcher:
+        """A fresh per-request :class:`~logitgate.Matcher` at the start of the grammar."""
+        return _core.Matcher(self._core)
+
+    def to_ebnf(self) -> str:
+        """The compiled grammar printed in the GBNF dialect."""
+        return self.grammar.to_ebnf()
+
+    @property
+    def num_states(self) -> int:
+        """States of the compiled automaton (a size measure)."""
+        return int(self._core.num_states)  # type: ignore[attr-defined]
+
+    def __repr__(self) -> str:
+        return f"CompiledGrammar(rules={len(self.grammar.rules)}, states={self.num_states}, vocab_size={self.vocab.size})"
+
+
+class Compiler:
+    """Compiles grammars for one vocabulary.
+
+    >>> import logitgate as lg
+    >>> vocab = lg.Vocabulary.from_tokens([b"yes", b"no", b"y", b"es", None], eos_ids=[4])
+    >>> g = lg.Compiler(vocab).compile_choice(["yes", "no"])
+    >>> m = g.matcher()
+    >>> bits = lg.allocate_mask(vocab)
+    >>> m.fill_mask(bits, row=0)
+    >>> [i for i in range(vocab.size) if bits[0, i // 32] >> (i % 32) & 1]
+    [0, 1, 2]
+    """
+
+    def __init__(self, vocab: Vocabulary, limits: Limits | None = None, cache_size: int = 256) -> None:
+        self.vocab = vocab
+        self.limits = limits or DEFAULT_LIMITS
+        self._cache: OrderedDict[str, CompiledGrammar] = OrderedDict()
+        self._cache_size = cache_size
+        self._lock = threading.Lock()
+
+    def compile_grammar(self, grammar: Grammar) -> CompiledGrammar:
+        """Compiles an IR grammar (cached by content)."""
+        program, names = serialize(grammar, self.limits)
+        key = hashlib.blake2b(program.tobytes() + "\0".join(names).encode() + repr(astuple(self.limits)).encode())
+        digest = key.hexdigest()
+        with self._lock:
+            hit = self._cache.get(digest)
+            if hit is not None:
+                self._cache.move_to_end(digest)
+                return hit
+        core = _core.compile(self.vocab._core, program, names, list(astuple(self.limits)[1:8]))
+        compiled = CompiledGrammar(core, grammar, self.vocab, self.limits)
+        with self._lock:
+            self._cache[digest] = compiled
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        return compiled
+
+    def compile_ebnf(self, text: str, root: str = "root") -> CompiledGrammar:
+        """Compiles a GBNF grammar (llama.cpp's dialect); ``root`` names the start rule."""
+        from .frontends.gbnf import parse_gbnf
+
+        return self.compile_grammar(parse_gbnf(text, root=root, limits=self.limits))
+
+    def compile_regex(self, pattern: str) -> CompiledGrammar:
+        """Compiles a regular expression; the whole output must match it."""
+        from .frontends.regex import parse_regex
+
+        return self.compile_grammar(parse_regex(pattern, limits=self.limits))
+
+    def compile_choice(self, choices: Sequence[str | bytes]) -> CompiledGrammar:
+        """The output is exactly one of ``choices``."""
+        if isinstance(choices, (str, bytes)) or not choices:
+            raise GrammarError("compile_choice needs a non-empty list of strings", code="choice-empty")
+        items = []
+        for c in choices:
+            if not isinstance(c, (str, bytes)):
+                raise GrammarError(f"choices must be str or bytes, got {type(c).__name__}", code="choice-type")
+            items.append(Literal(c.encode() if isinstance(c, str) else c))
+        return self.compile_grammar(Grammar({"root": Alt(tuple(items))}))
+
+    def __repr__(self) -> str:
+        return f"Compiler(vocab={self.vocab!r}, cached={len(self._cache)})"

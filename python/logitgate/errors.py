@@ -1,0 +1,123 @@
+"""Typed errors. Every error logitgate raises derives from :class:`LogitgateError` and carries a
+stable ``code`` (a slug that never changes meaning) so callers can branch on it.
+
+Families:
+
+- :class:`GrammarError`  a grammar, regex or choice list cannot be compiled (``line``/``column``
+  when the input is text, plus a caret line in the message).
+- :class:`SchemaError`   a JSON Schema is invalid or cannot be lowered (``pointer``: JSON pointer).
+  :class:`UnsupportedSchemaError` is the subclass for valid schemas using what we cannot lower.
+- :class:`LimitExceeded` a documented limit of :class:`~logitgate.Limits` was hit (``limit``,
+  ``value``).
+- :class:`TokenRejected` raised only by helpers that demand acceptance; the hot-path
+  ``Matcher.accept`` returns ``False`` instead and leaves the state unchanged.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "GrammarError",
+    "LimitExceeded",
+    "LogitgateError",
+    "SchemaError",
+    "TokenRejected",
+    "UnsupportedSchemaError",
+    "VocabularyError",
+]
+
+
+class LogitgateError(Exception):
+    """Root of every logitgate error. ``code`` is a stable slug."""
+
+    code: str = "error"
+
+    def __init__(self, message: str, *, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+
+
+class GrammarError(LogitgateError, ValueError):
+    """A grammar (GBNF, regex, choice, IR) is malformed or has an empty/left-recursive language.
+
+    ``line`` and ``column`` are 1-based positions in the source text when there is one;
+    ``rule`` names the offending rule when the problem is a rule's.
+    """
+
+    code = "grammar"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        source: str | None = None,
+        offset: int | None = None,
+        rule: str | None = None,
+    ) -> None:
+        self.line: int | None = None
+        self.column: int | None = None
+        self.rule = rule
+        self.offset = offset
+        full = message
+        if source is not None and offset is not None:
+            offset = max(0, min(offset, len(source)))
+            self.line = source.count("\n", 0, offset) + 1
+            line_start = source.rfind("\n", 0, offset) + 1
+            self.column = offset - line_start + 1
+            line_end = source.find("\n", offset)
+            text = source[line_start : line_end if line_end >= 0 else len(source)]
+            if len(text) > 120:  # keep the caret readable on huge one-line inputs
+                cut = max(0, self.column - 60)
+                text = text[cut : cut + 120]
+                caret_col = self.column - cut
+            else:
+                caret_col = self.column
+            full = f"{message} at line {self.line}, column {self.column}\n  {text}\n  {' ' * (caret_col - 1)}^"
+        elif rule is not None:
+            full = f"{message} (rule {rule!r})"
+        super().__init__(full, code=code)
+
+
+class SchemaError(LogitgateError, ValueError):
+    """A JSON Schema is invalid; ``pointer`` is the JSON pointer of the offending keyword."""
+
+    code = "schema"
+
+    def __init__(self, message: str, *, pointer: str = "", code: str | None = None) -> None:
+        self.pointer = pointer
+        super().__init__(f"{message} at {pointer or '#'}", code=code)
+
+
+class UnsupportedSchemaError(SchemaError):
+    """A valid JSON Schema uses a construct logitgate cannot lower exactly."""
+
+    code = "schema-unsupported"
+
+    def __init__(self, keyword: str, message: str, *, pointer: str = "") -> None:
+        self.keyword = keyword
+        super().__init__(f"unsupported {keyword!r}: {message}", pointer=pointer)
+
+
+class LimitExceeded(LogitgateError):
+    """A limit of :class:`~logitgate.Limits` was exceeded: ``limit`` names it, ``value`` is its setting."""
+
+    code = "limit"
+
+    def __init__(self, limit: str, value: int | float, message: str = "") -> None:
+        self.limit = limit
+        self.value = value
+        super().__init__(f"limit {limit}={value} exceeded" + (f": {message}" if message else ""))
+
+
+class TokenRejected(LogitgateError):
+    """A token the grammar does not allow was forced in."""
+
+    code = "token-rejected"
+
+
+class VocabularyError(LogitgateError, ValueError):
+    """A tokenizer could not be turned into exact per-token bytes."""
+
+    code = "vocabulary"

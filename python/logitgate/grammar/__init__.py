@@ -1,0 +1,1 @@
+"""Grammar IR and its serialization for the core."""

@@ -1,0 +1,236 @@
+"""Grammar IR: the one language every frontend lowers to and the core compiles.
+
+A :class:`Grammar` is a set of named rules over *bytes*. Each rule body is a tree of
+:class:`Node` values:
+
+- :class:`Literal`   exact bytes (``b"true"``); ``Literal(b"")`` is the empty string.
+- :class:`CharClass` one Unicode scalar value from a set of code point ranges (optionally
+  negated); the core lowers it to a UTF-8 byte automaton, so classes never match surrogates
+  and negation means "any other scalar value".
+- :class:`ByteClass` one raw byte from a set of byte ranges (for grammars over bytes).
+- :class:`Seq`       concatenation; ``Seq(())`` is the empty string.
+- :class:`Alt`       alternation; ``Alt(())`` is the empty language (rejected at compile).
+- :class:`Repeat`    ``item{min,max}``; ``max=None`` is unbounded.
+- :class:`Ref`       a reference to another rule by name (recursion allowed; left recursion is
+  rejected by the core with :class:`~logitgate.GrammarError`).
+
+Nodes are immutable and hashable, so grammars can be compared and cached by value.
+
+>>> from logitgate.grammar.ir import Grammar, Literal, Repeat, CharClass, Seq, Ref
+>>> g = Grammar({"root": Seq((Literal(b"a"), Ref("digits"))),
+...              "digits": Repeat(CharClass(((48, 57),)), 1, 3)})
+>>> print(g.to_ebnf())
+root ::= "a" digits
+digits ::= [0-9]{1,3}
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator, Mapping, Union
+
+__all__ = [
+    "Alt",
+    "ByteClass",
+    "CharClass",
+    "Grammar",
+    "Literal",
+    "Node",
+    "Ref",
+    "Repeat",
+    "Seq",
+    "EMPTY",
+    "MAX_CODE_POINT",
+]
+
+MAX_CODE_POINT = 0x10FFFF
+
+
+@dataclass(frozen=True)
+class Literal:
+    """Exact bytes."""
+
+    value: bytes
+
+
+@dataclass(frozen=True)
+class CharClass:
+    """One Unicode scalar value in ``ranges`` (inclusive pairs), or not in them if ``negated``."""
+
+    ranges: tuple[tuple[int, int], ...]
+    negated: bool = False
+
+    def __post_init__(self) -> None:
+        for lo, hi in self.ranges:
+            if not (0 <= lo <= hi <= MAX_CODE_POINT):
+                raise ValueError(f"bad code point range {lo:#x}-{hi:#x}")
+
+
+@dataclass(frozen=True)
+class ByteClass:
+    """One byte in ``ranges`` (inclusive pairs), or not in them if ``negated``."""
+
+    ranges: tuple[tuple[int, int], ...]
+    negated: bool = False
+
+    def __post_init__(self) -> None:
+        for lo, hi in self.ranges:
+            if not (0 <= lo <= hi <= 255):
+                raise ValueError(f"bad byte range {lo}-{hi}")
+
+
+@dataclass(frozen=True)
+class Seq:
+    """Concatenation of ``items``."""
+
+    items: tuple["Node", ...]
+
+
+@dataclass(frozen=True)
+class Alt:
+    """Alternation of ``items``."""
+
+    items: tuple["Node", ...]
+
+
+@dataclass(frozen=True)
+class Repeat:
+    """``item`` repeated ``min`` to ``max`` times (``max=None``: unbounded)."""
+
+    item: "Node"
+    min: int = 0
+    max: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.min < 0 or (self.max is not None and self.max < self.min):
+            raise ValueError(f"bad repetition bounds {{{self.min},{self.max}}}")
+
+
+@dataclass(frozen=True)
+class Ref:
+    """Reference to the rule called ``name``."""
+
+    name: str
+
+
+Node = Union[Literal, CharClass, ByteClass, Seq, Alt, Repeat, Ref]
+
+EMPTY = Seq(())
+
+
+@dataclass(frozen=True)
+class Grammar:
+    """Named rules; ``root`` names the start rule. Rule order is kept for printing."""
+
+    rules: Mapping[str, Node]
+    root: str = "root"
+    _frozen_rules: tuple[tuple[str, Node], ...] = field(init=False, repr=False, compare=True)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_frozen_rules", tuple(self.rules.items()))
+
+    def __hash__(self) -> int:
+        return hash((self._frozen_rules, self.root))
+
+    def to_ebnf(self) -> str:
+        """Print the grammar in the GBNF dialect (root rule first)."""
+        order = [self.root] + [n for n in self.rules if n != self.root]
+        return "\n".join(f"{name} ::= {_print(self.rules[name], 0)}" for name in order if name in self.rules) + "\n"
+
+    def iter_nodes(self) -> Iterator[Node]:
+        """Every node of every rule, iteratively (no recursion: IR depth is user-driven)."""
+        stack: list[Node] = list(self.rules.values())
+        while stack:
+            node = stack.pop()
+            yield node
+            if isinstance(node, (Seq, Alt)):
+                stack.extend(node.items)
+            elif isinstance(node, Repeat):
+                stack.append(node.item)
+
+
+# Printing precedence: 0 = alternation context, 1 = sequence item, 2 = repetition operand.
+def _print(node: Node, prec: int) -> str:
+    if isinstance(node, Literal):
+        return '"' + "".join(_escape_byte_char(c) for c in _decode_lossless(node.value)) + '"'
+    if isinstance(node, CharClass):
+        return _print_class(node.ranges, node.negated, unicode=True)
+    if isinstance(node, ByteClass):
+        return _print_class(node.ranges, node.negated, unicode=False)
+    if isinstance(node, Ref):
+        return node.name
+    if isinstance(node, Seq):
+        if not node.items:
+            return '""'
+        s = " ".join(_print(i, 1) for i in node.items)
+        return f"({s})" if prec >= 2 and len(node.items) > 1 else s
+    if isinstance(node, Alt):
+        if not node.items:
+            return "[^\\x00-\\U0010FFFF]"  # prints as an empty class: the empty language
+        s = " | ".join(_print(i, 0) for i in node.items)
+        return f"({s})" if prec >= 1 and len(node.items) > 1 else s
+    if isinstance(node, Repeat):
+        inner = _print(node.item, 2)
+        lo, hi = node.min, node.max
+        if (lo, hi) == (0, None):
+            op = "*"
+        elif (lo, hi) == (1, None):
+            op = "+"
+        elif (lo, hi) == (0, 1):
+            op = "?"
+        elif hi is None:
+            op = f"{{{lo},}}"
+        elif lo == hi:
+            op = f"{{{lo}}}"
+        else:
+            op = f"{{{lo},{hi}}}"
+        return inner + op
+    raise TypeError(f"not an IR node: {node!r}")
+
+
+def _decode_lossless(data: bytes) -> list[str | int]:
+    """Characters of valid UTF-8 runs, ints for stray bytes."""
+    out: list[str | int] = []
+    i = 0
+    while i < len(data):
+        for n in (1, 2, 3, 4):
+            try:
+                out.append(data[i : i + n].decode("utf-8"))
+                i += n
+                break
+            except UnicodeDecodeError:
+                continue
+        else:
+            out.append(data[i])
+            i += 1
+    return out
+
+
+_SIMPLE_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape_byte_char(c: str | int) -> str:
+    if isinstance(c, int):
+        return f"\\x{c:02X}"  # a raw byte (GBNF reads \xNN as a code point; printing only)
+    if c in _SIMPLE_ESCAPES:
+        return _SIMPLE_ESCAPES[c]
+    cp = ord(c)
+    if cp < 0x20 or cp == 0x7F:
+        return f"\\x{cp:02X}"
+    return c
+
+
+def _class_char(cp: int) -> str:
+    if chr(cp) in "]\\^-[":
+        return "\\" + chr(cp)
+    if cp < 0x20 or cp == 0x7F or 0xD800 <= cp <= 0xDFFF or cp > 0xFFFF or chr(cp).isspace():
+        return f"\\x{cp:02X}" if cp <= 0xFF else (f"\\u{cp:04X}" if cp <= 0xFFFF else f"\\U{cp:08X}")
+    return chr(cp)
+
+
+def _print_class(ranges: tuple[tuple[int, int], ...], negated: bool, unicode: bool) -> str:
+    parts = []
+    for lo, hi in ranges:
+        parts.append(_class_char(lo) if lo == hi else f"{_class_char(lo)}-{_class_char(hi)}")
+    body = ("^" if negated else "") + "".join(parts)
+    return f"[{body}]" if unicode else f"[{body}]/*bytes*/"

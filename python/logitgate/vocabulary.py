@@ -1,0 +1,98 @@
+"""Vocabulary: the exact bytes of every token id, compiled once per tokenizer into the core's
+token trie. Build it with one of the ``from_*`` constructors; share it between compilers.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Iterable, Mapping, Sequence
+
+from . import _core
+from .tokenizers import (
+    TokenTable,
+    table_from_gguf,
+    table_from_huggingface,
+    table_from_tiktoken,
+    table_from_tokens,
+)
+
+__all__ = ["Vocabulary"]
+
+
+class Vocabulary:
+    """Token id -> bytes, special ids, EOS ids and the logits width masks are sized by.
+
+    >>> import logitgate as lg
+    >>> v = lg.Vocabulary.from_tokens([b"a", b"b", b"ab", None], eos_ids=[3])
+    >>> v.size, v.token_bytes(2), v.eos_ids
+    (4, b'ab', (3,))
+    """
+
+    def __init__(self, table: TokenTable) -> None:
+        self._table = table
+        self._core = _core.make_vocabulary(
+            list(table.tokens), sorted(table.special_ids), list(table.eos_ids), table.logits_width
+        )
+
+    # -- constructors -------------------------------------------------------------------------
+    @classmethod
+    def from_huggingface(cls, tokenizer: Any, logits_width: int | None = None) -> Vocabulary:
+        """From a ``transformers`` tokenizer or a ``tokenizers.Tokenizer``; ``logits_width``
+        is the model's output width when it differs from the tokenizer's size."""
+        return cls(table_from_huggingface(tokenizer, logits_width=logits_width))
+
+    @classmethod
+    def from_tiktoken(
+        cls,
+        path_or_ranks: str | os.PathLike[str] | Mapping[bytes, int],
+        special_tokens: Mapping[str, int] | None = None,
+        logits_width: int | None = None,
+    ) -> Vocabulary:
+        """From a ``.tiktoken`` rank file (or a ``{bytes: rank}`` dict) and its special tokens."""
+        return cls(table_from_tiktoken(path_or_ranks, special_tokens=special_tokens, logits_width=logits_width))
+
+    @classmethod
+    def from_gguf(cls, path: str | os.PathLike[str]) -> Vocabulary:
+        """From the vocabulary embedded in a GGUF model file (no model weights are read)."""
+        return cls(table_from_gguf(path))
+
+    @classmethod
+    def from_tokens(
+        cls,
+        tokens: Sequence[bytes | None],
+        eos_ids: Iterable[int] = (),
+        special_ids: Iterable[int] = (),
+        logits_width: int | None = None,
+    ) -> Vocabulary:
+        """From explicit token bytes (``None`` for ids without bytes)."""
+        return cls(table_from_tokens(list(tokens), eos_ids=eos_ids, special_ids=special_ids, logits_width=logits_width))
+
+    # -- queries ------------------------------------------------------------------------------
+    @property
+    def size(self) -> int:
+        """The logits width: masks have one bit per id below it."""
+        return int(self._table.logits_width)
+
+    @property
+    def eos_ids(self) -> tuple[int, ...]:
+        return tuple(self._core.eos_ids)
+
+    @property
+    def special_ids(self) -> frozenset[int]:
+        return self._table.special_ids
+
+    def token_bytes(self, token_id: int) -> bytes | None:
+        """The exact bytes of ``token_id`` (``None`` when it has none)."""
+        if 0 <= token_id < len(self._table.tokens):
+            return self._table.tokens[token_id]
+        return None
+
+    @property
+    def table(self) -> TokenTable:
+        return self._table
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __repr__(self) -> str:
+        return f"Vocabulary(size={self.size}, eos_ids={list(self.eos_ids)}, special={len(self.special_ids)})"

@@ -1,0 +1,1 @@
+"""Slow, obviously-correct reference recognizer used as an oracle by the differential tests."""
