@@ -101,7 +101,7 @@ def run_differential(
 def test_gbnf_masks_match_reference(path: Path, smollm2_vocab: Any) -> None:
     text = path.read_text(encoding="utf-8")
     compiled = _compile(smollm2_vocab, lambda c: c.compile_ebnf(text, root="root"))
-    run_differential(path.name, compiled, vocab_view(smollm2_vocab), walks=3, max_tokens=12, checks_per_walk=2)
+    run_differential(path.name, compiled, vocab_view(smollm2_vocab), walks=6, max_tokens=24, checks_per_walk=4)
 
 
 @pytest.mark.parametrize("index", range(len(PATTERNS)), ids=lambda i: f"re{i * REGEX_STRIDE}")
@@ -109,7 +109,7 @@ def test_regex_masks_match_reference(index: int, smollm2_vocab: Any) -> None:
     pattern = PATTERNS[index]
     compiled = _compile(smollm2_vocab, lambda c: c.compile_regex(pattern))
     run_differential(
-        f"regex {pattern!r}", compiled, vocab_view(smollm2_vocab), walks=1, max_tokens=6, checks_per_walk=2
+        f"regex {pattern!r}", compiled, vocab_view(smollm2_vocab), walks=2, max_tokens=10, checks_per_walk=3
     )
 
 
@@ -129,7 +129,7 @@ def test_enough_regexes_compile(smollm2_vocab: Any) -> None:
 @pytest.mark.parametrize("key", sorted(CHOICES))
 def test_choice_masks_match_reference(key: str, smollm2_vocab: Any) -> None:
     compiled = _compile(smollm2_vocab, lambda c: c.compile_choice(CHOICES[key]))
-    run_differential(f"choice {key}", compiled, vocab_view(smollm2_vocab), walks=4, max_tokens=4, checks_per_walk=2)
+    run_differential(f"choice {key}", compiled, vocab_view(smollm2_vocab), walks=6, max_tokens=4, checks_per_walk=2)
 
 
 GEMMA_CASES: dict[str, Callable[[Any], Any]] = {
@@ -144,7 +144,7 @@ GEMMA_CASES: dict[str, Callable[[Any], Any]] = {
 def test_gemma3_sampled_masks_match_reference(key: str, gemma3_vocab: Any) -> None:
     compiled = _compile(gemma3_vocab, GEMMA_CASES[key])
     view = vocab_view(gemma3_vocab, sample=5000)
-    run_differential(f"gemma3 {key}", compiled, view, walks=2, max_tokens=8, checks_per_walk=2)
+    run_differential(f"gemma3 {key}", compiled, view, walks=3, max_tokens=12, checks_per_walk=3)
 
 
 # -- exhaustive variants (make test-all) ------------------------------------------------------

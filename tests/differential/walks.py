@@ -149,8 +149,13 @@ def random_walk(
     full_check_steps: Sequence[int] = (),
     finish: bool = False,
     spot_checks: int = 32,
+    short_bias: float = 0.5,
 ) -> WalkResult:
-    """One seeded walk; full mask comparisons at ``full_check_steps`` (negative = finishing phase)."""
+    """One seeded walk; full mask comparisons at ``full_check_steps`` (-1 = start of the finishing phase).
+
+    With probability ``short_bias`` a step picks among allowed tokens of at most two bytes, which
+    steers walks out of long string bodies into punctuation and structure (more distinct states).
+    """
     import logitgate as lg
 
     m = compiled.matcher()
@@ -196,7 +201,11 @@ def random_walk(
                 break
             tid = view.single_byte[first]
         else:
-            tid = non_eos[rng.randrange(len(non_eos))]
+            pool = non_eos
+            if rng.random() < short_bias:
+                short = [i for i in non_eos if len(view.token_bytes[i] or b"") <= 2]
+                pool = short or non_eos
+            tid = pool[rng.randrange(len(pool))]
         tb = view.token_bytes[tid]
         assert tb is not None
         if not m.accept(tid):

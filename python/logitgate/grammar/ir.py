@@ -19,7 +19,7 @@ Nodes are immutable and hashable, so grammars can be compared and cached by valu
 >>> from logitgate.grammar.ir import Grammar, Literal, Repeat, CharClass, Seq, Ref
 >>> g = Grammar({"root": Seq((Literal(b"a"), Ref("digits"))),
 ...              "digits": Repeat(CharClass(((48, 57),)), 1, 3)})
->>> print(g.to_ebnf())
+>>> print(g.to_ebnf(), end="")
 root ::= "a" digits
 digits ::= [0-9]{1,3}
 """
@@ -221,8 +221,10 @@ def _escape_byte_char(c: str | int) -> str:
 
 
 def _class_char(cp: int) -> str:
-    if chr(cp) in "]\\^-[":
+    if chr(cp) in "]\\[":
         return "\\" + chr(cp)
+    if chr(cp) in "^-":  # hex, so llama.cpp reads the printed grammar too
+        return f"\\x{cp:02X}"
     if cp < 0x20 or cp == 0x7F or 0xD800 <= cp <= 0xDFFF or cp > 0xFFFF or chr(cp).isspace():
         return f"\\x{cp:02X}" if cp <= 0xFF else (f"\\u{cp:04X}" if cp <= 0xFFFF else f"\\U{cp:08X}")
     return chr(cp)

