@@ -171,7 +171,7 @@ NB_MODULE(_core, m) {
             nb::gil_scoped_release release;
             self.FillMask(words);
           },
-          nb::arg("bits"), nb::arg("row") = 0,
+          nb::arg("bits").noconvert(), nb::arg("row") = 0,
           "Write the allowed-token bitmask into row `row` of `bits` (int32 [batch, words]); GIL released.")
       .def("accept", &Matcher::Accept, nb::arg("token_id"),
            "Accept one token. Returns False (state unchanged) when the grammar does not allow it.")
@@ -193,6 +193,6 @@ NB_MODULE(_core, m) {
       .def("fork", &Matcher::Fork, "An independent copy of this matcher, state and memoized work included.")
       .def_prop_ro("num_accepted", &Matcher::num_accepted);
 
-  m.def("fill_masks", &FillMasks, nb::arg("matchers"), nb::arg("bits"), nb::arg("threads"),
+  m.def("fill_masks", &FillMasks, nb::arg("matchers"), nb::arg("bits").noconvert(), nb::arg("threads"),
         "Fill row i of `bits` for matchers[i], on `threads` threads with the GIL released.");
 }

@@ -72,26 +72,51 @@ std::string Matcher::ForcedBytes(int64_t max_bytes) {
 }
 
 // Walks the vocabulary trie in depth-first order, advancing the parser one byte per trie
-// node; a dead node skips its whole subtree. Sets the bits of text tokens only.
+// node; a dead node skips its whole subtree. When a node's byte loops the configuration onto
+// itself and every byte below the node does too (string bodies, free text), every token in the
+// subtree is allowed: their bits are set without walking it. Sets text tokens only.
 void Matcher::Walk(int32_t config, uint32_t* words) {
+  // Below this many nodes a subtree is cheaper to walk than to test for the shortcut.
+  constexpr int32_t kSkipMinNodes = 8;
   const Vocabulary& v = *grammar_->vocab;
   const uint8_t* byte = v.trie_byte().data();
   const uint16_t* depth = v.trie_depth().data();
   const int32_t* subtree_end = v.trie_subtree_end().data();
   const int32_t* tok_begin = v.trie_token_begin().data();
   const int32_t* toks = v.trie_tokens().data();
-  walk_stack_.assign(static_cast<size_t>(v.max_token_length()) + 1, Parser::kDead);
-  walk_stack_[0] = config;
-  int32_t* stack = walk_stack_.data();
-  const int32_t n = v.trie_size();
+  const uint64_t* desc = v.trie_descendant_bytes().data();
+  const size_t levels = static_cast<size_t>(v.max_token_length()) + 1;
+  walk_config_.assign(levels, Parser::kDead);
+  walk_row_.assign(levels, nullptr);
   Parser& parser = *parser_;
+  walk_config_[0] = config;
+  walk_row_[0] = parser.Row(config);
+  int32_t loop_config = -1;  // the configuration whose self-loop set is in loop_lo/loop_hi
+  uint64_t loop_lo = 0, loop_hi = 0;
+  const int32_t n = v.trie_size();
   for (int32_t i = 0; i < n;) {
-    int32_t c = parser.Next(stack[depth[i] - 1], byte[i]);
+    const int32_t d = depth[i];
+    const int32_t parent = walk_config_[d - 1];
+    const int32_t c = parser.NextInRow(walk_row_[d - 1], parent, byte[i]);
     if (c == Parser::kDead) {
       i = subtree_end[i];
       continue;
     }
-    stack[depth[i]] = c;
+    if (c == parent && subtree_end[i] - i >= kSkipMinNodes) {
+      if (loop_config != c) {
+        parser.SelfLoops(c, &loop_lo, &loop_hi);
+        loop_config = c;
+      }
+      if ((desc[2 * i] & ~loop_lo) == 0 && (desc[2 * i + 1] & ~loop_hi) == 0) {
+        for (int32_t k = tok_begin[i]; k < tok_begin[subtree_end[i]]; ++k) {
+          words[toks[k] >> 5] |= 1u << (toks[k] & 31);
+        }
+        i = subtree_end[i];
+        continue;
+      }
+    }
+    walk_config_[d] = c;
+    walk_row_[d] = parser.Row(c);
     for (int32_t k = tok_begin[i]; k < tok_begin[i + 1]; ++k) {
       words[toks[k] >> 5] |= 1u << (toks[k] & 31);
     }

@@ -61,7 +61,8 @@ class Matcher {
   std::shared_ptr<const CompiledGrammar> grammar_;
   Parser* parser_;  // owned by grammar_
   std::vector<Step> history_;
-  std::vector<int32_t> walk_stack_;
+  std::vector<int32_t> walk_config_;
+  std::vector<const std::atomic<int32_t>*> walk_row_;
 };
 
 }  // namespace logitgate

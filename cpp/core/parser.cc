@@ -122,6 +122,8 @@ int32_t Parser::Intern(bool accepting) {
     for (size_t i = 0; i < n; ++i) block->transitions[i].store(kUnknown, std::memory_order_relaxed);
     for (auto& f : block->flags) f.store(0, std::memory_order_relaxed);
     for (auto& m : block->masks) m.store(nullptr, std::memory_order_relaxed);
+    for (auto& l : block->loops) l.store(0, std::memory_order_relaxed);
+    for (auto& r : block->loops_ready) r.store(0, std::memory_order_relaxed);
     blocks_[id >> kBlockBits].store(block, std::memory_order_release);
   }
   const uint32_t count = static_cast<uint32_t>(out_.size() - 1);
@@ -153,6 +155,26 @@ int32_t Parser::ComputeLocked(int32_t config, uint8_t b) {
   next = Intern(accepting_scratch_);
   slot.store(next, std::memory_order_release);
   return next;
+}
+
+void Parser::SelfLoops(int32_t config, uint64_t* lo, uint64_t* hi) {
+  Block* block = BlockOf(config);
+  const int32_t k = config & kBlockMask;
+  if (!block->loops_ready[k].load(std::memory_order_acquire)) {
+    uint64_t w[2] = {0, 0};
+    for (int b = 0; b < 127; ++b) {
+      if (Next(config, static_cast<uint8_t>(b)) == config) w[b >> 6] |= 1ull << (b & 63);
+    }
+    bool high = true;
+    for (int b = 127; b < 256 && high; ++b) high = Next(config, static_cast<uint8_t>(b)) == config;
+    if (high) w[1] |= 1ull << 63;
+    // Racing threads compute the same value; the ready flag is published last.
+    block->loops[2 * k].store(w[0], std::memory_order_relaxed);
+    block->loops[2 * k + 1].store(w[1], std::memory_order_relaxed);
+    block->loops_ready[k].store(1, std::memory_order_release);
+  }
+  *lo = block->loops[2 * k].load(std::memory_order_relaxed);
+  *hi = block->loops[2 * k + 1].load(std::memory_order_relaxed);
 }
 
 void Parser::StoreMask(int32_t config, const uint32_t* words, size_t n_words) {

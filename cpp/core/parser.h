@@ -51,6 +51,18 @@ class Parser {
     return next != kUnknown ? next : ComputeLocked(config, b);
   }
 
+  // The transition row of `config` (one slot per byte class); with NextInRow it saves the
+  // block lookup on the mask walk's hot path.
+  const std::atomic<int32_t>* Row(int32_t config) const { return &Slot(config, 0); }
+  int32_t NextInRow(const std::atomic<int32_t>* row, int32_t config, uint8_t b) {
+    int32_t next = row[automaton_->byte_class(b)].load(std::memory_order_acquire);
+    return next != kUnknown ? next : ComputeLocked(config, b);
+  }
+
+  // Bytes on which `config` steps to itself, as a 128-bit set (bit 127: every byte >= 0x7F).
+  // Computed once per configuration, then read lock-free. Thread-safe.
+  void SelfLoops(int32_t config, uint64_t* lo, uint64_t* hi);
+
   // The memoized mask of `config`, or nullptr. Thread-safe.
   const uint32_t* CachedMask(int32_t config) const {
     return BlockOf(config)->masks[config & kBlockMask].load(std::memory_order_acquire);
@@ -73,6 +85,8 @@ class Parser {
     std::unique_ptr<std::atomic<int32_t>[]> transitions;  // kBlockSize * num_classes
     std::atomic<uint8_t> flags[kBlockSize];
     std::atomic<const uint32_t*> masks[kBlockSize];
+    std::atomic<uint64_t> loops[2 * kBlockSize];  // SelfLoops, valid once loops_ready is set
+    std::atomic<uint8_t> loops_ready[kBlockSize];
   };
   struct Frame {
     int32_t ret;

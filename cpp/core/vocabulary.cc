@@ -87,6 +87,20 @@ void Vocabulary::BuildTrie() {
     trie_tokens_.insert(trie_tokens_.end(), node_tokens[i].begin(), node_tokens[i].end());
   }
   trie_token_begin_[node_tokens.size()] = static_cast<int32_t>(trie_tokens_.size());
+  // Descendant byte sets, children before parents (reverse DFS order).
+  const int32_t n = static_cast<int32_t>(trie_byte_.size());
+  trie_desc_bytes_.assign(2 * static_cast<size_t>(n), 0);
+  for (int32_t i = n - 1; i >= 0; --i) {
+    uint64_t lo = 0, hi = 0;
+    for (int32_t j = i + 1; j < trie_subtree_end_[i]; j = trie_subtree_end_[j]) {
+      int bit = std::min<int>(trie_byte_[j], 127);
+      (bit < 64 ? lo : hi) |= 1ull << (bit & 63);
+      lo |= trie_desc_bytes_[2 * j];
+      hi |= trie_desc_bytes_[2 * j + 1];
+    }
+    trie_desc_bytes_[2 * i] = lo;
+    trie_desc_bytes_[2 * i + 1] = hi;
+  }
 }
 
 }  // namespace logitgate

@@ -38,6 +38,9 @@ class Vocabulary {
   const std::vector<int32_t>& trie_token_begin() const { return trie_token_begin_; }
   const std::vector<int32_t>& trie_tokens() const { return trie_tokens_; }
   int32_t max_token_length() const { return max_token_length_; }
+  // Bytes on the nodes strictly below node i, as a 128-bit set: bit b for b < 127, and bit
+  // 127 for "some byte >= 0x7F". Words [2i] (bits 0-63) and [2i+1] (bits 64-127).
+  const std::vector<uint64_t>& trie_descendant_bytes() const { return trie_desc_bytes_; }
 
  private:
   void BuildTrie();
@@ -51,6 +54,7 @@ class Vocabulary {
   std::vector<int32_t> trie_subtree_end_;
   std::vector<int32_t> trie_token_begin_;
   std::vector<int32_t> trie_tokens_;
+  std::vector<uint64_t> trie_desc_bytes_;
   int32_t max_token_length_ = 0;
 };
 

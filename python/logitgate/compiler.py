@@ -10,7 +10,7 @@ import hashlib
 import threading
 from collections import OrderedDict
 from dataclasses import astuple
-from typing import Sequence
+from typing import Any, Sequence
 
 from . import _core
 from .errors import GrammarError
@@ -30,11 +30,16 @@ class CompiledGrammar:
         vocab: the vocabulary masks are sized for.
     """
 
-    def __init__(self, core: object, grammar: Grammar, vocab: Vocabulary, limits: Limits) -> None:
+    def __init__(
+        self, core: object, grammar: Grammar, vocab: Vocabulary, limits: Limits, dropped: tuple[str, ...] = ()
+    ) -> None:
         self._core = core
         self.grammar = grammar
         self.vocab = vocab
         self.limits = limits
+        #: Constraints a ``lenient=True`` JSON Schema compile dropped, one line each
+        #: ("<json pointer>: <keyword>: <why>"). Empty for every exact compile.
+        self.dropped = dropped
 
     def matcher(self) -> _core.Matcher:
         """A fresh per-request :class:`~logitgate.Matcher` at the start of the grammar."""
@@ -102,6 +107,25 @@ class Compiler:
         from .frontends.regex import parse_regex
 
         return self.compile_grammar(parse_regex(pattern, limits=self.limits))
+
+    def compile_json_schema(self, schema: dict[str, Any] | str | bool, **options: Any) -> CompiledGrammar:
+        """Compiles a JSON Schema (a dict, a bool, or JSON text) to a grammar of JSON documents
+        valid against it. Options are documented in docs/json_schema.md (whitespace policy,
+        property order, ``strict``, ``lenient``)."""
+        from .frontends.json_schema import schema_to_grammar
+
+        grammar, dropped = schema_to_grammar(schema, limits=self.limits, **options)
+        compiled = self.compile_grammar(grammar)
+        if dropped:
+            compiled = CompiledGrammar(compiled._core, grammar, self.vocab, self.limits, tuple(dropped))
+        return compiled
+
+    def compile_pydantic(self, model: Any, **options: Any) -> CompiledGrammar:
+        """Compiles a Pydantic v2 model class through its JSON Schema."""
+        schema_fn = getattr(model, "model_json_schema", None)
+        if schema_fn is None:
+            raise TypeError(f"compile_pydantic needs a Pydantic v2 model class, got {model!r}")
+        return self.compile_json_schema(schema_fn(), **options)
 
     def compile_choice(self, choices: Sequence[str | bytes]) -> CompiledGrammar:
         """The output is exactly one of ``choices``."""

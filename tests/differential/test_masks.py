@@ -19,6 +19,8 @@ import pytest
 from tests.differential.walks import format_disagreements, random_walk, vocab_view
 from tests.reference.recognizer import Reference
 
+from logitgate.grammar.ir import Alt, ByteClass, CharClass, Grammar, Literal, Repeat
+
 CORPORA_DIR = Path(__file__).resolve().parents[3] / "shared" / "corpora"
 
 lg = pytest.importorskip("logitgate")
@@ -130,6 +132,60 @@ def test_enough_regexes_compile(smollm2_vocab: Any) -> None:
 def test_choice_masks_match_reference(key: str, smollm2_vocab: Any) -> None:
     compiled = _compile(smollm2_vocab, lambda c: c.compile_choice(CHOICES[key]))
     run_differential(f"choice {key}", compiled, vocab_view(smollm2_vocab), walks=6, max_tokens=4, checks_per_walk=2)
+
+
+SYNTHETIC_TEXTS = [
+    '{"name": "Zoë", "tags": ["日本語", "emoji 😀", "\\u00e9"], "n": -12.5e3, "ok": true}',
+    "こんにちは、世界。ひらがなとカタカナ。漢字も。",
+    "café naïve Ünïcödé ß ü é 🙂 \x7f\x00 tab\t end",
+]
+
+
+def _synthetic_tokens(seed: int) -> list[bytes | None]:
+    """Ids 0-2 are EOS, a special and a hole; then every single byte, an empty token, and random
+    slices of UTF-8 texts (cut anywhere, so many split a character) plus random byte pairs."""
+    rng = random.Random(seed)
+    tokens: list[bytes | None] = [b"<eos>", b"<special>", None, b""]
+    tokens += [bytes((b,)) for b in range(256)]
+    seen = set(tokens)
+    blobs = [t.encode("utf-8") for t in SYNTHETIC_TEXTS]
+    while len(tokens) < 3000:
+        if rng.random() < 0.8:
+            blob = rng.choice(blobs)
+            i = rng.randrange(len(blob))
+            tok = blob[i : i + rng.randint(2, 7)]
+        else:
+            tok = bytes((rng.randrange(256), rng.randrange(256)))
+        if tok not in seen:
+            seen.add(tok)
+            tokens.append(tok)
+    return tokens
+
+
+SYNTHETIC_CASES: dict[str, Callable[[Any], Any]] = {
+    "json.gbnf": lambda c: c.compile_ebnf((CORPORA_DIR / "gbnf" / "json.gbnf").read_text(encoding="utf-8")),
+    "japanese.gbnf": lambda c: c.compile_ebnf((CORPORA_DIR / "gbnf" / "japanese.gbnf").read_text(encoding="utf-8")),
+    "regex-classes": lambda c: c.compile_regex(r"([^a-z\x00-\x1f]{1,3}|[à-ÿ]+|[\u3040-\u30ff]{2})*[😀-🙏]?x"),
+    "choice-unicode": lambda c: c.compile_choice(CHOICES["unicode"]),
+    "ir-bytes-and-chars": lambda c: c.compile_grammar(
+        Grammar(
+            {
+                "root": Repeat(
+                    Alt((ByteClass(((0x80, 0xBF),)), CharClass(((0xE9, 0xFC),)), Literal("ok😀".encode()))), 1, 6
+                ),
+            }
+        )
+    ),
+}
+
+
+@pytest.mark.parametrize("key", sorted(SYNTHETIC_CASES))
+def test_synthetic_vocab_masks_match_reference(key: str) -> None:
+    """A small vocabulary full of split UTF-8 characters and odd bytes, with padding ids past the end."""
+    tokens = _synthetic_tokens(_seed(key))
+    vocab = lg.Vocabulary.from_tokens(tokens, eos_ids=[0], special_ids=[1], logits_width=len(tokens) + 37)
+    compiled = _compile(vocab, SYNTHETIC_CASES[key])
+    run_differential(f"synthetic {key}", compiled, vocab_view(vocab), walks=6, max_tokens=30, checks_per_walk=6)
 
 
 GEMMA_CASES: dict[str, Callable[[Any], Any]] = {

@@ -1,0 +1,164 @@
+"""Matcher semantics on small hand-made vocabularies: masks, EOS, specials, rollback, fork,
+forced bytes, batch fills, and the logits width."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import logitgate as lg
+from logitgate.grammar.ir import Alt, CharClass, Grammar, Literal, Ref, Repeat, Seq
+from logitgate.masks import mask_to_bool
+
+TOKENS = [b"a", b"b", b"ab", b"ba", b"aaa", b"<s>", b"\xc3", b"\xa9", b"\xc3\xa9", b"", None]
+EOS, SPECIAL, C3, A9, E_ACUTE, EMPTY, NONE = 5, 5, 6, 7, 8, 9, 10
+
+
+def allowed(m: lg.Matcher, vocab: lg.Vocabulary) -> set[int]:
+    bits = lg.allocate_mask(vocab)
+    m.fill_mask(bits, row=0)
+    return {int(i) for i in np.flatnonzero(mask_to_bool(bits[0], vocab.size))}
+
+
+@pytest.fixture
+def vocab() -> lg.Vocabulary:
+    return lg.Vocabulary.from_tokens(TOKENS, eos_ids=[EOS], logits_width=16)
+
+
+def test_whole_token_must_fit(vocab: lg.Vocabulary) -> None:
+    m = lg.Compiler(vocab).compile_regex("ab?").matcher()
+    assert allowed(m, vocab) == {0, 2}  # "a", "ab"; not "aaa" (only its first byte fits)
+    assert m.accept(0)
+    assert allowed(m, vocab) == {1, EOS}
+
+
+def test_eos_only_when_complete_and_specials_never(vocab: lg.Vocabulary) -> None:
+    m = lg.Compiler(vocab).compile_regex("a*").matcher()
+    assert allowed(m, vocab) == {0, 4, EOS}
+    assert not m.accept(SPECIAL + 100)  # beyond the width
+    assert not m.accept(EMPTY) and not m.accept(NONE)
+    assert m.accept(EOS) and m.is_terminated()
+    assert allowed(m, vocab) == {EOS}
+    assert not m.accept(0)
+
+
+def test_padding_ids_beyond_vocab_are_masked(vocab: lg.Vocabulary) -> None:
+    assert vocab.size == 16
+    m = lg.Compiler(vocab).compile_regex("[ab]*").matcher()
+    assert max(allowed(m, vocab)) < len(TOKENS)
+
+
+def test_partial_utf8_tokens(vocab: lg.Vocabulary) -> None:
+    m = lg.Compiler(vocab).compile_regex("é+").matcher()
+    assert allowed(m, vocab) == {C3, E_ACUTE}
+    assert m.accept(C3)
+    assert allowed(m, vocab) == {A9}  # only the continuation byte
+    assert m.accept(A9) and m.is_complete()
+
+
+def test_negated_class_never_yields_invalid_utf8(vocab: lg.Vocabulary) -> None:
+    m = lg.Compiler(vocab).compile_regex("[^b]").matcher()
+    assert allowed(m, vocab) == {0, C3, E_ACUTE}
+    assert not m.accept(A9)  # a stray continuation byte is not a character
+
+
+def test_rejected_token_leaves_state_unchanged(vocab: lg.Vocabulary) -> None:
+    m = lg.Compiler(vocab).compile_choice(["ab", "ba"]).matcher()
+    assert m.accept(0)
+    before = allowed(m, vocab)
+    assert not m.accept(0)
+    assert allowed(m, vocab) == before and m.num_accepted == 1
+
+
+def test_rollback_fork_reset(vocab: lg.Vocabulary) -> None:
+    m = lg.Compiler(vocab).compile_regex("(ab)+").matcher()
+    start = allowed(m, vocab)
+    assert m.accept(0) and m.accept(1) and m.accept(0)
+    f = m.fork()
+    m.rollback(1)
+    assert m.is_complete() and not f.is_complete()
+    assert f.accept(1) and f.is_complete()
+    with pytest.raises(ValueError, match="roll back"):
+        m.rollback(5)
+    m.reset()
+    assert allowed(m, vocab) == start and m.num_accepted == 0
+
+
+def test_forced_bytes(vocab: lg.Vocabulary) -> None:
+    m = lg.Compiler(vocab).compile_grammar(Grammar({"root": Seq((Literal(b"abba"), Repeat(Literal(b"a"), 0, None)))})).matcher()
+    assert m.forced_bytes() == b"abba"
+    assert m.accept_bytes(b"ab") and m.forced_bytes() == b"ba"
+    assert m.accept_bytes(b"ba") and m.forced_bytes() == b""  # complete: EOS or more "a"
+
+
+def test_recursion_and_stack(vocab: lg.Vocabulary) -> None:
+    g = Grammar({"root": Alt((Literal(b"b"), Seq((Literal(b"a"), Ref("root"), Literal(b"b")))))})
+    m = lg.Compiler(vocab).compile_grammar(g).matcher()
+    assert m.accept_bytes(b"aaa")
+    assert not m.is_complete()
+    assert m.accept_bytes(b"bbb") and not m.is_complete()
+    assert m.accept_bytes(b"b") and m.is_complete() and m.is_terminated()
+
+
+def test_stack_depth_limit(vocab: lg.Vocabulary) -> None:
+    g = Grammar({"root": Alt((Literal(b"b"), Seq((Literal(b"a"), Ref("root")))))})
+    compiler = lg.Compiler(vocab, limits=lg.Limits(max_stack_depth=50))
+    m = compiler.compile_grammar(g).matcher()
+    with pytest.raises(lg.LimitExceeded) as e:
+        m.accept_bytes(b"a" * 100)
+    assert e.value.limit == "max_stack_depth" and e.value.value == 50
+
+
+def test_fill_masks_matches_single_fills(vocab: lg.Vocabulary) -> None:
+    compiler = lg.Compiler(vocab)
+    grammars = [compiler.compile_regex(p) for p in ("a*", "(ab)+", "b[ab]{2}", "é|a")]
+    matchers = [g.matcher() for g in grammars for _ in range(4)]
+    for i, m in enumerate(matchers):
+        m.accept_bytes(b"a" if i % 2 else b"")
+    bits = lg.allocate_mask(vocab, batch=len(matchers))
+    lg.fill_masks(matchers, bits, threads=2)
+    for i, m in enumerate(matchers):
+        one = lg.allocate_mask(vocab)
+        m.fill_mask(one, row=0)
+        assert np.array_equal(one[0], bits[i])
+    with pytest.raises(ValueError, match="same matcher"):
+        lg.fill_masks([matchers[0], matchers[0]], bits)
+
+
+def test_bad_mask_buffers(vocab: lg.Vocabulary) -> None:
+    m = lg.Compiler(vocab).compile_regex("a").matcher()
+    with pytest.raises(ValueError, match="row"):
+        m.fill_mask(lg.allocate_mask(vocab), row=3)
+    with pytest.raises(ValueError, match="words"):
+        m.fill_mask(np.zeros((1, 0), dtype=np.int32), row=0)
+    with pytest.raises(TypeError):
+        m.fill_mask(np.zeros((1, 1), dtype=np.int64), row=0)
+
+
+def test_apply_mask_numpy_and_torch(vocab: lg.Vocabulary) -> None:
+    m = lg.Compiler(vocab).compile_regex("ab?").matcher()
+    bits = lg.allocate_mask(vocab)
+    m.fill_mask(bits, row=0)
+    logits = np.zeros(20, dtype=np.float32)  # wider than the vocabulary: extra ids masked too
+    lg.apply_mask(logits, bits)
+    assert set(np.flatnonzero(np.isfinite(logits))) == {0, 2}
+    torch = pytest.importorskip("torch")
+    t = torch.zeros((1, 16))
+    lg.apply_mask(t, bits)
+    assert set(torch.nonzero(torch.isfinite(t[0])).flatten().tolist()) == {0, 2}
+
+
+def test_unicode_class_lowering_matches_python(vocab: lg.Vocabulary) -> None:
+    # Every code point of a few classes is accepted exactly when Python agrees.
+    compiler = lg.Compiler(vocab)
+    cases = [((0x41, 0x5A), (0x3B1, 0x3C9), (0x4E00, 0x4E0F), (0x1F600, 0x1F60F)), ((0x80, 0x10FFFF),)]
+    for ranges in cases:
+        for negated in (False, True):
+            g = compiler.compile_grammar(Grammar({"root": CharClass(tuple(ranges), negated)}))
+            for cp in [0, 0x41, 0x5B, 0x7F, 0x80, 0x3B1, 0x3CA, 0x7FF, 0x800, 0x4E05, 0xD7FF, 0xE000, 0xFFFF,
+                       0x10000, 0x1F600, 0x1F610, 0x10FFFF]:
+                inside = any(lo <= cp <= hi for lo, hi in ranges) != negated
+                m = g.matcher()
+                assert (m.accept_bytes(chr(cp).encode()) and m.is_complete()) == inside, (ranges, negated, hex(cp))
+            surrogate = b"\xed\xa0\x80"  # U+D800 encoded: never valid UTF-8
+            assert not g.matcher().accept_bytes(surrogate)
