@@ -9,8 +9,9 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import astuple
-from typing import Any, Sequence
+from typing import Any
 
 from . import _core
 from .errors import GrammarError
@@ -55,7 +56,9 @@ class CompiledGrammar:
         return int(self._core.num_states)  # type: ignore[attr-defined]
 
     def __repr__(self) -> str:
-        return f"CompiledGrammar(rules={len(self.grammar.rules)}, states={self.num_states}, vocab_size={self.vocab.size})"
+        return (
+            f"CompiledGrammar(rules={len(self.grammar.rules)}, states={self.num_states}, vocab_size={self.vocab.size})"
+        )
 
 
 class Compiler:

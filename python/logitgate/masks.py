@@ -7,7 +7,8 @@ Layout (shared by every call): int32 array ``[batch, ceil(width / 32)]``; token 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 

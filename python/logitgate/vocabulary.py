@@ -5,7 +5,8 @@ token trie. Build it with one of the ``from_*`` constructors; share it between c
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from . import _core
 from .tokenizers import (

@@ -85,7 +85,11 @@ def test_rollback_fork_reset(vocab: lg.Vocabulary) -> None:
 
 
 def test_forced_bytes(vocab: lg.Vocabulary) -> None:
-    m = lg.Compiler(vocab).compile_grammar(Grammar({"root": Seq((Literal(b"abba"), Repeat(Literal(b"a"), 0, None)))})).matcher()
+    m = (
+        lg.Compiler(vocab)
+        .compile_grammar(Grammar({"root": Seq((Literal(b"abba"), Repeat(Literal(b"a"), 0, None)))}))
+        .matcher()
+    )
     assert m.forced_bytes() == b"abba"
     assert m.accept_bytes(b"ab") and m.forced_bytes() == b"ba"
     assert m.accept_bytes(b"ba") and m.forced_bytes() == b""  # complete: EOS or more "a"
@@ -155,8 +159,25 @@ def test_unicode_class_lowering_matches_python(vocab: lg.Vocabulary) -> None:
     for ranges in cases:
         for negated in (False, True):
             g = compiler.compile_grammar(Grammar({"root": CharClass(tuple(ranges), negated)}))
-            for cp in [0, 0x41, 0x5B, 0x7F, 0x80, 0x3B1, 0x3CA, 0x7FF, 0x800, 0x4E05, 0xD7FF, 0xE000, 0xFFFF,
-                       0x10000, 0x1F600, 0x1F610, 0x10FFFF]:
+            for cp in [
+                0,
+                0x41,
+                0x5B,
+                0x7F,
+                0x80,
+                0x3B1,
+                0x3CA,
+                0x7FF,
+                0x800,
+                0x4E05,
+                0xD7FF,
+                0xE000,
+                0xFFFF,
+                0x10000,
+                0x1F600,
+                0x1F610,
+                0x10FFFF,
+            ]:
                 inside = any(lo <= cp <= hi for lo, hi in ranges) != negated
                 m = g.matcher()
                 assert (m.accept_bytes(chr(cp).encode()) and m.is_complete()) == inside, (ranges, negated, hex(cp))

@@ -118,12 +118,17 @@ def cmd_debug(args: argparse.Namespace) -> int:
     m.fill_mask(bits, row=0)
     allowed = _allowed(bits, vocab.size)
     print(f"after {_show(prefix)}: complete={m.is_complete()} forced={_show(m.forced_bytes())}")
-    print(f"{len(allowed)} allowed tokens: " + ", ".join(f"{int(t)}:{_show(vocab.token_bytes(int(t)) or b'')}" for t in allowed[: args.show]))
+    print(
+        f"{len(allowed)} allowed tokens: "
+        + ", ".join(f"{int(t)}:{_show(vocab.token_bytes(int(t)) or b'')}" for t in allowed[: args.show])
+    )
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="logitgate", description="Structured output for LLMs, invalid by construction.")
+    parser = argparse.ArgumentParser(
+        prog="logitgate", description="Structured output for LLMs, invalid by construction."
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("demo", help="constrained walk on the embedded SmolLM2 tokenizer")
     p.add_argument("--vocab", help="GGUF file or tokenizer folder (default: embedded SmolLM2)")

@@ -26,10 +26,13 @@ digits ::= [0-9]{1,3}
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Iterator, Mapping, Union
+from typing import Union
 
 __all__ = [
+    "EMPTY",
+    "MAX_CODE_POINT",
     "Alt",
     "ByteClass",
     "CharClass",
@@ -39,8 +42,6 @@ __all__ = [
     "Ref",
     "Repeat",
     "Seq",
-    "EMPTY",
-    "MAX_CODE_POINT",
 ]
 
 MAX_CODE_POINT = 0x10FFFF
@@ -83,21 +84,21 @@ class ByteClass:
 class Seq:
     """Concatenation of ``items``."""
 
-    items: tuple["Node", ...]
+    items: tuple[Node, ...]
 
 
 @dataclass(frozen=True)
 class Alt:
     """Alternation of ``items``."""
 
-    items: tuple["Node", ...]
+    items: tuple[Node, ...]
 
 
 @dataclass(frozen=True)
 class Repeat:
     """``item`` repeated ``min`` to ``max`` times (``max=None``: unbounded)."""
 
-    item: "Node"
+    item: Node
     min: int = 0
     max: int | None = None
 
