@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Union
 
 __all__ = [
     "EMPTY",
@@ -114,7 +113,7 @@ class Ref:
     name: str
 
 
-Node = Union[Literal, CharClass, ByteClass, Seq, Alt, Repeat, Ref]
+Node = Literal | CharClass | ByteClass | Seq | Alt | Repeat | Ref
 
 EMPTY = Seq(())
 

