@@ -239,6 +239,9 @@ def run_engine(
         if proc.poll() is None:
             proc.kill()
         proc.wait()
+        reader.sel.close()
+        if proc.stdout is not None:
+            proc.stdout.close()
         if not failure:
             break
         status = "timeout" if failure == "timeout" else "crash"
@@ -355,8 +358,8 @@ def markdown(report: dict[str, Any]) -> str:
                 f"{'—' if math.isnan(rss) else f'{rss:.1f}'} | {other} |"
             )
     lines.append("")
-    for suite, ratios in report.get("ratios", {}).items():
-        parts = [f"{k} {v:.2f}×" for k, v in ratios.items() if not math.isnan(v)]
+    for suite, rat in report.get("ratios", {}).items():
+        parts = [f"{k} {v['ratio']:.2f}× ({v['peer']}, {v['common']} cases)" for k, v in rat.items()]
         lines.append(f"Ratio logitgate / best peer, {suite}: " + (", ".join(parts) or "n/a"))
     if report.get("ratios"):
         lines.append("")
@@ -384,14 +387,33 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def ratios(per_engine: dict[str, Any]) -> dict[str, float]:
-    if "logitgate" not in per_engine:
+def ratios(suite: str, all_results: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """logitgate / best peer per metric, like for like.
+
+    For each peer, both engines are aggregated over the cases that both of them pass; the ratio against that peer
+    is ours / theirs on that common set. The "best peer" for a metric is the one giving the highest ratio (the
+    hardest comparison for logitgate). Returns {metric: {"ratio", "peer", "common"}}.
+    """
+    if "logitgate" not in all_results:
         return {}
-    out = {}
-    for key in METRICS:
-        ours = per_engine["logitgate"]["flat"][key]
-        peers = [a["flat"][key] for e, a in per_engine.items() if e != "logitgate" and not math.isnan(a["flat"][key])]
-        out[key] = (ours / min(peers)) if peers and min(peers) > 0 and not math.isnan(ours) else math.nan
+    ours_all = {r["id"]: r for r in all_results["logitgate"] if r["suite"] == suite}
+    out: dict[str, Any] = {}
+    for peer, rows in all_results.items():
+        if peer == "logitgate":
+            continue
+        theirs = {r["id"]: r for r in rows if r["suite"] == suite and r["status"] == "pass"}
+        common = [i for i, r in ours_all.items() if r["status"] == "pass" and i in theirs]
+        if not common:
+            continue
+        ours_flat = aggregate([ours_all[i] for i in common])["flat"]
+        theirs_flat = aggregate([theirs[i] for i in common])["flat"]
+        for key in METRICS:
+            o, t = ours_flat[key], theirs_flat[key]
+            if math.isnan(o) or math.isnan(t) or t <= 0:
+                continue
+            r = o / t
+            if key not in out or r > out[key]["ratio"]:
+                out[key] = {"ratio": r, "peer": peer, "common": len(common)}
     return out
 
 
@@ -462,7 +484,7 @@ def main(argv: list[str] | None = None) -> int:
             if rs:
                 per[eng] = aggregate(rs)
         report["suites"][suite] = per
-    report["ratios"] = {s: r for s, r in ((s, ratios(p)) for s, p in report["suites"].items()) if r}
+    report["ratios"] = {s: ratios(s, all_results) for s in suites} if "logitgate" in engines else {}
     if "gbnf" in suites:
         table: dict[str, dict[str, Any]] = {}
         for eng in engines:

@@ -19,7 +19,12 @@ int32_t Matcher::Advance(int32_t config, const std::string& data) {
 
 bool Matcher::Accept(int32_t token) {
   const Vocabulary& v = *grammar_->vocab;
-  if (terminated()) return false;
+  if (terminated()) {
+    // Only EOS is allowed once terminated (finished rows of a batch keep sampling it).
+    if (!v.is_eos(token)) return false;
+    history_.push_back(history_.back());
+    return true;
+  }
   if (v.is_eos(token)) {
     if (!parser_->accepting(current())) return false;
     history_.push_back({current(), true});

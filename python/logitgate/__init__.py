@@ -24,6 +24,7 @@ from .errors import (
     LogitgateError,
     SchemaError,
     TokenRejected,
+    TruncatedOutput,
     UnsupportedSchemaError,
     VocabularyError,
 )
@@ -34,6 +35,7 @@ __version__ = "0.1.0"
 __all__ = [
     "CompiledGrammar",
     "Compiler",
+    "GenerationResult",
     "GrammarError",
     "LimitExceeded",
     "Limits",
@@ -41,12 +43,14 @@ __all__ = [
     "Matcher",
     "SchemaError",
     "TokenRejected",
+    "TruncatedOutput",
     "UnsupportedSchemaError",
     "Vocabulary",
     "VocabularyError",
     "allocate_mask",
     "apply_mask",
     "fill_masks",
+    "generate",
 ]
 
 # LOGITGATE_NO_CORE=1 lets pure-Python parts (frontends, loaders) be imported and tested before
@@ -56,3 +60,18 @@ if not _os.environ.get("LOGITGATE_NO_CORE"):
     from .compiler import CompiledGrammar, Compiler
     from .masks import allocate_mask, apply_mask, fill_masks
     from .vocabulary import Vocabulary
+
+
+def __getattr__(name: str) -> object:
+    """Lazy exports that need torch: ``generate`` and ``GenerationResult`` import
+    ``logitgate.generate`` (and torch) on first use only."""
+    if name in ("generate", "GenerationResult"):
+        import importlib
+
+        _gen_module = importlib.import_module(__name__ + ".generate")
+        fn = _gen_module.generate
+        # Importing the submodule bound the name ``generate`` to the module; rebind the function.
+        globals()["generate"] = fn
+        globals()["GenerationResult"] = _gen_module.GenerationResult
+        return globals()[name]
+    raise AttributeError(f"module 'logitgate' has no attribute {name!r}")

@@ -21,6 +21,7 @@ __all__ = [
     "LogitgateError",
     "SchemaError",
     "TokenRejected",
+    "TruncatedOutput",
     "UnsupportedSchemaError",
     "VocabularyError",
 ]
@@ -121,3 +122,14 @@ class VocabularyError(LogitgateError, ValueError):
     """A tokenizer could not be turned into exact per-token bytes."""
 
     code = "vocabulary"
+
+
+class TruncatedOutput(LogitgateError):
+    """A generation hit ``max_tokens`` before the grammar completed, and a parsed value was asked
+    for. ``text`` is the partial output (a valid prefix of the language, not a full sentence)."""
+
+    code = "truncated"
+
+    def __init__(self, text: str, message: str = "") -> None:
+        self.text = text
+        super().__init__(message or f"output truncated at max_tokens before the grammar completed: {text[:80]!r}")

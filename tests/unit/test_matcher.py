@@ -40,6 +40,7 @@ def test_eos_only_when_complete_and_specials_never(vocab: lg.Vocabulary) -> None
     assert m.accept(EOS) and m.is_terminated()
     assert allowed(m, vocab) == {EOS}
     assert not m.accept(0)
+    assert m.accept(EOS) and m.is_terminated()  # finished rows keep sampling EOS
 
 
 def test_padding_ids_beyond_vocab_are_masked(vocab: lg.Vocabulary) -> None:

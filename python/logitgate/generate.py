@@ -1,0 +1,506 @@
+"""``lg.generate``: structured output from a ``transformers`` causal LM.
+
+The decode loop, per step: one forward pass (KV cache) -> fill the grammar's mask -> set
+disallowed logits to -inf -> temperature / top-p -> sample -> ``matcher.accept``. Sampling
+transforms come *after* the mask, so a masked token can never come back through renormalization.
+
+Jump-forward: after each sampled token, when the grammar leaves no choice
+(``matcher.forced_bytes()`` is non-empty) the forced bytes are tokenized the way the tokenizer
+itself would (canonically), accepted into the matcher without sampling, and fed to the model
+together with the sampled token in ONE forward call. Guards (see docs/jump_forward.md):
+
+- left boundary: the sampled token and the forced bytes are tokenized together, so a token that
+  spans them (``"`` + ``,"items":`` -> ``",`` ...) is used when the tokenizer would use it;
+- right boundary: when a vocabulary token starts with the last one or two forced tokens' bytes
+  and goes on, those tokens are held back and left to the model, which may pick the longer token;
+- every forced token must be accepted by the matcher, else jump-forward is skipped for this step
+  (plain sampling is always correct, only slower).
+
+Truncation (``max_tokens`` reached before the grammar completed) gives ``finish_reason="length"``;
+asking such a result for its parsed ``value`` raises :class:`~logitgate.TruncatedOutput` carrying
+the partial text, never a JSON parse error.
+
+This module imports torch; ``import logitgate`` does not import it (``lg.generate`` is loaded on
+first use).
+"""
+
+from __future__ import annotations
+
+import bisect
+import inspect
+import json
+import sys
+import time
+import types
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import torch
+
+from .compiler import CompiledGrammar, Compiler
+from .errors import LogitgateError, TokenRejected, TruncatedOutput
+from .integrations.transformers import vocabulary_for
+from .masks import allocate_mask, mask_to_bool
+from .vocabulary import Vocabulary
+
+__all__ = ["GenerationResult", "Timings", "TraceStep", "compiler_for", "forced_tokens", "generate"]
+
+_COMPILERS: weakref.WeakKeyDictionary[Vocabulary, Compiler] = weakref.WeakKeyDictionary()
+_PREFIX_INDEX: weakref.WeakKeyDictionary[Vocabulary, _TokenPrefixIndex] = weakref.WeakKeyDictionary()
+_UNSET: Any = object()
+
+
+@dataclass
+class Timings:
+    """Wall-clock seconds.
+
+    ``first_token_s``: from the start of decoding (prompt prefill included, compile excluded) to
+    the first output token. ``per_token_s``: mean time per output token after the first.
+    ``mask_s_total``: filling and applying masks. ``model_s_total``: forward passes.
+    """
+
+    compile_s: float = 0.0
+    first_token_s: float = 0.0
+    per_token_s: float = 0.0
+    mask_s_total: float = 0.0
+    model_s_total: float = 0.0
+    total_s: float = 0.0
+
+
+@dataclass
+class TraceStep:
+    """One output token: ``allowed`` is the mask's allowed-token count (-1 for forced tokens)."""
+
+    step: int
+    token_id: int
+    text: str
+    allowed: int
+    forced: bool
+
+
+@dataclass
+class GenerationResult:
+    """What :func:`generate` returns.
+
+    ``finish_reason`` is ``"stop"`` (EOS, a stop string, or the grammar admits nothing more) or
+    ``"length"`` (``max_tokens`` ran out). ``complete`` tells whether ``text`` is a full sentence
+    of the grammar; :attr:`value` raises :class:`~logitgate.TruncatedOutput` when it is not.
+    ``completion_tokens`` counts output token ids (EOS included); ``forced_tokens`` of them were
+    appended by jump-forward without sampling; ``forward_passes`` counts model calls (prefill
+    included).
+    """
+
+    text: str
+    finish_reason: Literal["stop", "length"]
+    complete: bool
+    prompt_tokens: int
+    completion_tokens: int
+    forced_tokens: int
+    forward_passes: int
+    timings: Timings
+    token_ids: list[int] = field(default_factory=list)
+    kind: Literal["json", "pydantic", "text", "none"] = "none"
+    trace: list[TraceStep] = field(default_factory=list)
+    _pydantic_model: Any = field(default=None, repr=False)
+    _value: Any = field(default=_UNSET, repr=False)
+
+    @property
+    def forward_passes_saved(self) -> int:
+        """Model calls saved against one call per output token."""
+        return max(0, self.completion_tokens - self.forward_passes)
+
+    @property
+    def value(self) -> Any:
+        """The parsed output: a JSON value (``json_schema``), a Pydantic instance (``pydantic``),
+        ``None`` for regex / choice / EBNF / unconstrained output. Raises
+        :class:`~logitgate.TruncatedOutput` when the output is not complete."""
+        if not self.complete:
+            why = "max_tokens reached" if self.finish_reason == "length" else "stopped early"
+            raise TruncatedOutput(self.text, f"output is not complete ({why}, finish_reason={self.finish_reason})")
+        if self._value is _UNSET:
+            if self.kind == "json":
+                self._value = json.loads(self.text)
+            elif self.kind == "pydantic":
+                self._value = self._pydantic_model.model_validate_json(self.text)
+            else:
+                self._value = None
+        return self._value
+
+
+class _TokenPrefixIndex:
+    """Sorted text-token bytes: answers "does some vocabulary token strictly extend ``s``?" in
+    O(log n) (an extension of ``s`` sorts right after ``s``)."""
+
+    def __init__(self, vocab: Vocabulary) -> None:
+        table = vocab.table
+        self._sorted = sorted({t for i, t in enumerate(table.tokens) if t and table.is_text(i)})
+
+    def extends(self, s: bytes) -> bool:
+        i = bisect.bisect_right(self._sorted, s)
+        return i < len(self._sorted) and self._sorted[i].startswith(s)
+
+
+def compiler_for(vocab: Vocabulary) -> Compiler:
+    """One cached :class:`~logitgate.Compiler` per vocabulary (so compiled grammars are reused)."""
+    c = _COMPILERS.get(vocab)
+    if c is None:
+        c = _COMPILERS[vocab] = Compiler(vocab)
+    return c
+
+
+def _prefix_index(vocab: Vocabulary) -> _TokenPrefixIndex:
+    idx = _PREFIX_INDEX.get(vocab)
+    if idx is None:
+        idx = _PREFIX_INDEX[vocab] = _TokenPrefixIndex(vocab)
+    return idx
+
+
+def _canonical(tokenizer: Any, vocab: Vocabulary, data: bytes) -> list[int]:
+    """The tokenizer's own tokens for ``data`` (cut to whole UTF-8 characters), or ``[]`` when they
+    do not spell exactly those bytes (a normalizer added a prefix space, a special token...)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        data = data[: e.start]
+        if not data:
+            return []
+        text = data.decode("utf-8")
+    ids = [int(i) for i in tokenizer.encode(text, add_special_tokens=False)]
+    table = vocab.table
+    if not ids or table.decode(ids) != data or not all(table.is_text(i) for i in ids):
+        return []
+    return ids
+
+
+def _accept_all(m: Any, ids: Sequence[int]) -> bool:
+    """Accepts every id or none (rolls back on the first rejection)."""
+    for n, tok in enumerate(ids):
+        if not m.accept(tok):
+            if n:
+                m.rollback(n)
+            return False
+    return True
+
+
+def _hold_back(vocab: Vocabulary, ids: list[int]) -> int:
+    """How many trailing forced tokens to leave to the model: 2 when a vocabulary token extends
+    the last two tokens' bytes, 1 when one extends the last token's, else 0."""
+    idx = _prefix_index(vocab)
+    table = vocab.table
+    if len(ids) >= 2 and idx.extends(table.decode(ids[-2:])):
+        return 2
+    if ids and idx.extends(table.decode(ids[-1:])):
+        return 1
+    return 0
+
+
+def forced_tokens(
+    m: Any, vocab: Vocabulary, tokenizer: Any, budget: int, last: int | None = None
+) -> tuple[list[int], bool]:
+    """Jump-forward step: accepts the canonical tokens of the grammar's forced bytes into ``m``.
+
+    ``last`` is the token just sampled and accepted (not yet fed to the model); when the
+    tokenizer would merge it with the forced bytes, it is replaced. Returns ``(ids,
+    replaced_last)``: the ids to append (when ``replaced_last``, they replace ``last``).
+    At most ``budget`` new ids are added. The matcher ends in the state after the returned ids.
+    """
+    if budget <= 0:
+        return [], False
+    forced = m.forced_bytes()
+    if not forced:
+        return [], False
+    table = vocab.table
+    if last is not None and table.is_text(last):
+        last_bytes = table.tokens[last] or b""
+        ids = _canonical(tokenizer, vocab, last_bytes + forced)
+        if ids and ids[0] != last:
+            m.rollback(1)
+            if _accept_all(m, ids):
+                kept = _trim(m, vocab, ids, budget + 1)
+                if len(table.decode(kept)) >= len(last_bytes):
+                    return kept, True
+                m.rollback(len(kept))
+            if not m.accept(last):  # restore the sampled token
+                raise TokenRejected(f"token {last} no longer accepted after rollback", code="internal")
+    ids = _canonical(tokenizer, vocab, forced)
+    if not ids or not _accept_all(m, ids):
+        return [], False
+    return _trim(m, vocab, ids, budget), False
+
+
+def _trim(m: Any, vocab: Vocabulary, ids: list[int], budget: int) -> list[int]:
+    """Holds back boundary tokens (unless nothing may follow) and cuts to ``budget``; rolls the
+    matcher back by what is removed."""
+    drop = 0 if m.is_terminated() else _hold_back(vocab, ids)
+    drop = max(drop, len(ids) - budget)
+    if drop:
+        m.rollback(drop)
+        ids = ids[: len(ids) - drop]
+    return ids
+
+
+def _compile(
+    vocab: Vocabulary,
+    json_schema: Any,
+    pydantic: Any,
+    regex: str | None,
+    ebnf: str | None,
+    choice: Sequence[str] | None,
+    grammar: CompiledGrammar | None,
+    schema_options: dict[str, Any] | None,
+) -> tuple[CompiledGrammar | None, Literal["json", "pydantic", "text", "none"]]:
+    given = [x is not None for x in (json_schema, pydantic, regex, ebnf, choice, grammar)]
+    if sum(given) > 1:
+        raise ValueError("give at most one of json_schema, pydantic, regex, ebnf, choice, grammar")
+    compiler = compiler_for(vocab)
+    opts = schema_options or {}
+    if json_schema is not None:
+        return compiler.compile_json_schema(json_schema, **opts), "json"
+    if pydantic is not None:
+        return compiler.compile_pydantic(pydantic, **opts), "pydantic"
+    if regex is not None:
+        return compiler.compile_regex(regex), "text"
+    if ebnf is not None:
+        return compiler.compile_ebnf(ebnf), "text"
+    if choice is not None:
+        return compiler.compile_choice(choice), "text"
+    if grammar is not None:
+        if grammar.vocab is not vocab:
+            raise ValueError("grammar was compiled for another Vocabulary than vocabulary_for(model, tokenizer)")
+        return grammar, "text"
+    return None, "none"
+
+
+def prompt_ids(tokenizer: Any, prompt: str | Sequence[dict[str, str]], raw: bool = False) -> list[int]:
+    """Token ids of the prompt: a message list goes through the chat template; a string too (as
+    one user message) when the tokenizer has a template, unless ``raw``."""
+    if isinstance(prompt, str):
+        if raw or not getattr(tokenizer, "chat_template", None):
+            return [int(i) for i in tokenizer.encode(prompt)]
+        messages: list[dict[str, str]] = [{"role": "user", "content": prompt}]
+    else:
+        messages = [dict(x) for x in prompt]
+    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    return [int(i) for i in tokenizer.encode(text, add_special_tokens=False)]
+
+
+def _eos_ids(model: Any, tokenizer: Any, vocab: Vocabulary) -> set[int]:
+    ids = set(vocab.eos_ids)
+    for src in (getattr(tokenizer, "eos_token_id", None), getattr(model.generation_config, "eos_token_id", None)):
+        if isinstance(src, int):
+            ids.add(src)
+        elif isinstance(src, (list, tuple)):
+            ids.update(int(i) for i in src)
+    return ids
+
+
+def _sample(logits: torch.Tensor, temperature: float, top_p: float, gen: torch.Generator | None) -> int:
+    if temperature <= 0:
+        return int(torch.argmax(logits))
+    probs = torch.softmax(logits / temperature, dim=-1)
+    if top_p < 1.0:
+        sorted_p, order = torch.sort(probs, descending=True)
+        cum = torch.cumsum(sorted_p, dim=-1)
+        sorted_p[(cum - sorted_p) >= top_p] = 0.0  # keep the smallest head reaching top_p
+        probs = torch.zeros_like(probs).scatter_(0, order, sorted_p)
+    return int(torch.multinomial(probs, 1, generator=gen))
+
+
+def generate(
+    model: Any,
+    tokenizer: Any,
+    prompt: str | Sequence[dict[str, str]],
+    *,
+    json_schema: dict[str, Any] | str | bool | None = None,
+    pydantic: Any = None,
+    regex: str | None = None,
+    ebnf: str | None = None,
+    choice: Sequence[str] | None = None,
+    grammar: CompiledGrammar | None = None,
+    max_tokens: int = 256,
+    temperature: float = 0.0,
+    top_p: float = 1.0,
+    seed: int | None = None,
+    stop: Sequence[str] | None = None,
+    raw: bool = False,
+    jump_forward: bool = True,
+    parse: bool = False,
+    trace: bool = False,
+    schema_options: dict[str, Any] | None = None,
+) -> GenerationResult:
+    """Generates text from ``model`` that matches at most one given structure.
+
+    ``prompt`` is a string (sent as one user message through the chat template, unless ``raw``
+    or the tokenizer has none) or a list of ``{"role", "content"}`` messages. ``temperature=0``
+    is greedy; otherwise temperature, then top-p, apply to the masked logits; ``seed`` makes
+    sampling reproducible. ``stop`` strings end generation (the text is cut before them).
+    ``parse=True`` computes :attr:`GenerationResult.value` at once (raising
+    :class:`~logitgate.TruncatedOutput` on truncated output). Without a structure the
+    generation is unconstrained. ``trace=True`` records every output token with its mask's
+    allowed count.
+    """
+    if max_tokens < 1:
+        raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
+    t_start = time.perf_counter()
+    vocab = vocabulary_for(model, tokenizer)
+    compiled, kind = _compile(vocab, json_schema, pydantic, regex, ebnf, choice, grammar, schema_options)
+    timings = Timings(compile_s=time.perf_counter() - t_start)
+    table = vocab.table
+    eos = _eos_ids(model, tokenizer, vocab)
+    ids_prompt = prompt_ids(tokenizer, prompt, raw=raw)
+    if not ids_prompt:
+        raise ValueError("the prompt has no tokens")
+    m = compiled.matcher() if compiled is not None else None
+    bits = allocate_mask(vocab)
+    gen: torch.Generator | None = None
+    if temperature > 0:
+        gen = torch.Generator(device="cpu")
+        gen.manual_seed(seed if seed is not None else int(torch.seed() % (1 << 63)))
+    device = getattr(model, "device", torch.device("cpu"))
+    steps: list[TraceStep] = []
+    out: list[int] = []
+    n_forced = 0
+    passes = 0
+    pending = list(ids_prompt)
+    finish: Literal["stop", "length"] | None = None
+    stop_cut: int | None = None
+    past: Any = None
+    cache_kw = _cache_keyword(model)
+
+    def record_forced(new: list[int]) -> None:
+        if trace:
+            for tok in new:
+                steps.append(TraceStep(len(steps), tok, _tok_text(table, tok), -1, True))
+
+    if m is not None and jump_forward:
+        first, _ = forced_tokens(m, vocab, tokenizer, max_tokens)
+        out += first
+        n_forced += len(first)
+        pending += first
+        record_forced(first)
+    t_dec = time.perf_counter()
+    first_token_at: float | None = None
+    while True:
+        if m is not None and m.is_terminated():
+            finish = "stop"  # nothing may follow: no need to ask the model for EOS
+            break
+        if len(out) >= max_tokens:
+            finish = "length"
+            break
+        t0 = time.perf_counter()
+        with torch.inference_mode():
+            res = model(
+                input_ids=torch.tensor([pending], dtype=torch.long, device=device),
+                use_cache=True,
+                logits_to_keep=1,
+                **{cache_kw: past},
+            )
+        past = res.get("cache") if "cache" in res else res.get("past_key_values")
+        logits = res.logits[0, -1].float()
+        timings.model_s_total += time.perf_counter() - t0
+        passes += 1
+        allowed = -1
+        if m is not None:
+            t0 = time.perf_counter()
+            m.fill_mask(bits, 0)
+            keep = torch.from_numpy(mask_to_bool(bits[0], min(logits.shape[-1], bits.shape[-1] * 32)))
+            if keep.shape[0] < logits.shape[-1]:
+                keep = torch.nn.functional.pad(keep, (0, logits.shape[-1] - keep.shape[0]))
+            logits.masked_fill_(~keep.to(logits.device), float("-inf"))
+            timings.mask_s_total += time.perf_counter() - t0
+            if trace:
+                allowed = int(keep.sum())
+            if not bool(torch.isfinite(logits).any()):
+                raise LogitgateError(
+                    "no token is allowed here: the vocabulary cannot spell any continuation of the grammar",
+                    code="dead-end",
+                )
+        tok = _sample(logits, temperature, top_p, gen)
+        if first_token_at is None:
+            first_token_at = time.perf_counter()
+        if m is not None and not m.accept(tok):
+            raise TokenRejected(f"sampled token {tok} was rejected after masking", code="internal")
+        out.append(tok)
+        if trace:
+            steps.append(TraceStep(len(steps), tok, _tok_text(table, tok), allowed, False))
+        if tok in eos and (m is None or m.is_terminated()):
+            finish = "stop"
+            break
+        if stop:
+            text_now = table.decode(out).decode("utf-8", errors="replace")
+            hits = [text_now.find(s) for s in stop if s and s in text_now]
+            if hits:
+                stop_cut = min(hits)
+                finish = "stop"
+                break
+        pending = [tok]
+        if m is not None and jump_forward:
+            new, replaced = forced_tokens(m, vocab, tokenizer, max_tokens - len(out), last=tok)
+            if replaced:
+                out.pop()
+                pending = []
+                n_forced += len(new) - 1
+            else:
+                n_forced += len(new)
+            out += new
+            pending += new
+            record_forced(new)
+    t_end = time.perf_counter()
+    text = table.decode(out).decode("utf-8", errors="replace")
+    if stop_cut is not None:
+        text = text[:stop_cut]
+        complete = False if m is not None else True
+    elif m is not None:
+        complete = m.is_complete()
+    else:
+        complete = finish == "stop"
+    timings.total_s = t_end - t_start
+    timings.first_token_s = (first_token_at or t_end) - t_dec
+    if len(out) > 1 and first_token_at is not None:
+        timings.per_token_s = (t_end - first_token_at) / (len(out) - 1)
+    result = GenerationResult(
+        text=text,
+        finish_reason=finish,
+        complete=complete,
+        prompt_tokens=len(ids_prompt),
+        completion_tokens=len(out),
+        forced_tokens=n_forced,
+        forward_passes=passes,
+        timings=timings,
+        token_ids=out,
+        kind=kind,
+        trace=steps,
+        _pydantic_model=pydantic,
+    )
+    if parse:
+        _ = result.value
+    return result
+
+
+def _cache_keyword(model: Any) -> str:
+    """``cache`` (transformers >= 5) or ``past_key_values`` (older): the forward argument that
+    takes the KV cache."""
+    try:
+        params = inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):
+        return "past_key_values"
+    return "cache" if "cache" in params else "past_key_values"
+
+
+def _tok_text(table: Any, tok: int) -> str:
+    b = table.tokens[tok] if 0 <= tok < len(table.tokens) else None
+    return (b or b"").decode("utf-8", errors="backslashreplace")
+
+
+class _CallableModule(types.ModuleType):
+    """``logitgate.generate`` is both this module and the function: importing the submodule binds
+    the package attribute to the module, so the module forwards calls to :func:`generate`."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> GenerationResult:
+        return generate(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule
