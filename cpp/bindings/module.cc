@@ -10,13 +10,12 @@
 #include <nanobind/stl/vector.h>
 
 #include <algorithm>
-#include <exception>
-#include <thread>
 #include <unordered_set>
 
 #include "../core/automaton.h"
 #include "../core/error.h"
 #include "../core/matcher.h"
+#include "../core/thread_pool.h"
 #include "../core/vocabulary.h"
 
 namespace nb = nanobind;
@@ -81,27 +80,8 @@ void FillMasks(const std::vector<Matcher*>& matchers, MaskArray bits, int thread
     rows.push_back(MaskRow(bits, static_cast<int64_t>(i), *matchers[i]->grammar().vocab));
   }
   nb::gil_scoped_release release;
-  const size_t n = matchers.size();
-  size_t workers = std::min<size_t>(static_cast<size_t>(std::max(1, threads)), n);
-  if (workers <= 1) {
-    for (size_t i = 0; i < n; ++i) matchers[i]->FillMask(rows[i]);
-    return;
-  }
-  std::vector<std::exception_ptr> errors(workers);
-  std::vector<std::thread> pool;
-  for (size_t w = 0; w < workers; ++w) {
-    pool.emplace_back([&, w] {
-      try {
-        for (size_t i = w; i < n; i += workers) matchers[i]->FillMask(rows[i]);
-      } catch (...) {
-        errors[w] = std::current_exception();
-      }
-    });
-  }
-  for (auto& t : pool) t.join();
-  for (auto& e : errors) {
-    if (e) std::rethrow_exception(e);
-  }
+  const size_t workers = std::min<size_t>(static_cast<size_t>(std::max(1, threads)), matchers.size());
+  ThreadPool::Global().ParallelFor(matchers.size(), workers, [&](size_t i) { matchers[i]->FillMask(rows[i]); });
 }
 
 }  // namespace
@@ -168,6 +148,7 @@ NB_MODULE(_core, m) {
           "fill_mask",
           [](Matcher& self, MaskArray bits, int64_t row) {
             uint32_t* words = MaskRow(bits, row, *self.grammar().vocab);
+            if (self.TryFillMaskFast(words)) return;  // a copy: not worth releasing the GIL
             nb::gil_scoped_release release;
             self.FillMask(words);
           },

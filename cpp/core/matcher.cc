@@ -82,7 +82,7 @@ std::string Matcher::ForcedBytes(int64_t max_bytes) {
 // subtree is allowed: their bits are set without walking it. Sets text tokens only.
 void Matcher::Walk(int32_t config, uint32_t* words) {
   // Below this many nodes a subtree is cheaper to walk than to test for the shortcut.
-  constexpr int32_t kSkipMinNodes = 8;
+  constexpr int32_t kSkipMinNodes = 2;
   const Vocabulary& v = *grammar_->vocab;
   const uint8_t* byte = v.trie_byte().data();
   const uint16_t* depth = v.trie_depth().data();
@@ -129,24 +129,31 @@ void Matcher::Walk(int32_t config, uint32_t* words) {
   }
 }
 
+bool Matcher::TryFillMaskFast(uint32_t* words) {
+  const Vocabulary& v = *grammar_->vocab;
+  const size_t n_words = static_cast<size_t>(v.mask_words());
+  if (terminated()) {
+    std::memset(words, 0, n_words * sizeof(uint32_t));
+    for (int32_t id : v.eos_ids()) words[id >> 5] |= 1u << (id & 31);
+    return true;
+  }
+  if (const uint32_t* cached = parser_->CachedMask(current())) {
+    std::memcpy(words, cached, n_words * sizeof(uint32_t));
+    return true;
+  }
+  return false;
+}
+
 void Matcher::FillMask(uint32_t* words) {
+  if (TryFillMaskFast(words)) return;
   const Vocabulary& v = *grammar_->vocab;
   const size_t n_words = static_cast<size_t>(v.mask_words());
   std::memset(words, 0, n_words * sizeof(uint32_t));
-  auto set_eos = [&] {
-    for (int32_t id : v.eos_ids()) words[id >> 5] |= 1u << (id & 31);
-  };
-  if (terminated()) {
-    set_eos();
-    return;
-  }
   const int32_t config = current();
-  if (const uint32_t* cached = parser_->CachedMask(config)) {
-    std::memcpy(words, cached, n_words * sizeof(uint32_t));
-    return;
-  }
   Walk(config, words);
-  if (parser_->accepting(config)) set_eos();
+  if (parser_->accepting(config)) {
+    for (int32_t id : v.eos_ids()) words[id >> 5] |= 1u << (id & 31);
+  }
   parser_->StoreMask(config, words, n_words);
 }
 

@@ -34,6 +34,9 @@ class Matcher {
   // word i/32 = token i). One matcher is not thread-safe; distinct matchers (of the same
   // grammar too) may be used from different threads at once.
   void FillMask(uint32_t* words);
+  // FillMask when it is only a copy (terminated, or the mask is memoized); false otherwise.
+  // Callers use it to skip releasing the GIL for work that takes nanoseconds.
+  bool TryFillMaskFast(uint32_t* words);
   bool Accept(int32_t token);
   bool AcceptBytes(const std::string& data);
   bool IsComplete() const { return terminated() || parser_->accepting(current()); }

@@ -84,8 +84,17 @@ def _convert_gguf(gguf: Path, dest: Path) -> None:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _quiet_transformers() -> None:
+    """Progress bars of weight loading are noise on a CLI's stderr (ours prints its own message)."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+
+
 def _load_folder(folder: Path, dtype: Any) -> tuple[Any, Any]:
     from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    _quiet_transformers()
 
     tok = AutoTokenizer.from_pretrained(str(folder))
     model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=dtype).eval()

@@ -197,7 +197,7 @@ def _worker_main(conn: Connection, fn_path: str, init: tuple[str, Any] | None) -
         fn = _resolve(fn_path)
         if init is not None:
             _resolve(init[0])(init[1])
-    except BaseException as exc:  # noqa: BLE001 - reported to the parent, which stops the run
+    except BaseException as exc:
         conn.send(("__failed__", f"{type(exc).__name__}: {exc}"))
         return
     conn.send(("__ready__", None))
@@ -211,7 +211,7 @@ def _worker_main(conn: Connection, fn_path: str, init: tuple[str, Any] | None) -
         key, payload = msg
         try:
             result = fn(payload)
-        except BaseException as exc:  # noqa: BLE001 - a worker must report, never die on a task
+        except BaseException as exc:
             result = {"status": CRASH, "detail": f"{type(exc).__name__}: {exc}"[:500]}
         conn.send((key, result))
 
@@ -348,8 +348,11 @@ def progress_printer(total: int, label: str, every: float = 5.0) -> Callable[[in
         now = time.monotonic()
         if done == total or now - state["t"] >= every:
             state["t"] = now
-            print(f"[{label}] {done}/{total} ({now - state['t0']:.0f}s) last={key} {result.get('status')}",
-                  file=sys.stderr, flush=True)
+            print(
+                f"[{label}] {done}/{total} ({now - state['t0']:.0f}s) last={key} {result.get('status')}",
+                file=sys.stderr,
+                flush=True,
+            )
 
     return cb
 
@@ -362,3 +365,14 @@ def classify_compile_error(exc: BaseException) -> tuple[str, str]:
     if isinstance(exc, lg.UnsupportedSchemaError):
         return UNSUPPORTED, detail
     return COMPILE_ERROR, detail
+
+
+def selftest_task(payload: str) -> dict[str, Any]:
+    """Pool self-test double: ``"hang"`` sleeps, ``"crash"`` kills its process, ``"raise"`` raises."""
+    if payload == "hang":
+        time.sleep(3600)
+    if payload == "crash":
+        os._exit(3)
+    if payload == "raise":
+        raise ValueError("boom")
+    return {"status": PASSED, "echo": payload}

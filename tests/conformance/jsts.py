@@ -93,7 +93,7 @@ def run_case(payload: dict[str, Any]) -> dict[str, Any]:
     tests = payload["tests"]
     try:
         compiled = eng.compile(payload["schema"])
-    except Exception as exc:  # noqa: BLE001 - every failure is a measured outcome
+    except Exception as exc:
         status, detail = classify_compile_error(exc)
         return {
             "status": status,
@@ -171,8 +171,13 @@ def llguidance_comparison(results: dict[tuple[str, str, int], dict[str, Any]]) -
     for fk, cases in llg.items():
         sec = out.setdefault(
             section_of(fk),
-            {"llg_tests": Counter(), "llg_cases": Counter(), "matched_tests": 0, "llg_pass_matched": 0,
-             "ours_pass_matched": 0},
+            {
+                "llg_tests": Counter(),
+                "llg_cases": Counter(),
+                "matched_tests": 0,
+                "llg_pass_matched": 0,
+                "ours_pass_matched": 0,
+            },
         )
         for case_desc, tests in cases.items():
             statuses = set(tests.values())
@@ -204,14 +209,16 @@ def render_markdown(summary: dict[str, Any], comparison: dict[str, Any], per_fil
     lines = []
     if per_file:
         lines += [
-            "| file | cases | passed | over | under | unsupported | compile_error | timeout | crash | tests pass/total |",
+            "| file | cases | passed | over | under | unsupported | compile_error | timeout | crash "
+            "| tests pass/total |",
             "|---|---|---|---|---|---|---|---|---|---|",
         ]
         for fk, b in summary["files"].items():
             c = b["cases"]
             t = b["tests"]
             lines.append(
-                f"| {fk} | {sum(c.values())} | " + " | ".join(str(c.get(k, 0)) for k in cols)
+                f"| {fk} | {sum(c.values())} | "
+                + " | ".join(str(c.get(k, 0)) for k in cols)
                 + f" | {t.get('pass', 0)}/{sum(t.values())} |"
             )
         lines.append("")
@@ -230,11 +237,14 @@ def render_markdown(summary: dict[str, Any], comparison: dict[str, Any], per_fil
         cmp = comparison.get(sec)
         llg_t = f"{cmp['llg_tests'].get('pass', 0)} / {sum(cmp['llg_tests'].values())}" if cmp else "n/a"
         llg_c = f"{cmp['llg_cases'].get('passed', 0)} / {sum(cmp['llg_cases'].values())}" if cmp else "n/a"
-        matched = f"{cmp['ours_pass_matched']} vs {cmp['llg_pass_matched']} (of {cmp['matched_tests']})" if cmp else "n/a"
+        matched = (
+            f"{cmp['ours_pass_matched']} vs {cmp['llg_pass_matched']} (of {cmp['matched_tests']})" if cmp else "n/a"
+        )
         lines.append(
-            f"| {sec} | {sum(c.values())} | " + " | ".join(str(c.get(k, 0)) for k in cols)
-            + f" | {t.get('pass', 0)} | {t.get('over', 0)} | {t.get('under', 0)} | {sum(t.values())} | {llg_t} | {llg_c}"
-            f" | {matched} |"
+            f"| {sec} | {sum(c.values())} | "
+            + " | ".join(str(c.get(k, 0)) for k in cols)
+            + f" | {t.get('pass', 0)} | {t.get('over', 0)} | {t.get('under', 0)} | {sum(t.values())}"
+            f" | {llg_t} | {llg_c} | {matched} |"
         )
     llg_all_t = sum(v["llg_tests"].get("pass", 0) for v in comparison.values())
     llg_all_n = sum(sum(v["llg_tests"].values()) for v in comparison.values())
@@ -243,9 +253,10 @@ def render_markdown(summary: dict[str, Any], comparison: dict[str, Any], per_fil
     m_llg = sum(v["llg_pass_matched"] for v in comparison.values())
     m_n = sum(v["matched_tests"] for v in comparison.values())
     lines.append(
-        f"| **total** | {sum(total_c.values())} | " + " | ".join(str(total_c.get(k, 0)) for k in cols)
-        + f" | {total_t.get('pass', 0)} | {total_t.get('over', 0)} | {total_t.get('under', 0)} | {sum(total_t.values())}"
-        f" | {llg_all_t} / {llg_all_n} | {llg_all_c} | {m_ours} vs {m_llg} (of {m_n}) |"
+        f"| **total** | {sum(total_c.values())} | "
+        + " | ".join(str(total_c.get(k, 0)) for k in cols)
+        + f" | {total_t.get('pass', 0)} | {total_t.get('over', 0)} | {total_t.get('under', 0)}"
+        f" | {sum(total_t.values())} | {llg_all_t} / {llg_all_n} | {llg_all_c} | {m_ours} vs {m_llg} (of {m_n}) |"
     )
     return "\n".join(lines)
 
@@ -276,12 +287,15 @@ def run_jsts(
 
     cases = list(iter_cases(sections, only))
     descriptions = {key: payload["description"] for key, payload in cases}
-    init = ("tests.conformance.jsts:init_worker", {"tokenizer": tokenizer, "mask_every": mask_every,
-                                                   "options": options or {}})
+    init = (
+        "tests.conformance.jsts:init_worker",
+        {"tokenizer": tokenizer, "mask_every": mask_every, "options": options or {}},
+    )
     cb = progress_printer(len(cases), f"jsts/{tokenizer}") if progress else None
     results: dict[tuple[str, str, int], dict[str, Any]] = {}
-    for key, res in run_pool("tests.conformance.jsts:run_case", cases, jobs=jobs, timeout=timeout, progress=cb,
-                             init=init):
+    for key, res in run_pool(
+        "tests.conformance.jsts:run_case", cases, jobs=jobs, timeout=timeout, progress=cb, init=init
+    ):
         res["description"] = descriptions[key]
         results[key] = res
     return results

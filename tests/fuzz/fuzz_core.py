@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import multiprocessing as mp
+import os
 import random
 import sys
 import time
@@ -87,7 +88,7 @@ def _exercise(kind: str, text: str, compiler, vocab, rng: random.Random) -> None
         return
 
 
-def _child(seed: int, deadline: float, heartbeat, current) -> None:  # type: ignore[no-untyped-def]
+def _child(seed: int, deadline: float, heartbeat, current_path: str) -> None:  # type: ignore[no-untyped-def]
     import logitgate as lg
 
     tokens = [bytes([i]) for i in range(256)] + [b"ab", b"{\"", b"\":", b"  ", b"\xc3\xa9", b"12", b"</s>"]
@@ -97,7 +98,8 @@ def _child(seed: int, deadline: float, heartbeat, current) -> None:  # type: ign
     while time.time() < deadline:
         compiler = lg.Compiler(vocab, cache_size=8)
         kind, text = _inputs(rng)
-        current.put((kind, text))
+        with open(current_path, "w", encoding="utf-8") as f:  # read by the parent if we die
+            f.write(repr((kind, text)))
         _exercise(kind, text, compiler, vocab, rng)
         n += 1
         heartbeat.value = n
@@ -113,27 +115,26 @@ def main() -> int:
     seed, total, findings = args.seed, 0, 0
     while time.time() < deadline:
         heartbeat = ctx.Value("q", 0)
-        current = ctx.Queue(maxsize=1)
-        proc = ctx.Process(target=_child, args=(seed, deadline, heartbeat, current), daemon=True)
+        current_path = str(HERE / "regressions" / f".current-{os.getpid()}")
+        proc = ctx.Process(target=_child, args=(seed, deadline, heartbeat, current_path), daemon=True)
         proc.start()
-        last, last_change, latest = 0, time.time(), None
+        last, last_change = 0, time.time()
         while proc.is_alive():
             time.sleep(0.2)
-            while not current.empty():
-                latest = current.get_nowait()
             if heartbeat.value != last:
                 last, last_change = heartbeat.value, time.time()
             elif time.time() - last_change > STALL_SECONDS:
                 proc.kill()
-                print(f"HANG after {STALL_SECONDS}s on {latest!r}", file=sys.stderr)
+                print(f"HANG after {STALL_SECONDS}s", file=sys.stderr)
                 break
         proc.join()
+        latest = Path(current_path).read_text(encoding="utf-8") if Path(current_path).exists() else ""
+        Path(current_path).unlink(missing_ok=True)
         total += heartbeat.value
         if proc.exitcode != 0 or time.time() - last_change > STALL_SECONDS:
             findings += 1
-            blob = repr(latest).encode()
-            out = HERE / "regressions" / f"core-{hashlib.sha1(blob).hexdigest()[:12]}.txt"
-            out.write_text(repr(latest) + "\n", encoding="utf-8")
+            out = HERE / "regressions" / f"core-{hashlib.sha1(latest.encode()).hexdigest()[:12]}.txt"
+            out.write_text(latest + "\n", encoding="utf-8")
             print(f"FINDING (exit {proc.exitcode}) saved to {out}", file=sys.stderr)
         seed += 1
     print(f"{total} inputs, {findings} findings")

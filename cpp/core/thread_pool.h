@@ -1,0 +1,102 @@
+// ThreadPool: a small persistent pool for batch mask fills. ParallelFor(n, fn) runs fn(i)
+// for i in [0, n) on up to `threads` threads (the caller's thread included) and returns when
+// all are done. Workers are started on first use and live for the process; indices are handed
+// out through an atomic counter, so uneven work balances itself.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace logitgate {
+
+class ThreadPool {
+ public:
+  static ThreadPool& Global() {
+    static ThreadPool* pool = new ThreadPool();  // never destroyed: workers may outlive statics
+    return *pool;
+  }
+
+  // Runs fn(i) for every i < n; rethrows the first exception any call threw.
+  void ParallelFor(size_t n, size_t threads, const std::function<void(size_t)>& fn) {
+    if (threads <= 1 || n <= 1) {
+      for (size_t i = 0; i < n; ++i) fn(i);
+      return;
+    }
+    std::lock_guard<std::mutex> one_batch_at_a_time(batch_mu_);
+    EnsureWorkers(threads - 1);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      fn_ = &fn;
+      n_ = n;
+      next_.store(0);
+      active_ = std::min(threads - 1, workers_.size());
+      error_ = nullptr;
+      ++generation_;
+    }
+    cv_.notify_all();
+    Work();
+    std::unique_lock<std::mutex> lock(mu_);
+    done_cv_.wait(lock, [&] { return active_ == 0; });
+    fn_ = nullptr;
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  ThreadPool() = default;
+
+  void EnsureWorkers(size_t count) {
+    while (workers_.size() < count) {
+      workers_.emplace_back([this] { Loop(); });
+      workers_.back().detach();
+    }
+  }
+
+  void Work() {
+    for (size_t i = next_.fetch_add(1); i < n_; i = next_.fetch_add(1)) {
+      try {
+        (*fn_)(i);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (!error_) error_ = std::current_exception();
+      }
+    }
+  }
+
+  void Loop() {
+    uint64_t seen = 0;
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return generation_ != seen && joined_ < active_; });
+        seen = generation_;
+        ++joined_;
+      }
+      Work();
+      std::lock_guard<std::mutex> lock(mu_);
+      if (--active_ == 0) {
+        joined_ = 0;
+        done_cv_.notify_all();
+      }
+    }
+  }
+
+  std::mutex batch_mu_;  // one ParallelFor at a time
+  std::mutex mu_;
+  std::condition_variable cv_, done_cv_;
+  std::vector<std::thread> workers_;
+  const std::function<void(size_t)>* fn_ = nullptr;
+  size_t n_ = 0;
+  std::atomic<size_t> next_{0};
+  size_t active_ = 0;  // workers taking part in the current batch that have not finished
+  size_t joined_ = 0;  // workers that have joined the current batch
+  uint64_t generation_ = 0;
+  std::exception_ptr error_;
+};
+
+}  // namespace logitgate

@@ -1,0 +1,2253 @@
+"""JSON Schema frontend: a schema (draft 2020-12, with draft-04/06/07 spellings) lowered to the
+Grammar IR of the JSON texts valid against it.
+
+Pipeline, and the invariants each step keeps:
+
+1. **Index** (:class:`_Index`): one iterative walk over the document records every schema
+   object's JSON pointer and base URI, every ``$id`` resource and ``$anchor``. ``$ref`` is then
+   resolved against that index only: a reference outside the document is
+   :class:`UnsupportedSchemaError` (remote), a dangling pointer/anchor is :class:`SchemaError`.
+2. **Atom sets**: the unit of lowering is a *set of conjoined schemas* (``frozenset`` of atoms;
+   an atom is a schema object's ``id``). ``allOf``/``$ref`` flatten into the set, ``anyOf``,
+   accepted ``oneOf``, ``if``/``then``/``else``, ``dependent*`` and ``not`` over composite
+   schemas become disjunctions, distributed into one branch set per choice. Each distinct set
+   is one grammar rule (recursion and sharing come for free; a worklist, not Python recursion,
+   walks the schema, so schema depth never becomes Python stack depth).
+3. **Facts** (:class:`_Facts`): the pure keywords of a set merged per JSON type (types
+   intersected, bounds tightened, enums intersected, object/array sub-schemas kept as atom sets).
+4. **Emission**: facts -> IR, per type. String contents are built at *code point* level and
+   then JSON-encoded (:meth:`_Lowering.encode`): every accepted text decodes to a string of the
+   code point language, so escapes never weaken a constraint.
+
+Soundness rule: every construct is either lowered exactly (possibly accepting fewer
+serializations of a valid value, documented in docs/json_schema.md) or raises
+:class:`UnsupportedSchemaError` naming the keyword and pointer; ``lenient=True`` turns that
+into a recorded entry of the returned ``dropped`` list and lowers the rest.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import urllib.parse
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from logitgate.errors import GrammarError, LimitExceeded, SchemaError, UnsupportedSchemaError
+from logitgate.frontends.regex import regex_to_node
+from logitgate.grammar.ir import EMPTY, Alt, ByteClass, CharClass, Grammar, Literal, Node, Ref, Repeat, Seq
+from logitgate.limits import Limits
+
+__all__ = ["schema_to_grammar"]
+
+_DEFAULT_BASE = "https://logitgate.invalid/schema.json"
+_ALL_TYPES = frozenset({"null", "boolean", "object", "array", "string", "number", "integer"})
+_EMPTY_LANG = Alt(())
+_ANNOTATIONS = frozenset(
+    {
+        "title",
+        "description",
+        "examples",
+        "default",
+        "$comment",
+        "$schema",
+        "$id",
+        "id",
+        "$anchor",
+        "$dynamicAnchor",
+        "$vocabulary",
+        "$defs",
+        "definitions",
+        "readOnly",
+        "writeOnly",
+        "deprecated",
+        "contentMediaType",
+        "contentEncoding",
+        "contentSchema",
+    }
+)
+# Keywords whose values are data, never schemas (the index walk does not look inside).
+_DATA_KEYWORDS = frozenset({"enum", "const", "examples", "default"})
+_MAX_BRANCHES = 256  # disjunction product bound per schema set
+_MAX_RULES = 200_000
+_MAX_ORDER_ANY = 8  # property_order="any" tracks subsets of at most this many known properties
+
+# Atoms: a schema object's id() (int), or one of these markers.
+_FALSE = -1
+
+
+def _ptr_join(pointer: str, *tokens: str | int) -> str:
+    for t in tokens:
+        pointer += "/" + str(t).replace("~", "~0").replace("/", "~1")
+    return pointer
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON value helpers.
+
+
+def _json_type(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, int):
+        return "integer"
+    if isinstance(v, float):
+        return "integer" if v.is_integer() else "number"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, list):
+        return "array"
+    if isinstance(v, dict):
+        return "object"
+    raise TypeError(type(v).__name__)
+
+
+def _json_eq(a: Any, b: Any) -> bool:
+    """JSON Schema equality: 1 == 1.0, true != 1, deep for arrays/objects (iterative)."""
+    stack = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        if isinstance(x, bool) or isinstance(y, bool):
+            if not (isinstance(x, bool) and isinstance(y, bool) and x == y):
+                return False
+        elif isinstance(x, (int, float)) and isinstance(y, (int, float)):
+            if x != y:
+                return False
+        elif isinstance(x, list) and isinstance(y, list):
+            if len(x) != len(y):
+                return False
+            stack.extend(zip(x, y))
+        elif isinstance(x, dict) and isinstance(y, dict):
+            if x.keys() != y.keys():
+                return False
+            stack.extend((x[k], y[k]) for k in x)
+        elif type(x) is not type(y) or x != y:
+            return False
+    return True
+
+
+def _fraction(v: Any) -> Fraction:
+    return Fraction(v)
+
+
+# ---------------------------------------------------------------------------------------------
+# Index and $ref resolution.
+
+
+class _Index:
+    """Pointer, base URI, resources and anchors of one schema document (one iterative walk)."""
+
+    def __init__(self, root: Any, limits: Limits) -> None:
+        self.root = root
+        self.info: dict[int, tuple[Any, str, str]] = {}  # id -> (schema, pointer, base uri)
+        self.resources: dict[str, tuple[Any, str]] = {}  # uri without fragment -> (schema, pointer)
+        self.anchors: dict[str, tuple[Any, str]] = {}  # absolute uri#anchor -> (schema, pointer)
+        self._keep: list[Any] = []  # synthetic schemas stay alive so their ids stay unique
+        self._synth: dict[tuple[Any, ...], Any] = {}
+        self.bool_atoms: dict[bool, int] = {}
+        stack: list[tuple[Any, str, str, int]] = [(root, "", _DEFAULT_BASE, 0)]
+        self.resources[_DEFAULT_BASE] = (root, "")
+        while stack:
+            node, ptr, base, depth = stack.pop()
+            if depth > limits.max_nesting:
+                raise LimitExceeded("max_nesting", limits.max_nesting, f"schema nesting at {ptr or '#'}")
+            if isinstance(node, list):
+                stack.extend((v, _ptr_join(ptr, i), base, depth + 1) for i, v in enumerate(node))
+                continue
+            if not isinstance(node, dict):
+                continue
+            sid = node.get("$id", node.get("id") if "$schema" not in node or "$id" not in node else None)
+            if isinstance(sid, str) and not (node.get("id") is sid and isinstance(node.get("type"), dict)):
+                url, frag = urllib.parse.urldefrag(urllib.parse.urljoin(base, sid))
+                if url and url != base or ptr == "":
+                    base = url or base
+                    self.resources.setdefault(base, (node, ptr))
+                if frag and not frag.startswith("/"):  # draft-04..07 "$id": "#name" is an anchor
+                    self.anchors.setdefault(base + "#" + frag, (node, ptr))
+            for key in ("$anchor", "$dynamicAnchor"):
+                anchor = node.get(key)
+                if isinstance(anchor, str):
+                    self.anchors.setdefault(base + "#" + anchor, (node, ptr))
+            self.info.setdefault(id(node), (node, ptr, base))
+            for k, v in node.items():
+                if k in _DATA_KEYWORDS or not isinstance(v, (dict, list)):
+                    continue
+                stack.append((v, _ptr_join(ptr, k), base, depth + 1))
+
+    def atom(self, schema: Any, pointer: str, base: str) -> int:
+        """Atom of a schema value met at ``pointer`` (registers values found through $ref)."""
+        if isinstance(schema, bool):
+            if schema is False:
+                return _FALSE
+            return 0  # callers drop the True atom
+        if not isinstance(schema, dict):
+            raise SchemaError(f"a schema must be an object or a boolean, got {type(schema).__name__}", pointer=pointer)
+        self.info.setdefault(id(schema), (schema, pointer, base))
+        return id(schema)
+
+    def synth(self, key: tuple[Any, ...], schema: dict[str, Any], pointer: str, base: str) -> int:
+        """A synthetic schema (from dependentRequired, not, ...) memoized by ``key`` so that the
+        same construct always yields the same atom (atom sets must compare equal)."""
+        hit = self._synth.get(key)
+        if hit is None:
+            self._keep.append(schema)
+            self._synth[key] = schema
+            self.info[id(schema)] = (schema, pointer, base)
+            hit = schema
+        return id(hit)
+
+    def resolve(self, ref: str, base: str, pointer: str) -> tuple[Any, str, str]:
+        url, frag = urllib.parse.urldefrag(urllib.parse.urljoin(base, ref))
+        res = self.resources.get(url)
+        if res is None:
+            # A full-URI anchor may be registered under its resource even if url has no match.
+            raise UnsupportedSchemaError("$ref", f"remote or unknown reference {ref!r}", pointer=pointer)
+        doc, doc_ptr = res
+        if not frag:
+            return doc, doc_ptr, url
+        if not frag.startswith("/"):
+            hit = self.anchors.get(url + "#" + frag)
+            if hit is None:
+                raise SchemaError(f"$ref anchor {ref!r} not found", pointer=pointer, code="schema-ref")
+            return hit[0], hit[1], self.info.get(id(hit[0]), (None, "", url))[2]
+        node: Any = doc
+        node_ptr = doc_ptr
+        node_base = url
+        for raw in frag[1:].split("/"):
+            tok = urllib.parse.unquote(raw).replace("~1", "/").replace("~0", "~")
+            if isinstance(node, dict) and tok in node:
+                node = node[tok]
+            elif isinstance(node, list) and tok.isdigit() and int(tok) < len(node):
+                node = node[int(tok)]
+            else:
+                raise SchemaError(f"$ref {ref!r} does not resolve", pointer=pointer, code="schema-ref")
+            node_ptr = _ptr_join(node_ptr, tok)
+            if isinstance(node, dict) and id(node) in self.info:
+                node_base = self.info[id(node)][2]
+        return node, node_ptr, node_base
+
+
+# ---------------------------------------------------------------------------------------------
+# Facts: the pure keywords of an atom set, merged.
+
+
+@dataclass
+class _ObjPart:
+    """Object keywords of one conjunct (additional=None: absent)."""
+
+    props: dict[str, int]
+    patterns: list[tuple[str, int, str]]  # (pattern, atom, pointer)
+    additional: int | None
+    order: list[str]
+
+
+@dataclass
+class _ArrPart:
+    prefix: list[int]
+    items: int | None  # applies at positions >= len(prefix); None: absent (any)
+
+
+@dataclass
+class _Facts:
+    types: set[str] = field(default_factory=lambda: set(_ALL_TYPES))
+    enum: list[Any] | None = None
+    not_enum: list[Any] = field(default_factory=list)
+    lo: Fraction | None = None
+    lo_excl: bool = False
+    hi: Fraction | None = None
+    hi_excl: bool = False
+    multiple: list[tuple[Fraction, str]] = field(default_factory=list)
+    min_len: int = 0
+    max_len: int | None = None
+    patterns: list[tuple[str, str]] = field(default_factory=list)  # (pattern, pointer)
+    formats: list[tuple[str, str]] = field(default_factory=list)
+    objs: list[_ObjPart] = field(default_factory=list)
+    required: list[str] = field(default_factory=list)
+    names: list[int] = field(default_factory=list)  # propertyNames atoms
+    min_props: int = 0
+    max_props: int | None = None
+    arrs: list[_ArrPart] = field(default_factory=list)
+    min_items: int = 0
+    max_items: int | None = None
+    contains: list[tuple[int, int, int | None, str]] = field(default_factory=list)  # atom, min, max, ptr
+    unique: str | None = None  # pointer of uniqueItems: true
+    empty_reason: tuple[str, str] | None = None  # (pointer, message) when a contradiction was seen
+
+
+# ---------------------------------------------------------------------------------------------
+# Digit ranges (integers, \\uXXXX escapes).
+
+
+def _split_fixed(lo: int, hi: int, width: int, base: int) -> list[list[tuple[int, int]]]:
+    """Fixed-width digit strings with values in [lo, hi], as per-position digit ranges."""
+    if width == 0:
+        return [[]]
+    p = base ** (width - 1)
+    lo_d, lo_r = divmod(lo, p)
+    hi_d, hi_r = divmod(hi, p)
+    if lo_d == hi_d:
+        return [[(lo_d, lo_d), *s] for s in _split_fixed(lo_r, hi_r, width - 1, base)]
+    out: list[list[tuple[int, int]]] = []
+    if lo_r != 0:
+        out += [[(lo_d, lo_d), *s] for s in _split_fixed(lo_r, p - 1, width - 1, base)]
+        lo_d += 1
+    tail: list[list[tuple[int, int]]] = []
+    if hi_r != p - 1:
+        tail = [[(hi_d, hi_d), *s] for s in _split_fixed(0, hi_r, width - 1, base)]
+        hi_d -= 1
+    if lo_d <= hi_d:
+        out.append([(lo_d, hi_d)] + [(0, base - 1)] * (width - 1))
+    return out + tail
+
+
+def _dec_class(a: int, b: int) -> Node:
+    return Literal(str(a).encode()) if a == b else CharClass(((0x30 + a, 0x30 + b),))
+
+
+def _hex_class(a: int, b: int) -> Node:
+    ranges: list[tuple[int, int]] = []
+    if a <= 9:
+        ranges.append((0x30 + a, 0x30 + min(b, 9)))
+    if b >= 10:
+        x, y = max(a, 10) - 10, b - 10
+        ranges += [(0x41 + x, 0x41 + y), (0x61 + x, 0x61 + y)]
+    if len(ranges) == 1 and ranges[0][0] == ranges[0][1]:
+        return Literal(bytes([ranges[0][0]]))
+    return CharClass(tuple(ranges))
+
+
+def _digits_node(parts: list[list[tuple[int, int]]], base: int, cls: Callable[[int, int], Node]) -> Node:
+    alts: list[Node] = []
+    for seq in parts:
+        items: list[Node] = []
+        i = 0
+        while i < len(seq):
+            a, b = seq[i]
+            if (a, b) == (0, base - 1):
+                j = i
+                while j < len(seq) and seq[j] == (0, base - 1):
+                    j += 1
+                items.append(Repeat(cls(0, base - 1), j - i, j - i) if j - i > 1 else cls(0, base - 1))
+                i = j
+                continue
+            items.append(cls(a, b))
+            i += 1
+        alts.append(_seq(items))
+    return _alt(alts)
+
+
+def _seq(items: Iterable[Node]) -> Node:
+    flat: list[Node] = []
+    for it in items:
+        if isinstance(it, Seq):
+            flat.extend(it.items)
+        elif it == _EMPTY_LANG:
+            return _EMPTY_LANG
+        else:
+            flat.append(it)
+    merged: list[Node] = []
+    for it in flat:
+        if isinstance(it, Literal) and merged and isinstance(merged[-1], Literal):
+            merged[-1] = Literal(merged[-1].value + it.value)
+        elif not (isinstance(it, Literal) and not it.value):
+            merged.append(it)
+    return merged[0] if len(merged) == 1 else Seq(tuple(merged))
+
+
+def _alt(items: Iterable[Node]) -> Node:
+    out: list[Node] = []
+    seen: set[Node] = set()
+    for it in items:
+        parts = it.items if isinstance(it, Alt) else (it,)
+        for p in parts:
+            if p not in seen:
+                seen.add(p)
+                out.append(p)
+    return out[0] if len(out) == 1 else Alt(tuple(out))
+
+
+def _opt(node: Node) -> Node:
+    return _alt([node, EMPTY]) if node != _EMPTY_LANG else EMPTY
+
+
+def _nonneg_range(a: int, b: int | None) -> Node:
+    """Decimal naturals in [a, b] (b=None: unbounded), no leading zeros."""
+    alts: list[Node] = []
+    width = 1
+    while True:
+        wlo = 0 if width == 1 else 10 ** (width - 1)
+        whi = 10**width - 1
+        if b is not None and wlo > b:
+            break
+        if b is None and wlo > a and width > 1:
+            alts.append(_seq([CharClass(((0x31, 0x39),)), Repeat(CharClass(((0x30, 0x39),)), width - 1, None)]))
+            break
+        lo, hi = max(a, wlo), whi if b is None else min(b, whi)
+        if lo <= hi:
+            alts.append(_digits_node(_split_fixed(lo, hi, width, 10), 10, _dec_class))
+        width += 1
+    return _alt(alts)
+
+
+def _int_range(lo: int | None, hi: int | None) -> Node:
+    """JSON integers in [lo, hi] (None: open), canonical form (no "-0")."""
+    alts: list[Node] = []
+    if hi is None or hi >= 0:
+        alts.append(_nonneg_range(max(lo, 0) if lo is not None else 0, hi))
+    if lo is None or lo < 0:
+        mag_lo = max(1, -hi) if hi is not None else 1
+        mag_hi = -lo if lo is not None else None
+        if mag_hi is None or mag_lo <= mag_hi:
+            alts.append(_seq([Literal(b"-"), _nonneg_range(mag_lo, mag_hi)]))
+    return _alt(alts) if alts else _EMPTY_LANG
+
+
+# ---------------------------------------------------------------------------------------------
+# Formats, as regexes in the common subset of ECMA and Python (Python re checks enum values).
+
+_DATE_RE = (
+    r"(?:[0-9]{3}[1-9]|[0-9]{2}[1-9][0-9]|[0-9][1-9][0-9]{2}|[1-9][0-9]{3})-"
+    r"(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-8]))"
+    r"|(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:0[48]|[2468][048]|[13579][26])00)-02-29"
+)
+_TIME_RE = (
+    r"(?:(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]|23:59:60)(?:\.[0-9]+)?"
+    r"(?:[zZ]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])"
+)
+_DEC_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])"
+_IPV4_RE = rf"{_DEC_OCTET}(?:\.{_DEC_OCTET}){{3}}"
+_H16 = r"[0-9a-fA-F]{1,4}"
+_LS32 = rf"(?:{_H16}:{_H16}|{_IPV4_RE})"
+_IPV6_RE = (
+    rf"(?:(?:{_H16}:){{6}}{_LS32}|::(?:{_H16}:){{5}}{_LS32}|(?:{_H16})?::(?:{_H16}:){{4}}{_LS32}"
+    rf"|(?:(?:{_H16}:){{0,1}}{_H16})?::(?:{_H16}:){{3}}{_LS32}|(?:(?:{_H16}:){{0,2}}{_H16})?::(?:{_H16}:){{2}}{_LS32}"
+    rf"|(?:(?:{_H16}:){{0,3}}{_H16})?::{_H16}:{_LS32}|(?:(?:{_H16}:){{0,4}}{_H16})?::{_LS32}"
+    rf"|(?:(?:{_H16}:){{0,5}}{_H16})?::{_H16}|(?:(?:{_H16}:){{0,6}}{_H16})?::)"
+)
+_LABEL63 = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_LABEL30 = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,28}[A-Za-z0-9])?"
+# At most 253 characters: up to 3 labels of 63, or up to 8 labels of 30 (both bounded below 253).
+_HOSTNAME_RE = rf"(?:{_LABEL63}(?:\.{_LABEL63}){{0,2}}|{_LABEL30}(?:\.{_LABEL30}){{0,7}})"
+_UNRESERVED = r"A-Za-z0-9\-._~"
+_SUBDELIMS = r"!$&'()*+,;="
+_PCT = r"%[0-9A-Fa-f]{2}"
+_PCHAR = rf"(?:[{_UNRESERVED}{_SUBDELIMS}:@]|{_PCT})"
+_SEGMENT = rf"{_PCHAR}*"
+_AUTHORITY = (
+    rf"(?:(?:[{_UNRESERVED}{_SUBDELIMS}:]|{_PCT})*@)?"
+    rf"(?:\[{_IPV6_RE}\]|(?:[{_UNRESERVED}{_SUBDELIMS}]|{_PCT})*)(?::[0-9]*)?"
+)
+_QUERY = rf"(?:{_PCHAR}|[/?])*"
+_HIER = rf"(?://{_AUTHORITY}(?:/{_SEGMENT})*|/(?:{_PCHAR}+(?:/{_SEGMENT})*)?|{_PCHAR}+(?:/{_SEGMENT})*|)"
+_URI_RE = rf"[A-Za-z][A-Za-z0-9+\-.]*:{_HIER}(?:\?{_QUERY})?(?:#{_QUERY})?"
+_NOSCHEME = rf"(?:[{_UNRESERVED}{_SUBDELIMS}@]|{_PCT})"
+_RELATIVE = (
+    rf"(?://{_AUTHORITY}(?:/{_SEGMENT})*|/(?:{_PCHAR}+(?:/{_SEGMENT})*)?|{_NOSCHEME}+(?:/{_SEGMENT})*|)"
+    rf"(?:\?{_QUERY})?(?:#{_QUERY})?"
+)
+_JSON_POINTER_RE = r"(?:/(?:[^~/]|~[01])*)*"
+_FORMATS: dict[str, str] = {
+    "date": _DATE_RE,
+    "time": _TIME_RE,
+    "date-time": rf"(?:{_DATE_RE})[tT]{_TIME_RE}",
+    "duration": (
+        r"P(?:(?:[0-9]+Y(?:[0-9]+M)?(?:[0-9]+D)?|[0-9]+M(?:[0-9]+D)?|[0-9]+D)"
+        r"(?:T(?:[0-9]+H(?:[0-9]+M)?(?:[0-9]+S)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S))?"
+        r"|T(?:[0-9]+H(?:[0-9]+M)?(?:[0-9]+S)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S)|[0-9]+W)"
+    ),
+    "email": rf"[A-Za-z0-9!#$%&'*+/=?^_`{{|}}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{{|}}~-]+)*@{_HOSTNAME_RE}",
+    "idn-email": rf"[A-Za-z0-9!#$%&'*+/=?^_`{{|}}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{{|}}~-]+)*@{_HOSTNAME_RE}",
+    "hostname": _HOSTNAME_RE,
+    "ipv4": _IPV4_RE,
+    "ipv6": _IPV6_RE,
+    "uuid": r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}",
+    "uri": _URI_RE,
+    "uri-reference": rf"(?:{_URI_RE}|{_RELATIVE})",
+    "json-pointer": _JSON_POINTER_RE,
+    "relative-json-pointer": rf"(?:0|[1-9][0-9]*)(?:#|{_JSON_POINTER_RE})",
+}
+# Formats jsonschema's FormatChecker knows but we do not lower: rejected (never silently ignored).
+_UNSUPPORTED_FORMATS = frozenset(
+    {"idn-hostname", "iri", "iri-reference", "uri-template", "regex"}
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# The lowering.
+
+_ESCAPES = {0x22: b'\\"', 0x5C: b"\\\\", 0x2F: b"\\/", 0x08: b"\\b", 0x0C: b"\\f", 0x0A: b"\\n", 0x0D: b"\\r", 0x09: b"\\t"}
+
+
+def _positive_ranges(cc: CharClass) -> list[tuple[int, int]]:
+    rs = sorted(cc.ranges)
+    merged: list[tuple[int, int]] = []
+    for lo, hi in rs:
+        if merged and lo <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], hi))
+        else:
+            merged.append((lo, hi))
+    if not cc.negated:
+        return merged
+    out: list[tuple[int, int]] = []
+    prev = 0
+    for lo, hi in merged:
+        if lo > prev:
+            out.append((prev, lo - 1))
+        prev = hi + 1
+    if prev <= 0x10FFFF:
+        out.append((prev, 0x10FFFF))
+    return out
+
+
+def _intersect(ranges: list[tuple[int, int]], lo: int, hi: int) -> list[tuple[int, int]]:
+    return [(max(a, lo), min(b, hi)) for a, b in ranges if max(a, lo) <= min(b, hi)]
+
+
+def _hex4(lo: int, hi: int) -> Node:
+    return _seq([Literal(b"\\u"), _digits_node(_split_fixed(lo, hi, 4, 16), 16, _hex_class)])
+
+
+class _Lowering:
+    def __init__(
+        self,
+        root: Any,
+        *,
+        limits: Limits,
+        whitespace: str,
+        max_whitespace: int,
+        property_order: str,
+        strict: bool,
+        lenient: bool,
+        oneof: str,
+    ) -> None:
+        if whitespace not in ("flexible", "compact"):
+            raise ValueError(f"whitespace must be 'flexible' or 'compact', got {whitespace!r}")
+        if property_order not in ("schema", "any"):
+            raise ValueError(f"property_order must be 'schema' or 'any', got {property_order!r}")
+        if oneof not in ("exact", "anyof"):
+            raise ValueError(f"oneof must be 'exact' or 'anyof', got {oneof!r}")
+        if not isinstance(max_whitespace, int) or max_whitespace < 0:
+            raise ValueError("max_whitespace must be a non-negative int")
+        self.limits = limits
+        self.index = _Index(root, limits)
+        self.compact = whitespace == "compact"
+        self.max_ws = max_whitespace
+        self.order_any = property_order == "any"
+        self.strict = strict
+        self.lenient = lenient
+        self.oneof_anyof = oneof == "anyof"
+        self.dropped: list[str] = []
+        self.rules: dict[str, Node] = {}
+        self.names: dict[frozenset[int], str] = {}
+        self.work: list[tuple[frozenset[int], str]] = []
+        self.facts_memo: dict[frozenset[int], tuple[_Facts | None, list[list[frozenset[int]]]]] = {}
+        self.enc_memo: dict[Node, Node] = {}
+        self.format_memo: dict[str, Node] = {}
+        self.empty_reasons: list[tuple[str, str]] = []
+
+    # -- errors and options --------------------------------------------------------------------
+
+    def unsupported(self, keyword: str, message: str, pointer: str) -> None:
+        """Raise, or (lenient) record the dropped constraint and return so the caller skips it."""
+        if not self.lenient:
+            raise UnsupportedSchemaError(keyword, message, pointer=pointer)
+        entry = f"{pointer or '#'}: {keyword}: {message}"
+        if entry not in self.dropped:
+            self.dropped.append(entry)
+
+    def ws(self) -> Node:
+        if self.compact:
+            return EMPTY
+        if "ws" not in self.rules:
+            blanks = Repeat(CharClass(((0x09, 0x09), (0x20, 0x20))), 0, self.max_ws) if self.max_ws else EMPTY
+            self.rules["ws"] = _seq([_opt(_seq([_opt(Literal(b"\r")), Literal(b"\n")])), blanks])
+        return Ref("ws")
+
+    def rule(self, name: str, build: Callable[[], Node]) -> Ref:
+        if name not in self.rules:
+            self.rules[name] = _EMPTY_LANG  # placeholder against re-entry
+            self.rules[name] = build()
+        return Ref(name)
+
+    # -- atoms -------------------------------------------------------------------------------
+
+    def sub(self, value: Any, pointer: str, base: str) -> int:
+        return self.index.atom(value, pointer, base)
+
+    def atoms_ref(self, atoms: Iterable[int]) -> Node:
+        key = frozenset(a for a in atoms if a != 0)
+        if _FALSE in key:
+            return _EMPTY_LANG
+        if not key:
+            return self.any_value()
+        name = self.names.get(key)
+        if name is None:
+            if len(self.names) > _MAX_RULES:
+                raise LimitExceeded("max_automaton_states", self.limits.max_automaton_states, "too many schema rules")
+            name = f"s{len(self.names)}"
+            self.names[key] = name
+            self.work.append((key, name))
+        return Ref(name)
+
+    def schema_of(self, atom: int) -> tuple[dict[str, Any], str, str]:
+        d, ptr, base = self.index.info[atom]
+        return d, ptr, base
+
+    # -- expansion: atoms -> pure conjuncts + disjunctions ------------------------------------
+
+    def expand(self, atoms: frozenset[int]) -> tuple[list[int], list[list[frozenset[int]]]] | None:
+        """Flattens $ref/allOf; returns the pure conjunct atoms and the disjunctions (each a list
+        of alternative atom sets), or None when the set contains false."""
+        pure: list[int] = []
+        disj: list[list[frozenset[int]]] = []
+        seen: set[int] = set()
+        stack = sorted(atoms, reverse=True)
+        while stack:
+            a = stack.pop()
+            if a == 0 or a in seen:
+                continue
+            if a == _FALSE:
+                return None
+            seen.add(a)
+            d, ptr, base = self.schema_of(a)
+            if d.get("$lg_not") is not None:  # synthetic negation wrapper
+                self.expand_not(d, ptr, base, stack, pure, disj)
+                continue
+            pure.append(a)
+            if "$ref" in d:
+                ref = d["$ref"]
+                if not isinstance(ref, str):
+                    raise SchemaError("$ref must be a string", pointer=_ptr_join(ptr, "$ref"))
+                t, tptr, tbase = self.index.resolve(ref, base, _ptr_join(ptr, "$ref"))
+                stack.append(self.sub(t, tptr, tbase))
+            for kw in ("$dynamicRef", "$recursiveRef"):
+                if kw in d:
+                    ref = d[kw]
+                    if kw == "$dynamicRef" and isinstance(ref, str) and self._static_dynamic_ok(ref, base):
+                        t, tptr, tbase = self.index.resolve(ref, base, _ptr_join(ptr, kw))
+                        stack.append(self.sub(t, tptr, tbase))
+                    else:
+                        self.unsupported(kw, "dynamic references are not lowered", _ptr_join(ptr, kw))
+            if "allOf" in d:
+                for i, s in enumerate(self._schema_list(d, "allOf", ptr)):
+                    stack.append(self.sub(s, _ptr_join(ptr, "allOf", i), base))
+            if "anyOf" in d:
+                lst = self._schema_list(d, "anyOf", ptr)
+                disj.append([frozenset({self.sub(s, _ptr_join(ptr, "anyOf", i), base)}) for i, s in enumerate(lst)])
+            if "oneOf" in d:
+                lst = self._schema_list(d, "oneOf", ptr)
+                alts = [frozenset({self.sub(s, _ptr_join(ptr, "oneOf", i), base)}) for i, s in enumerate(lst)]
+                if len(alts) > 1 and not self.oneof_anyof and not self._pairwise_disjoint(alts):
+                    self.unsupported(
+                        "oneOf", "branches are not provably disjoint (option oneof='anyof' relaxes)",
+                        _ptr_join(ptr, "oneOf"),
+                    )
+                disj.append(alts)
+            if "not" in d:
+                n = self.sub(d["not"], _ptr_join(ptr, "not"), base)
+                stack.append(self._not_atom(n, _ptr_join(ptr, "not"), base))
+            if "if" in d and ("then" in d or "else" in d):
+                c = self.sub(d["if"], _ptr_join(ptr, "if"), base)
+                nc = self._not_atom(c, _ptr_join(ptr, "if"), base)
+                t = self.sub(d.get("then", True), _ptr_join(ptr, "then"), base)
+                e = self.sub(d.get("else", True), _ptr_join(ptr, "else"), base)
+                disj.append([frozenset({c, t}), frozenset({nc, e})])
+            self._dependencies(d, ptr, base, disj)
+        return pure, disj
+
+    def _static_dynamic_ok(self, ref: str, base: str) -> bool:
+        """$dynamicRef is static when no $dynamicAnchor of that name exists anywhere but its
+        static target (then dynamic scope cannot change the target)."""
+        if not ref.startswith("#") or ref.startswith("#/"):
+            return ref.startswith("#/")
+        name = ref[1:]
+        owners = [k for k in self.index.anchors if k.endswith("#" + name)]
+        return len(owners) <= 1
+
+    def _schema_list(self, d: dict[str, Any], kw: str, ptr: str) -> list[Any]:
+        v = d[kw]
+        if not isinstance(v, list) or not v:
+            raise SchemaError(f"{kw} must be a non-empty array of schemas", pointer=_ptr_join(ptr, kw))
+        return v
+
+    def _dependencies(self, d: dict[str, Any], ptr: str, base: str, disj: list[list[frozenset[int]]]) -> None:
+        for kw in ("dependentRequired", "dependentSchemas", "dependencies"):
+            spec = d.get(kw)
+            if spec is None:
+                continue
+            kptr = _ptr_join(ptr, kw)
+            if not isinstance(spec, dict):
+                raise SchemaError(f"{kw} must be an object", pointer=kptr)
+            for name, dep in spec.items():
+                dptr = _ptr_join(kptr, name)
+                absent = self.index.synth(
+                    ("absent", name), {"properties": {name: False}}, dptr, base
+                )
+                if isinstance(dep, list) and kw != "dependentSchemas":
+                    if not all(isinstance(x, str) for x in dep):
+                        raise SchemaError(f"{kw} values must be arrays of strings", pointer=dptr)
+                    req = self.index.synth(("req", name, *dep), {"required": [name, *dep]}, dptr, base)
+                    disj.append([frozenset({absent}), frozenset({req})])
+                elif kw != "dependentRequired" and isinstance(dep, (dict, bool)):
+                    req = self.index.synth(("req", name), {"required": [name]}, dptr, base)
+                    disj.append([frozenset({absent}), frozenset({req, self.sub(dep, dptr, base)})])
+                else:
+                    raise SchemaError(f"bad {kw} entry", pointer=dptr)
+
+    def _not_atom(self, atom: int, ptr: str, base: str) -> int:
+        if atom == 0:
+            return _FALSE
+        if atom == _FALSE:
+            return 0
+        return self.index.synth(("not", atom), {"$lg_not": atom}, ptr, base)
+
+    def expand_not(
+        self, d: dict[str, Any], ptr: str, base: str, stack: list[int], pure: list[int],
+        disj: list[list[frozenset[int]]],
+    ) -> None:
+        """¬S for the forms we can complement exactly; others are unsupported."""
+        inner = d["$lg_not"]
+        s, sptr, sbase = self.schema_of(inner)
+        if s.get("$lg_not") is not None:
+            stack.append(s["$lg_not"])
+            return
+        kws = {k for k in s if k not in _ANNOTATIONS}
+        if not kws:
+            stack.append(_FALSE)
+            return
+        synth = self.index.synth
+        if kws == {"$ref"}:
+            t, tptr, tbase = self.index.resolve(s["$ref"], sbase, _ptr_join(sptr, "$ref"))
+            stack.append(self._not_atom(self.sub(t, tptr, tbase), ptr, base))
+            return
+        if kws == {"not"}:
+            stack.append(self.sub(s["not"], _ptr_join(sptr, "not"), sbase))
+            return
+        if kws == {"anyOf"}:
+            for i, x in enumerate(self._schema_list(s, "anyOf", sptr)):
+                stack.append(self._not_atom(self.sub(x, _ptr_join(sptr, "anyOf", i), sbase), ptr, base))
+            return
+        if kws == {"allOf"}:
+            lst = self._schema_list(s, "allOf", sptr)
+            disj.append(
+                [frozenset({self._not_atom(self.sub(x, _ptr_join(sptr, "allOf", i), sbase), ptr, base)})
+                 for i, x in enumerate(lst)]
+            )
+            return
+        types = _types_of(s, sptr) if "type" in s else None
+        rest = kws - {"type"}
+        if not rest and types is not None:
+            stack.append(synth(("nt", inner), {"type": sorted(_ALL_TYPES - _closure(types))}, ptr, base))
+            return
+        if rest <= {"const", "enum"} and len(rest) == 1:
+            vals = [s["const"]] if "const" in s else s["enum"]
+            if not isinstance(vals, list):
+                raise SchemaError("enum must be an array", pointer=_ptr_join(sptr, "enum"))
+            # ¬(T ∧ v∈E) = ¬T ∨ v∉E
+            ne = synth(("ne", inner), {"$lg_not_enum": vals}, ptr, base)
+            if types is None:
+                stack.append(ne)
+            else:
+                nt = synth(("nt", inner), {"type": sorted(_ALL_TYPES - _closure(types))}, ptr, base)
+                disj.append([frozenset({nt}), frozenset({ne})])
+            return
+        if rest == {"required"} and (types is None or "object" in types):
+            req = s["required"]
+            if not isinstance(req, list) or not all(isinstance(x, str) for x in req):
+                raise SchemaError("required must be an array of strings", pointer=_ptr_join(sptr, "required"))
+            if not req:
+                stack.append(_FALSE)
+                return
+            alts = [frozenset({synth(("nreq", n), {"type": "object", "properties": {n: False}}, ptr, base)})
+                    for n in req]
+            if types is not None and set(types) != {"object"}:
+                alts.append(frozenset({synth(("nt", inner), {"type": sorted(_ALL_TYPES - _closure(types))},
+                                             ptr, base)}))
+            if types is None:
+                pass
+            disj.append(alts)
+            return
+        single = self._negate_single(s, sptr, rest, types, ptr, base)
+        if single is not None:
+            disj.append(single)
+            return
+        self.unsupported("not", f"cannot complement a schema with {sorted(kws)}", ptr)
+
+    def _negate_single(
+        self, s: dict[str, Any], sptr: str, rest: set[str], types: list[str] | None, ptr: str, base: str
+    ) -> list[frozenset[int]] | None:
+        """¬S for one numeric/length bound (¬{minimum: 5} = non-numbers ∨ numbers < 5)."""
+        flips = {
+            "minimum": ("exclusiveMaximum", "number"),
+            "maximum": ("exclusiveMinimum", "number"),
+            "exclusiveMinimum": ("maximum", "number"),
+            "exclusiveMaximum": ("minimum", "number"),
+            "minLength": ("maxLength", "string"),
+            "maxLength": ("minLength", "string"),
+            "minItems": ("maxItems", "array"),
+            "maxItems": ("minItems", "array"),
+            "minProperties": ("maxProperties", "object"),
+            "maxProperties": ("minProperties", "object"),
+        }
+        if len(rest) != 1 or types is not None:
+            return None
+        (kw,) = rest
+        if kw not in flips:
+            return None
+        v = s[kw]
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            return None
+        other, ty = flips[kw]
+        synth = self.index.synth
+        if ty != "number":
+            if other.startswith("max"):
+                if v - 1 < 0:
+                    inside = _FALSE
+                else:
+                    inside = synth(("nb", id(s)), {"type": ty, other: int(math.ceil(v)) - 1}, ptr, base)
+            else:
+                inside = synth(("nb", id(s)), {"type": ty, other: int(math.floor(v)) + 1}, ptr, base)
+        else:
+            tys = ["number"]
+            inside = synth(("nb", id(s)), {"type": tys, other: v}, ptr, base)
+        outside = synth(
+            ("nbt", id(s)), {"type": sorted(_ALL_TYPES - _closure(["number" if ty == "number" else ty]))}, ptr, base
+        )
+        return [frozenset({outside}), frozenset({inside})]
+
+    # -- oneOf disjointness -------------------------------------------------------------------
+
+    def _pairwise_disjoint(self, alts: list[frozenset[int]]) -> bool:
+        facts = [self.approx_facts(a) for a in alts]
+        for i in range(len(facts)):
+            for j in range(i + 1, len(facts)):
+                if not self._disjoint(facts[i], facts[j]):
+                    return False
+        return True
+
+    def approx_facts(self, atoms: frozenset[int]) -> _Facts | None:
+        """Facts of the pure part only: an over-approximation of the language (None: empty)."""
+        exp = self.expand(atoms)
+        if exp is None:
+            return None
+        return self.merge(exp[0])
+
+    def _disjoint(self, a: _Facts | None, b: _Facts | None) -> bool:
+        if a is None or b is None:
+            return True
+        common = _closure(a.types) & _closure(b.types)
+        common = {t for t in common if not (t == "integer" and ("number" in common) and False)}
+        if not common:
+            return True
+        for f, g in ((a, b), (b, a)):
+            if f.enum is not None:
+                try:
+                    if not any(self.check(v, g, 0) for v in f.enum if _json_type(v) in common or
+                               (_json_type(v) == "integer" and "number" in common)):
+                        return True
+                except UnsupportedSchemaError:
+                    pass
+        if common <= {"number", "integer"}:
+            if a.hi is not None and b.lo is not None and (a.hi < b.lo or (a.hi == b.lo and (a.hi_excl or b.lo_excl))):
+                return True
+            if b.hi is not None and a.lo is not None and (b.hi < a.lo or (b.hi == a.lo and (b.hi_excl or a.lo_excl))):
+                return True
+        if common == {"object"}:
+            for key in set(a.required) & set(b.required):
+                ka, kb = self.key_atoms(a, key), self.key_atoms(b, key)
+                if ka is None or kb is None:
+                    return True
+                fa, fb = self.approx_facts(ka), self.approx_facts(kb)
+                if fa is None or fb is None:
+                    return True
+                if (fa.enum is not None or fb.enum is not None) and self._disjoint(fa, fb):
+                    return True
+                if not (_closure(fa.types) & _closure(fb.types)):
+                    return True
+            for f, g in ((a, b), (b, a)):
+                for key in f.required:
+                    kg = self.key_atoms(g, key)
+                    if kg is None:
+                        return True
+        return False
+
+    # -- merge ---------------------------------------------------------------------------------
+
+    def merge(self, pure: list[int]) -> _Facts:
+        f = _Facts()
+        for a in pure:
+            d, ptr, base = self.schema_of(a)
+            self._merge_one(f, d, ptr, base)
+        return f
+
+    def _contradiction(self, f: _Facts, ptr: str, msg: str) -> None:
+        if f.empty_reason is None:
+            f.empty_reason = (ptr, msg)
+
+    def _merge_one(self, f: _Facts, d: dict[str, Any], ptr: str, base: str) -> None:  # noqa: C901
+        def num(kw: str) -> Fraction | None:
+            if kw not in d:
+                return None
+            v = d[kw]
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or (isinstance(v, float) and not math.isfinite(v)):
+                raise SchemaError(f"{kw} must be a number", pointer=_ptr_join(ptr, kw))
+            return _fraction(v)
+
+        def count(kw: str) -> int | None:
+            if kw not in d:
+                return None
+            v = d[kw]
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 or (isinstance(v, float) and not v.is_integer()):
+                raise SchemaError(f"{kw} must be a non-negative integer", pointer=_ptr_join(ptr, kw))
+            return int(v)
+
+        if "type" in d:
+            types = _closure(_types_of(d, ptr))
+            if d.get("nullable") is True:
+                types.add("null")
+            f.types &= types
+        if "const" in d or "enum" in d:
+            vals = [d["const"]] if "const" in d else d["enum"]
+            if not isinstance(vals, list):
+                raise SchemaError("enum must be an array", pointer=_ptr_join(ptr, "enum"))
+            if "const" in d and "enum" in d:
+                vals = [v for v in vals if any(_json_eq(v, w) for w in d["enum"] if isinstance(d["enum"], list))]
+            if d.get("nullable") is True and "type" in d:
+                vals = [*vals, None]
+            if f.enum is None:
+                f.enum = list(vals)
+            else:
+                f.enum = [v for v in f.enum if any(_json_eq(v, w) for w in vals)]
+            if not f.enum:
+                self._contradiction(f, ptr, "no enum value is left")
+        if "$lg_not_enum" in d:
+            f.not_enum.extend(d["$lg_not_enum"])
+        # numbers
+        lo, hi = num("minimum"), num("maximum")
+        emin, emax = d.get("exclusiveMinimum"), d.get("exclusiveMaximum")
+        if isinstance(emin, bool):  # draft-04
+            if emin and lo is not None:
+                self._tighten_lo(f, lo, True)
+                lo = None
+        elif emin is not None:
+            v = num("exclusiveMinimum")
+            assert v is not None
+            self._tighten_lo(f, v, True)
+        if isinstance(emax, bool):
+            if emax and hi is not None:
+                self._tighten_hi(f, hi, True)
+                hi = None
+        elif emax is not None:
+            v = num("exclusiveMaximum")
+            assert v is not None
+            self._tighten_hi(f, v, True)
+        if lo is not None:
+            self._tighten_lo(f, lo, False)
+        if hi is not None:
+            self._tighten_hi(f, hi, False)
+        m = num("multipleOf")
+        if m is not None:
+            if m <= 0:
+                raise SchemaError("multipleOf must be > 0", pointer=_ptr_join(ptr, "multipleOf"))
+            f.multiple.append((m, _ptr_join(ptr, "multipleOf")))
+        # strings
+        v = count("minLength")
+        if v is not None:
+            f.min_len = max(f.min_len, v)
+        v = count("maxLength")
+        if v is not None:
+            f.max_len = v if f.max_len is None else min(f.max_len, v)
+        if "pattern" in d:
+            if not isinstance(d["pattern"], str):
+                raise SchemaError("pattern must be a string", pointer=_ptr_join(ptr, "pattern"))
+            if (d["pattern"], "") not in [(p, "") for p, _ in f.patterns]:
+                f.patterns.append((d["pattern"], _ptr_join(ptr, "pattern")))
+        if "format" in d:
+            fmt = d["format"]
+            if not isinstance(fmt, str):
+                raise SchemaError("format must be a string", pointer=_ptr_join(ptr, "format"))
+            if fmt in _FORMATS:
+                if fmt not in [x for x, _ in f.formats]:
+                    f.formats.append((fmt, _ptr_join(ptr, "format")))
+            elif fmt in _UNSUPPORTED_FORMATS:
+                self.unsupported("format", f"format {fmt!r} is not lowered", _ptr_join(ptr, "format"))
+        # objects
+        props = d.get("properties", {})
+        if not isinstance(props, dict):
+            raise SchemaError("properties must be an object", pointer=_ptr_join(ptr, "properties"))
+        pats = d.get("patternProperties", {})
+        if not isinstance(pats, dict):
+            raise SchemaError("patternProperties must be an object", pointer=_ptr_join(ptr, "patternProperties"))
+        addl = d.get("additionalProperties")
+        if props or pats or addl is not None:
+            f.objs.append(
+                _ObjPart(
+                    props={k: self.sub(s, _ptr_join(ptr, "properties", k), base) for k, s in props.items()},
+                    patterns=[
+                        (p, self.sub(s, _ptr_join(ptr, "patternProperties", p), base),
+                         _ptr_join(ptr, "patternProperties", p))
+                        for p, s in pats.items()
+                    ],
+                    additional=None if addl is None else self.sub(addl, _ptr_join(ptr, "additionalProperties"), base),
+                    order=list(props),
+                )
+            )
+        if "required" in d:
+            req = d["required"]
+            if not isinstance(req, list) or not all(isinstance(x, str) for x in req):
+                raise SchemaError("required must be an array of strings", pointer=_ptr_join(ptr, "required"))
+            for r in req:
+                if r not in f.required:
+                    f.required.append(r)
+        if "propertyNames" in d:
+            f.names.append(self.sub(d["propertyNames"], _ptr_join(ptr, "propertyNames"), base))
+        v = count("minProperties")
+        if v is not None:
+            f.min_props = max(f.min_props, v)
+        v = count("maxProperties")
+        if v is not None:
+            f.max_props = v if f.max_props is None else min(f.max_props, v)
+        for kw in ("unevaluatedProperties", "unevaluatedItems"):
+            if kw in d and d[kw] is not True:
+                self.unsupported(kw, "unevaluated* keywords are not lowered", _ptr_join(ptr, kw))
+        # arrays
+        items = d.get("items")
+        prefix = d.get("prefixItems")
+        if isinstance(items, list):  # draft-04..2019: items as array = prefixItems
+            prefix, items = items, d.get("additionalItems")
+            ikw = "additionalItems"
+        else:
+            ikw = "items"
+        if prefix is not None and not isinstance(prefix, list):
+            raise SchemaError("prefixItems must be an array", pointer=_ptr_join(ptr, "prefixItems"))
+        if prefix is not None or items is not None:
+            pkw = "prefixItems" if "prefixItems" in d else "items"
+            f.arrs.append(
+                _ArrPart(
+                    prefix=[self.sub(s, _ptr_join(ptr, pkw, i), base) for i, s in enumerate(prefix or [])],
+                    items=None if items is None else self.sub(items, _ptr_join(ptr, ikw), base),
+                )
+            )
+        v = count("minItems")
+        if v is not None:
+            f.min_items = max(f.min_items, v)
+        v = count("maxItems")
+        if v is not None:
+            f.max_items = v if f.max_items is None else min(f.max_items, v)
+        if "contains" in d:
+            cmin = count("minContains")
+            cmax = count("maxContains")
+            f.contains.append(
+                (self.sub(d["contains"], _ptr_join(ptr, "contains"), base), 1 if cmin is None else cmin, cmax,
+                 _ptr_join(ptr, "contains"))
+            )
+        if d.get("uniqueItems") is True:
+            f.unique = _ptr_join(ptr, "uniqueItems")
+
+    def _tighten_lo(self, f: _Facts, v: Fraction, excl: bool) -> None:
+        if f.lo is None or v > f.lo or (v == f.lo and excl):
+            f.lo, f.lo_excl = v, excl
+
+    def _tighten_hi(self, f: _Facts, v: Fraction, excl: bool) -> None:
+        if f.hi is None or v < f.hi or (v == f.hi and excl):
+            f.hi, f.hi_excl = v, excl
+
+    # -- object keys ---------------------------------------------------------------------------
+
+    def key_atoms(self, f: _Facts, key: str) -> frozenset[int] | None:
+        """Atoms a property ``key`` (listed or not) must satisfy; None when it is forbidden."""
+        out: set[int] = set()
+        for part in f.objs:
+            if key in part.props:
+                out.add(part.props[key])
+                matched = True
+            else:
+                matched = False
+            for p, atom, pptr in part.patterns:
+                if self._py_search(p, key, pptr):
+                    out.add(atom)
+                    matched = True
+            if not matched:
+                if part.additional is not None:
+                    out.add(part.additional)
+        out.discard(0)
+        if _FALSE in out:
+            return None
+        return frozenset(out)
+
+    def _py_search(self, pattern: str, s: str, ptr: str) -> bool:
+        """Decides a pattern on a known string with Python ``re`` -- only where ECMA and Python
+        agree (ASCII subject, pattern without classes whose meaning differs)."""
+        if not s.isascii() or re.search(r"\\[dDwWsSbB]|\\p|\\u|\(\?<|\\c", pattern):
+            # \\d \\w \\s differ for non-ASCII; we only accept ASCII subjects with ASCII flags below.
+            pass
+        if not s.isascii():
+            self.unsupported("pattern", f"cannot decide pattern {pattern!r} on non-ASCII name {s!r}", ptr)
+            return True
+        try:
+            return re.search(pattern, s, re.ASCII) is not None
+        except (re.error, RecursionError):
+            self.unsupported("pattern", f"pattern {pattern!r} cannot be evaluated on {s!r}", ptr)
+            return True
+
+    # -- value check (enum filtering) -----------------------------------------------------------
+
+    def check_atoms(self, value: Any, atoms: frozenset[int], depth: int) -> bool:
+        if depth > self.limits.max_nesting:
+            raise LimitExceeded("max_nesting", self.limits.max_nesting, "enum value nesting")
+        exp = self.expand(atoms)
+        if exp is None:
+            return False
+        pure, disj = exp
+        if not self.check(value, self.merge(pure), depth):
+            return False
+        return all(any(self.check_atoms(value, alt, depth + 1) for alt in alts) for alts in disj)
+
+    def check(self, value: Any, f: _Facts, depth: int) -> bool:  # noqa: C901
+        """Does ``value`` satisfy the merged pure facts? (Nested schemas via check_atoms.)"""
+        t = _json_type(value)
+        if t not in f.types and not (t == "integer" and "number" in f.types):
+            return False
+        if f.enum is not None and not any(_json_eq(value, e) for e in f.enum):
+            return False
+        if any(_json_eq(value, e) for e in f.not_enum):
+            return False
+        if t in ("integer", "number"):
+            x = _fraction(value)
+            if f.lo is not None and (x < f.lo or (f.lo_excl and x == f.lo)):
+                return False
+            if f.hi is not None and (x > f.hi or (f.hi_excl and x == f.hi)):
+                return False
+            for m, _ in f.multiple:
+                if (x / m).denominator != 1:
+                    return False
+        elif t == "string":
+            n = len(value)
+            if n < f.min_len or (f.max_len is not None and n > f.max_len):
+                return False
+            for p, pptr in f.patterns:
+                if not self._py_search(p, value, pptr):
+                    return False
+            for fmt, _ in f.formats:
+                if re.fullmatch(_FORMATS[fmt], value) is None:
+                    return False
+        elif t == "array":
+            n = len(value)
+            if n < f.min_items or (f.max_items is not None and n > f.max_items):
+                return False
+            for i, item in enumerate(value):
+                atoms = self.position_atoms(f, i)
+                if atoms is None or not self.check_atoms(item, atoms, depth + 1):
+                    return False
+            for atom, cmin, cmax, _ in f.contains:
+                k = sum(1 for item in value if self.check_atoms(item, frozenset({atom}), depth + 1))
+                if k < cmin or (cmax is not None and k > cmax):
+                    return False
+            if f.unique is not None:
+                for i in range(n):
+                    for j in range(i + 1, n):
+                        if _json_eq(value[i], value[j]):
+                            return False
+        elif t == "object":
+            n = len(value)
+            if n < f.min_props or (f.max_props is not None and n > f.max_props):
+                return False
+            if any(r not in value for r in f.required):
+                return False
+            for k, item in value.items():
+                atoms = self.key_atoms(f, k)
+                if atoms is None:
+                    return False
+                if self.strict and not self._key_listed(f, k):
+                    return False
+                if not self.check_atoms(item, atoms, depth + 1):
+                    return False
+                for na in f.names:
+                    if not self.check_atoms(k, frozenset({na}), depth + 1):
+                        return False
+        return True
+
+    def _key_listed(self, f: _Facts, key: str) -> bool:
+        if any(p.additional is not None or p.patterns for p in f.objs):
+            return True
+        return any(key in p.props for p in f.objs) or key in f.required
+
+    def position_atoms(self, f: _Facts, i: int) -> frozenset[int] | None:
+        out: set[int] = set()
+        for part in f.arrs:
+            if i < len(part.prefix):
+                out.add(part.prefix[i])
+            elif part.items is not None:
+                out.add(part.items)
+        out.discard(0)
+        if _FALSE in out:
+            return None
+        return frozenset(out)
+
+    # -- driver ----------------------------------------------------------------------------------
+
+    def run(self) -> Grammar:
+        root_atom = self.index.atom(self.index.root, "", _DEFAULT_BASE)
+        if root_atom == _FALSE:
+            raise SchemaError("empty language: the schema is false", pointer="", code="schema-empty")
+        self.rules["root"] = EMPTY
+        body = self.atoms_ref([root_atom])
+        while self.work:
+            atoms, name = self.work.pop()
+            self.rules[name] = self.lower_set(atoms)
+        self.rules["root"] = body
+        self._check_productive()
+        return Grammar(dict(self.rules))
+
+    def _check_productive(self) -> None:
+        productive: set[str] = set()
+        changed = True
+        memo_nodes: dict[int, bool] = {}
+        while changed:
+            changed = False
+            memo_nodes.clear()
+            for name, node in self.rules.items():
+                if name not in productive and _productive(node, productive):
+                    productive.add(name)
+                    changed = True
+        if "root" not in productive:
+            ptr, msg = self.empty_reasons[0] if self.empty_reasons else ("", "no JSON value satisfies the schema")
+            raise SchemaError(f"empty language: {msg}", pointer=ptr, code="schema-empty")
+
+    def lower_set(self, atoms: frozenset[int]) -> Node:
+        exp = self.expand(atoms)
+        if exp is None:
+            return _EMPTY_LANG
+        pure, disj = exp
+        if disj:
+            total = 1
+            for alts in disj:
+                total *= len(alts)
+            if total > _MAX_BRANCHES:
+                ptr = self.schema_of(pure[0])[1] if pure else ""
+                self.unsupported("anyOf", f"{total} combined branches exceed {_MAX_BRANCHES}", ptr)
+                disj = []
+        if disj:
+            # Distribute: one branch set per choice. The pure atoms are re-expanded in each branch
+            # without their disjunctions: wrap them as "pure-only" synthetic conjuncts.
+            pure_atoms = [self._pure_only(a) for a in pure]
+            combos: list[frozenset[int]] = [frozenset(pure_atoms)]
+            for alts in disj:
+                combos = [c | alt for c in combos for alt in alts]
+            return _alt(self.atoms_ref(c) for c in combos)
+        f = self.merge(pure)
+        node = self.emit(f)
+        if node == _EMPTY_LANG and f.empty_reason is not None:
+            self.empty_reasons.append(f.empty_reason)
+        return node
+
+    def _pure_only(self, atom: int) -> int:
+        d, ptr, base = self.schema_of(atom)
+        drop = {"$ref", "$dynamicRef", "$recursiveRef", "allOf", "anyOf", "oneOf", "not", "if", "then", "else",
+                "dependentRequired", "dependentSchemas", "dependencies"}
+        if not any(k in d for k in drop):
+            return atom
+        return self.index.synth(("pure", atom), {k: v for k, v in d.items() if k not in drop}, ptr, base)
+
+    # -- emission ----------------------------------------------------------------------------------
+
+    def emit(self, f: _Facts) -> Node:
+        if f.enum is not None:
+            return self.emit_enum(f)
+        types = f.types
+        alts: list[Node] = []
+        excluded = f.not_enum
+        if "null" in types and not any(v is None for v in excluded):
+            alts.append(Literal(b"null"))
+        if "boolean" in types:
+            for lit, val in ((b"true", True), (b"false", False)):
+                if not any(v is val for v in excluded):
+                    alts.append(Literal(lit))
+        if "number" in types or "integer" in types:
+            alts.append(self.emit_number(f))
+        if "string" in types:
+            alts.append(self.emit_string(f))
+        if "array" in types:
+            alts.append(self.emit_array(f))
+        if "object" in types:
+            alts.append(self.emit_object(f))
+        alts = [a for a in alts if a != _EMPTY_LANG]
+        return _alt(alts) if alts else _EMPTY_LANG
+
+    def emit_enum(self, f: _Facts) -> Node:
+        assert f.enum is not None
+        alts: list[Node] = []
+        for v in f.enum:
+            if self.check(v, f, 0):
+                alts.append(self.value_literal(v, 0))
+        return _alt(alts) if alts else _EMPTY_LANG
+
+    def value_literal(self, v: Any, depth: int) -> Node:
+        """Exactly the JSON value ``v`` under the whitespace policy (keys in ``v``'s order)."""
+        if depth > self.limits.max_nesting:
+            raise LimitExceeded("max_nesting", self.limits.max_nesting, "enum/const value nesting")
+        if isinstance(v, dict):
+            if not v:
+                return _seq([Literal(b"{"), self.ws(), Literal(b"}")])
+            parts: list[Node] = [Literal(b"{")]
+            for i, (k, x) in enumerate(v.items()):
+                if i:
+                    parts += [self.ws(), Literal(b",")]
+                parts += [self.ws(), self.string_literal(k), self.ws(), Literal(b":"), self.ws(),
+                          self.value_literal(x, depth + 1)]
+            return _seq([*parts, self.ws(), Literal(b"}")])
+        if isinstance(v, list):
+            if not v:
+                return _seq([Literal(b"["), self.ws(), Literal(b"]")])
+            parts = [Literal(b"[")]
+            for i, x in enumerate(v):
+                if i:
+                    parts += [self.ws(), Literal(b",")]
+                parts += [self.ws(), self.value_literal(x, depth + 1)]
+            return _seq([*parts, self.ws(), Literal(b"]")])
+        if isinstance(v, str):
+            return self.string_literal(v)
+        if isinstance(v, bool) or v is None:
+            return Literal(json.dumps(v).encode())
+        if isinstance(v, float) and not math.isfinite(v):
+            return _EMPTY_LANG
+        if isinstance(v, float) and v.is_integer() or isinstance(v, int):
+            n = int(v)
+            forms = {str(n), json.dumps(float(n))} if abs(n) < 2**53 else {str(n)}
+            return _alt(Literal(s.encode()) for s in sorted(forms))
+        return Literal(json.dumps(v).encode())
+
+    def string_content_literal(self, s: str) -> Node:
+        """The content (between the quotes) of the JSON string ``s``, both serializations."""
+        forms = {json.dumps(s)[1:-1]}
+        try:
+            forms.add(json.dumps(s, ensure_ascii=False)[1:-1].encode("utf-8").decode("utf-8"))
+        except UnicodeEncodeError:
+            pass
+        return _alt(Literal(x.encode("utf-8")) for x in sorted(forms))
+
+    def string_literal(self, s: str) -> Node:
+        """The JSON string ``s``: its raw UTF-8 form and its ensure_ascii form."""
+        forms = {json.dumps(s)}
+        try:
+            forms.add(json.dumps(s, ensure_ascii=False).encode("utf-8").decode("utf-8"))
+            raw_ok = True
+        except UnicodeEncodeError:
+            raw_ok = False
+        out = []
+        for form in sorted(forms):
+            try:
+                out.append(Literal(form.encode("utf-8")))
+            except UnicodeEncodeError:
+                continue
+        del raw_ok
+        return _alt(out)
+
+    # numbers ------------------------------------------------------------------------------------
+
+    def emit_number(self, f: _Facts) -> Node:
+        integer_only = "number" not in f.types
+        mult = [m for m, _ in f.multiple]
+        if mult and not all(m.denominator == 1 for m in mult):
+            nonint = [(m, p) for m, p in f.multiple if m.denominator != 1]
+            if integer_only and all((1 / m).denominator == 1 for m, _ in nonint):
+                mult = [m for m in mult if m.denominator == 1]  # 1/k integral: every integer is a multiple
+            else:
+                self.unsupported("multipleOf", "non-integral multipleOf (float semantics) is not lowered", nonint[0][1])
+                mult = [m for m in mult if m.denominator == 1]
+        if mult:
+            integer_only = True
+        modulus = 1
+        for m in mult:
+            modulus = modulus * int(m) // math.gcd(modulus, int(m))
+        excluded = [_fraction(v) for v in f.not_enum if _json_type(v) in ("integer", "number")]
+        if integer_only:
+            lo = None if f.lo is None else (math.floor(f.lo) + 1 if f.lo_excl and f.lo.denominator == 1
+                                            else math.ceil(f.lo))
+            hi = None if f.hi is None else (math.ceil(f.hi) - 1 if f.hi_excl and f.hi.denominator == 1
+                                            else math.floor(f.hi))
+            if lo is not None and hi is not None and lo > hi:
+                self._contradiction(f, "", "integer bounds leave no value")
+                return _EMPTY_LANG
+            for limit in (lo, hi):
+                if limit is not None and len(str(abs(limit))) > 400:
+                    self.unsupported("maximum", "bound too large", "")
+            return self.int_node(lo, hi, modulus, excluded, plain=f.lo is None and f.hi is None and not mult)
+        if excluded:
+            self.unsupported("not", "excluding specific non-integer numbers is not lowered", "")
+        return self.number_node(f)
+
+    def int_node(self, lo: int | None, hi: int | None, modulus: int, excluded: list[Fraction], plain: bool) -> Node:
+        excl = sorted({int(x) for x in excluded if x.denominator == 1})
+        if modulus == 1:
+            pieces: list[Node] = []
+            cur = lo
+            for x in excl:
+                if (cur is None or x >= cur) and (hi is None or x <= hi):
+                    if cur is None or cur <= x - 1:
+                        pieces.append(_int_range(cur, x - 1))
+                    cur = x + 1
+            if cur is None or hi is None or cur <= hi:
+                pieces.append(_int_range(cur, hi))
+            node = _alt(p for p in pieces if p != _EMPTY_LANG) if pieces else _EMPTY_LANG
+            if plain and not excl:
+                return self.rule("integer", lambda: _seq([node, _opt(_seq([Literal(b"."), Repeat(Literal(b"0"), 1,
+                                                                                                   None)]))]))
+            return node
+        if lo is not None and hi is not None:
+            first = -(-lo // modulus) * modulus
+            values = range(first, hi + 1, modulus)
+            if len(values) > 4096:
+                self.unsupported("multipleOf", f"{len(values)} multiples in range (max 4096)", "")
+                return _int_range(lo, hi)
+            xs = {int(x) for x in excluded}
+            return _alt(Literal(str(v).encode()) for v in values if v not in xs) if values else _EMPTY_LANG
+        if excl or modulus > 1000:
+            self.unsupported("multipleOf", "open-ended multipleOf over 1000 or with exclusions", "")
+            return _int_range(lo, hi)
+        # Open range: finite part enumerated, the rest by a remainder automaton on the digits.
+        return self.mod_int(lo, hi, modulus)
+
+    def mod_int(self, lo: int | None, hi: int | None, k: int) -> Node:
+        """Multiples of ``k`` in a one- or zero-sided range. Magnitudes with more digits than the
+        finite bound are matched by a remainder automaton (rule per remainder), the rest listed."""
+        name = f"mod{k}"
+        if f"{name}_0" not in self.rules:
+            digit = [Literal(str(i).encode()) for i in range(10)]
+            for r in range(k):
+                alts: list[Node] = [EMPTY] if r == 0 else []
+                alts += [_seq([digit[d], Ref(f"{name}_{(r * 10 + d) % k}")]) for d in range(10)]
+                self.rules[f"{name}_{r}"] = _alt(alts)
+        def mags(a: int, b: int | None) -> Node:  # magnitudes in [a, b] that are multiples of k
+            if b is not None:
+                first = -(-a // k) * k
+                vals = range(first, b + 1, k)
+                if len(vals) > 4096:
+                    self.unsupported("multipleOf", "too many multiples in range", "")
+                return _alt(Literal(str(v).encode()) for v in vals) if vals else _EMPTY_LANG
+            width = len(str(a))
+            small = mags(a, 10**width - 1) if a < 10**width else _EMPTY_LANG
+            big = _alt(_seq([Literal(str(d).encode()), Repeat(CharClass(((0x30, 0x39),)), width - 1, width - 1),
+                             ]) for d in range(1, 2)) if False else None
+            del big
+            # numbers with > width digits: first digit 1-9, then the automaton from its remainder
+            firsts = _alt(_seq([Literal(str(d).encode()), self._mod_after(k, d, width)]) for d in range(1, 10))
+            return _alt([small, firsts])
+        alts: list[Node] = []
+        if hi is None or hi >= 0:
+            a = 0 if lo is None else max(lo, 0)
+            alts.append(mags(a, hi))
+        if lo is None or lo < 0:
+            b = None if lo is None else -lo
+            a = 1 if hi is None else max(1, -hi)
+            if b is None or a <= b:
+                alts.append(_seq([Literal(b"-"), mags(a, b)]))
+        return _alt([x for x in alts if x != _EMPTY_LANG])
+
+    def _mod_after(self, k: int, d: int, width: int) -> Node:
+        """After a first digit ``d``: at least ``width`` more digits ending on remainder 0."""
+        # Unroll `width` mandatory digits through remainder states, then the automaton rule.
+        name = f"mod{k}_w{width}_r"
+        def state(r: int, left: int) -> Node:
+            rn = f"{name}{r}_{left}"
+            if rn not in self.rules:
+                self.rules[rn] = _EMPTY_LANG
+                if left == 0:
+                    self.rules[rn] = Ref(f"mod{k}_{r}")
+                else:
+                    self.rules[rn] = _alt(_seq([Literal(str(x).encode()), state((r * 10 + x) % k, left - 1)])
+                                          for x in range(10))
+            return Ref(rn)
+        if width * k > 20000:
+            raise LimitExceeded("max_automaton_states", self.limits.max_automaton_states, "multipleOf automaton")
+        return state(d % k, width)
+
+    def number_node(self, f: _Facts) -> Node:
+        digits = CharClass(((0x30, 0x39),))
+        frac_any = _opt(_seq([Literal(b"."), Repeat(digits, 1, None)]))
+        if f.lo is None and f.hi is None:
+            return self.rule("number", lambda: _seq([
+                _opt(Literal(b"-")), _alt([Literal(b"0"), _seq([CharClass(((0x31, 0x39),)), Repeat(digits, 0, None)])]),
+                frac_any, _opt(_seq([CharClass(((0x45, 0x45), (0x65, 0x65))), _opt(CharClass(((0x2B, 0x2B),
+                                                                                            (0x2D, 0x2D)))),
+                                     Repeat(digits, 1, None)])),
+            ]))
+        for b in (f.lo, f.hi):
+            if b is not None and b.denominator != 1:
+                self.unsupported("minimum", "non-integral bounds on non-integer numbers are not lowered", "")
+                return _EMPTY_LANG
+        # Exclusive bounds: cap fraction digits so float rounding cannot reach the bound.
+        cap: int | None = None
+        for b, excl in ((f.lo, f.lo_excl), (f.hi, f.hi_excl)):
+            if b is not None and excl:
+                n = len(str(abs(int(b))))
+                cap = min(cap if cap is not None else 15, max(0, 15 - n))
+        def frac(kind: str) -> Node:
+            body_max = cap
+            if kind == "any":
+                return _opt(_seq([Literal(b"."), Repeat(digits, 1, body_max)])) if body_max != 0 else EMPTY
+            if kind == "zero":
+                return _opt(_seq([Literal(b"."), Repeat(Literal(b"0"), 1, body_max)])) if body_max != 0 else EMPTY
+            if kind == "nonzero":
+                if body_max == 0:
+                    return _EMPTY_LANG
+                if body_max is None:
+                    return _seq([Literal(b"."), Repeat(digits, 0, None), CharClass(((0x31, 0x39),)),
+                                 Repeat(digits, 0, None)])
+                return _seq([Literal(b"."), Repeat(digits, 0, body_max - 1), CharClass(((0x31, 0x39),)),
+                             Repeat(digits, 0, body_max - 1)]) if body_max > 1 else _seq(
+                    [Literal(b"."), CharClass(((0x31, 0x39),))])
+            return _EMPTY_LANG
+        # x in [lo, hi] (integral bounds): positive side x = m, negative side x = -m (m > 0).
+        def side(a: Fraction | None, a_excl: bool, b: Fraction | None, b_excl: bool, neg: bool) -> Node:
+            """Magnitudes m (>= 0) with a <(=) m <(=) b; integer part I, fraction F."""
+            lo_i = 0 if a is None else int(a)
+            hi_i = None if b is None else int(b)
+            alts: list[Node] = []
+            # integer parts strictly inside: any fraction
+            inner_lo = lo_i + (1 if a is not None else 0)
+            inner_hi = None if hi_i is None else hi_i - 1
+            if inner_hi is None or inner_lo <= inner_hi:
+                alts.append(_seq([_nonneg_range(inner_lo, inner_hi), frac("any")]))
+            if a is not None:
+                lo_f = "nonzero" if a_excl else "any"
+                if hi_i is not None and hi_i == lo_i:
+                    hi_f = "none" if b_excl else "zero"
+                    kind = {("any", "zero"): "zero", ("nonzero", "zero"): "none"}.get((lo_f, hi_f), "none")
+                    alts.append(_seq([_nonneg_range(lo_i, lo_i), frac(kind)]))
+                elif hi_i is None or hi_i > lo_i:
+                    alts.append(_seq([_nonneg_range(lo_i, lo_i), frac(lo_f)]))
+            if hi_i is not None and (a is None or hi_i > lo_i) and not b_excl:
+                alts.append(_seq([_nonneg_range(hi_i, hi_i), frac("zero")]))
+            if a is None and hi_i is not None and hi_i == 0 and not b_excl:
+                pass
+            node = _alt([x for x in alts if x != _EMPTY_LANG]) if alts else _EMPTY_LANG
+            if neg:
+                return _seq([Literal(b"-"), node]) if node != _EMPTY_LANG else _EMPTY_LANG
+            return node
+        lo, hi = f.lo, f.hi
+        alts: list[Node] = []
+        # positive side: m = x, x >= 0
+        if hi is None or hi > 0 or (hi == 0 and not f.hi_excl):
+            if lo is None or lo < 0:
+                alts.append(side(None, False, hi, f.hi_excl, False))
+            else:
+                alts.append(side(lo, f.lo_excl, hi, f.hi_excl, False))
+        # negative side: x = -m, m > 0; m in (max(0, -hi), -lo)
+        if lo is None or lo < 0:
+            if hi is None or hi >= 0:
+                neg = side(Fraction(0), True, None if lo is None else -lo, f.lo_excl, True)
+            else:
+                neg = side(-hi, f.hi_excl, None if lo is None else -lo, f.lo_excl, True)
+            alts.append(neg)
+        alts = [a for a in alts if a != _EMPTY_LANG]
+        if not alts:
+            self._contradiction(f, "", "number bounds leave no value")
+        return _alt(alts) if alts else _EMPTY_LANG
+
+    # strings --------------------------------------------------------------------------------
+
+    def char_rule(self) -> Ref:
+        """One JSON string character unit: raw, short escape, \\uXXXX or a surrogate pair."""
+        return self.rule("char", lambda: self.encode_class(CharClass(((0, 0x10FFFF),))))
+
+    def any_string(self) -> Ref:
+        return self.rule("string", lambda: _seq([Literal(b'"'), Repeat(self.char_rule(), 0, None), Literal(b'"')]))
+
+    def encode_class(self, cc: CharClass) -> Node:
+        hit = self.enc_memo.get(cc)
+        if hit is not None:
+            return hit
+        ranges = _positive_ranges(cc)
+        raw: list[tuple[int, int]] = []
+        for lo, hi in ranges:
+            for a, b in ((lo, min(hi, 0x21)), (max(lo, 0x23), min(hi, 0x5B)), (max(lo, 0x5D), hi)):
+                a = max(a, 0x20)
+                if a <= b:
+                    raw.append((a, b))
+        alts: list[Node] = []
+        if raw:
+            alts.append(CharClass(tuple(raw)))
+        for cp, esc in _ESCAPES.items():
+            if any(lo <= cp <= hi for lo, hi in ranges):
+                alts.append(Literal(esc))
+        for lo, hi in _intersect(ranges, 0, 0xD7FF) + _intersect(ranges, 0xE000, 0xFFFF):
+            alts.append(_hex4(lo, hi))
+        for lo, hi in _intersect(ranges, 0x10000, 0x10FFFF):
+            ha, la = 0xD800 + ((lo - 0x10000) >> 10), 0xDC00 + ((lo - 0x10000) & 0x3FF)
+            hb, lb = 0xD800 + ((hi - 0x10000) >> 10), 0xDC00 + ((hi - 0x10000) & 0x3FF)
+            if ha == hb:
+                alts.append(_seq([_hex4(ha, ha), _hex4(la, lb)]))
+            else:
+                alts.append(_seq([_hex4(ha, ha), _hex4(la, 0xDFFF)]))
+                if ha + 1 <= hb - 1:
+                    alts.append(_seq([_hex4(ha + 1, hb - 1), _hex4(0xDC00, 0xDFFF)]))
+                alts.append(_seq([_hex4(hb, hb), _hex4(0xDC00, lb)]))
+        node = _alt(alts) if alts else _EMPTY_LANG
+        if len(alts) > 2:
+            name = f"cls{len(self.enc_memo)}"
+            self.rules[name] = node
+            node = Ref(name)
+        self.enc_memo[cc] = node
+        return node
+
+    def encode(self, node: Node) -> Node:
+        """Code-point-level node -> JSON string content bytes (every encoding decodes back)."""
+        def leaf(n: Node) -> Node:
+            if isinstance(n, CharClass):
+                return self.encode_class(n)
+            if isinstance(n, Literal):
+                text = n.value.decode("utf-8")
+                forms = {json.dumps(text)[1:-1], json.dumps(text, ensure_ascii=False)[1:-1]}
+                return _alt(Literal(x.encode("utf-8")) for x in sorted(forms))
+            if isinstance(n, ByteClass):
+                raise GrammarError("byte classes cannot appear in a string pattern", code="schema-internal")
+            return n
+        return _map_leaves(node, leaf, self.limits)
+
+    def format_node(self, fmt: str) -> Node:
+        hit = self.format_memo.get(fmt)
+        if hit is None:
+            hit, _ = regex_to_node(_FORMATS[fmt], self.limits)
+            self.format_memo[fmt] = hit
+        return hit
+
+    def emit_string(self, f: _Facts) -> Node:
+        if f.max_len is not None and f.min_len > f.max_len:
+            self._contradiction(f, "", "minLength > maxLength")
+            return _EMPTY_LANG
+        contents: list[tuple[Node, str, str]] = []
+        for p, ptr in f.patterns:
+            try:
+                node, _ = regex_to_node(p, self.limits, anchored_search=True)
+            except GrammarError as e:
+                self.unsupported("pattern", f"pattern not lowered: {e.message.splitlines()[0]}", ptr)
+                continue
+            contents.append((node, "pattern", ptr))
+        for fmt, ptr in f.formats:
+            contents.append((self.format_node(fmt), "format", ptr))
+        excluded = [v for v in f.not_enum if isinstance(v, str)]
+        if not contents:
+            if excluded:
+                excluded = [v for v in excluded if f.min_len <= len(v) and (f.max_len is None or len(v) <= f.max_len)]
+            if excluded:
+                if f.min_len or f.max_len is not None:
+                    self.unsupported("not", "excluding strings under length bounds is not lowered", "")
+                return _seq([Literal(b'"'), self.encode(_complement_of(excluded)), Literal(b'"')])
+            if f.min_len == 0 and f.max_len is None:
+                return self.any_string()
+            if f.max_len is not None and f.max_len > self.limits.max_repeat:
+                raise LimitExceeded("max_repeat", self.limits.max_repeat, f"maxLength {f.max_len}")
+            if f.min_len > self.limits.max_repeat:
+                body: Node = _seq([Repeat(self.char_rule(), f.min_len, f.min_len) if False else
+                                   Repeat(self.char_rule(), self.limits.max_repeat, self.limits.max_repeat)])
+                raise LimitExceeded("max_repeat", self.limits.max_repeat, f"minLength {f.min_len}")
+            body = Repeat(self.char_rule(), f.min_len, f.max_len)
+            return _seq([Literal(b'"'), body, Literal(b'"')])
+        if len(contents) > 1:
+            _, kw, ptr = contents[1]
+            self.unsupported(kw, "several patterns/formats on one string (no regex intersection)", ptr)
+        node, kw, ptr = contents[0]
+        if f.min_len > 0 or f.max_len is not None:
+            restricted = _restrict_length(node, f.min_len, f.max_len, self.limits)
+            if restricted is None:
+                self.unsupported("maxLength" if f.max_len is not None else "minLength",
+                                 f"length bounds combined with this {kw} are not lowered", ptr)
+            else:
+                node = restricted
+        for v in excluded:
+            if kw == "pattern":
+                matches = self._py_search(f.patterns[0][0], v, ptr)
+            else:
+                matches = re.fullmatch(_FORMATS[f.formats[0][0]], v) is not None
+            if matches:
+                self.unsupported("not", "excluding strings matched by a pattern/format is not lowered", ptr)
+                break
+        if node == _EMPTY_LANG:
+            self._contradiction(f, ptr, f"{kw} and length bounds leave no string")
+            return _EMPTY_LANG
+        return _seq([Literal(b'"'), self.encode(node), Literal(b'"')])
+
+    # arrays ---------------------------------------------------------------------------------
+
+    def emit_array(self, f: _Facts) -> Node:
+        lo, hi = f.min_items, f.max_items
+        prefix_len = max((len(p.prefix) for p in f.arrs), default=0)
+        positions: list[frozenset[int] | None] = [self.position_atoms(f, i) for i in range(prefix_len)]
+        rest = self.position_atoms(f, prefix_len)
+        for i, atoms in enumerate(positions):
+            if atoms is None:
+                hi = i if hi is None else min(hi, i)
+                positions = positions[:i]
+                break
+        if rest is None:
+            hi = len(positions) if hi is None else min(hi, len(positions))
+        if hi is not None and lo > hi:
+            self._contradiction(f, "", "minItems > maxItems")
+            return _EMPTY_LANG
+        if f.unique is not None and (hi is None or hi > 1):
+            self.unsupported("uniqueItems", "uniqueItems over arrays that may hold several items", f.unique)
+        ws = self.ws()
+        sep = _seq([ws, Literal(b","), ws])
+        if f.contains:
+            return self.emit_contains(f, positions, rest, lo, hi)
+        # element nodes
+        elems = [self.atoms_ref(a) for a in positions if a is not None]
+        rest_node = self.atoms_ref(rest) if rest is not None else _EMPTY_LANG
+        n_pre = len(elems)
+        # tail after position n_pre (all rest items)
+        if hi is not None and hi <= n_pre:
+            tail: Node = EMPTY
+        else:
+            if hi is not None and hi - n_pre > self.limits.max_repeat:
+                raise LimitExceeded("max_repeat", self.limits.max_repeat, f"maxItems {hi}")
+            rmin = max(0, lo - n_pre)
+            tail = Repeat(_seq([sep, rest_node]), rmin, None if hi is None else hi - n_pre) if rest_node != _EMPTY_LANG \
+                else (EMPTY if rmin == 0 else _EMPTY_LANG)
+        # build the element chain right to left: chain_i = sep? elem_i chain_{i+1}
+        n_chain = n_pre if hi is None else min(n_pre, hi)
+        chain = tail
+        for i in range(n_chain - 1, 0, -1):
+            step = _seq([sep, elems[i], chain])
+            chain = step if i < lo else _opt(step)
+            if i % 8 == 0 and i > 1:
+                name = f"arr{len(self.rules)}"
+                self.rules[name] = chain
+                chain = Ref(name)
+        if n_chain > 0:
+            first = _seq([ws, elems[0], chain])
+        else:
+            # no prefix: first rest item then more
+            if rest_node == _EMPTY_LANG or hi == 0:
+                first = _EMPTY_LANG
+            else:
+                rmin = max(0, lo - 1)
+                more = Repeat(_seq([sep, rest_node]), rmin, None if hi is None else hi - 1)
+                first = _seq([ws, rest_node, more])
+        body = [Literal(b"["), _seq([first, ws, Literal(b"]")]) if lo > 0 else
+                _alt([_seq([first, ws, Literal(b"]")]), _seq([ws, Literal(b"]")])])]
+        return _seq(body)
+
+    def emit_contains(self, f: _Facts, positions: list[frozenset[int] | None], rest: frozenset[int] | None,
+                      lo: int, hi: int | None) -> Node:
+        if len(f.contains) > 1 or positions:
+            self.unsupported("contains", "several contains, or contains with prefixItems", f.contains[0][3])
+            return self._array_plain(lo, hi, rest)
+        atom, cmin, cmax, ptr = f.contains[0]
+        if rest is None:
+            return _EMPTY_LANG if cmin > 0 else _seq([Literal(b"["), self.ws(), Literal(b"]")])
+        item = rest
+        matched = self.atoms_ref(item | {atom})
+        if cmax is not None:
+            unmatched = self.atoms_ref(item | {self._not_atom(atom, ptr, "")})
+        else:
+            unmatched = self.atoms_ref(item)
+        cap_c = cmin if cmax is None else cmax + 1
+        if cmax is not None and cmax < cmin:
+            return _EMPTY_LANG
+        need_n = hi if hi is not None else lo
+        if (cap_c + 1) * (need_n + 1) > 20000:
+            self.unsupported("contains", "counting state space too large", ptr)
+            return self._array_plain(lo, hi, rest)
+        ws = self.ws()
+        sep = _seq([ws, Literal(b","), ws])
+        base = f"ct{len(self.rules)}_"
+        # state (c, n, started): c matched count (capped at cap_c), n items so far (capped at need_n)
+        def name(c: int, n: int, started: bool) -> str:
+            return f"{base}{c}_{n}_{int(started)}"
+        states = [(c, n, s) for c in range(cap_c + 1) for n in range(need_n + 1) for s in (False, True)]
+        for c, n, s in states:
+            alts: list[Node] = []
+            ok_c = c >= cmin and (cmax is None or c <= cmax)
+            ok_n = n >= lo
+            if ok_c and ok_n and (n > 0) == s:
+                alts.append(_seq([ws, Literal(b"]")]))
+            can_more = hi is None or n < hi
+            if can_more:
+                lead = sep if s else ws
+                n2 = min(n + 1, need_n)
+                c_m = min(c + 1, cap_c)
+                if cmax is None or c + 1 <= cmax:
+                    alts.append(_seq([lead, matched, Ref(name(c_m, n2, True))]))
+                alts.append(_seq([lead, unmatched, Ref(name(c, n2, True))]))
+            self.rules[name(c, n, s)] = _alt(alts) if alts else _EMPTY_LANG
+        return _seq([Literal(b"["), Ref(name(0, 0, False))])
+
+    def _array_plain(self, lo: int, hi: int | None, rest: frozenset[int] | None) -> Node:
+        if rest is None:
+            return _seq([Literal(b"["), self.ws(), Literal(b"]")])
+        f = _Facts(min_items=lo, max_items=hi)
+        f.arrs = [_ArrPart(prefix=[], items=next(iter(rest)) if len(rest) == 1 else None)]
+        return self.emit_array(f)
+
+    # objects --------------------------------------------------------------------------------
+
+    def emit_object(self, f: _Facts) -> Node:  # noqa: C901
+        ws = self.ws()
+        # Known names in schema order, then required-only names.
+        order: list[str] = []
+        for part in f.objs:
+            for k in part.order:
+                if k not in order:
+                    order.append(k)
+        for r in f.required:
+            if r not in order:
+                order.append(r)
+        names_atoms = frozenset(f.names)
+        members: list[tuple[str, Node, bool]] = []  # name, member node, required
+        for k in order:
+            atoms = self.key_atoms(f, k)
+            if atoms is not None and names_atoms and not self.check_atoms(k, names_atoms, 0):
+                atoms = None
+            if atoms is None:
+                if k in f.required:
+                    self._contradiction(f, "", f"required property {k!r} is forbidden")
+                    return _EMPTY_LANG
+                continue
+            value = self.atoms_ref(atoms)
+            if value == _EMPTY_LANG:
+                if k in f.required:
+                    return _EMPTY_LANG
+                continue
+            members.append((k, _seq([self.string_literal(k), ws, Literal(b":"), ws, value]), k in f.required))
+        known = [k for k in order]
+        # "Other" members: keys outside the known names.
+        others: list[Node] = []
+        has_addl = any(p.additional is not None for p in f.objs)
+        has_pats = any(p.patterns for p in f.objs)
+        allow_other = not (self.strict and not has_addl and not has_pats)
+        if allow_other:
+            for branch_key, branch_val in self._other_branches(f, known):
+                if branch_key == _EMPTY_LANG or branch_val == _EMPTY_LANG:
+                    continue
+                others.append(_seq([Literal(b'"'), branch_key, Literal(b'"'), ws, Literal(b":"), ws, branch_val]))
+        other = _alt(others) if others else None
+        if other is not None and len(others) > 0:
+            oname = f"other{len(self.rules)}"
+            self.rules[oname] = other
+            other = Ref(oname)
+        lo, hi = f.min_props, f.max_props
+        if hi is not None and lo > hi:
+            self._contradiction(f, "", "minProperties > maxProperties")
+            return _EMPTY_LANG
+        n_req = sum(1 for _, _, r in members if r)
+        if hi is not None and n_req > hi:
+            self._contradiction(f, "", "more required properties than maxProperties")
+            return _EMPTY_LANG
+        counting = lo > 0 or hi is not None
+        cap = (hi + 1) if hi is not None else lo
+        if self.order_any and 1 < len(members) <= _MAX_ORDER_ANY:
+            return self._object_any_order(members, other, lo, hi, cap if counting else 0)
+        n = len(members)
+        if counting and (n + 1) * (cap + 1) > 20000:
+            self.unsupported("maxProperties", "property counting state space too large", "")
+            counting = False
+        base = f"ob{len(self.rules)}_"
+        sep = _seq([ws, Literal(b",")])
+        # state (i, started, count): i = next known member index
+        def rname(i: int, started: bool, c: int) -> str:
+            return f"{base}{i}_{int(started)}_{c}"
+        counts = range(cap + 1) if counting else range(1)
+        for i in range(n, -1, -1):
+            for started in (False, True):
+                for c in counts:
+                    lead = _seq([sep, ws]) if started else ws
+                    alts: list[Node] = []
+                    c2 = min(c + 1, cap) if counting else 0
+                    room = not counting or hi is None or c < hi
+                    if i == n:
+                        if not counting or c >= lo:
+                            alts.append(EMPTY)
+                    else:
+                        name, member, req = members[i]
+                        if room:
+                            alts.append(_seq([lead, member, Ref(rname(i + 1, True, c2))]))
+                        if not req:
+                            alts.append(Ref(rname(i + 1, started, c)))
+                    if other is not None and room:
+                        alts.append(_seq([lead, other, Ref(rname(i, True, c2))]))
+                    self.rules[rname(i, started, c)] = _alt(alts) if alts else _EMPTY_LANG
+        return _seq([Literal(b"{"), Ref(rname(0, False, 0)), ws, Literal(b"}")])
+
+    def _object_any_order(self, members: list[tuple[str, Node, bool]], other: Node | None, lo: int,
+                          hi: int | None, cap: int) -> Node:
+        ws = self.ws()
+        n = len(members)
+        base = f"oa{len(self.rules)}_"
+        req_mask = sum(1 << i for i, (_, _, r) in enumerate(members) if r)
+        counting = cap > 0 or hi is not None
+        sep = _seq([ws, Literal(b",")])
+        def rname(mask: int, started: bool, c: int) -> str:
+            return f"{base}{mask}_{int(started)}_{c}"
+        counts = range(cap + 1) if counting else range(1)
+        for mask in range(1 << n):
+            for started in (False, True):
+                for c in counts:
+                    lead = _seq([sep, ws]) if started else ws
+                    alts: list[Node] = []
+                    room = not counting or hi is None or c < hi
+                    c2 = min(c + 1, cap) if counting else 0
+                    if mask & req_mask == req_mask and (not counting or c >= lo):
+                        alts.append(EMPTY)
+                    if room:
+                        for i, (_, member, _) in enumerate(members):
+                            if not mask & (1 << i):
+                                alts.append(_seq([lead, member, Ref(rname(mask | (1 << i), True, c2))]))
+                        if other is not None:
+                            alts.append(_seq([lead, other, Ref(rname(mask, True, c2))]))
+                    self.rules[rname(mask, started, c)] = _alt(alts) if alts else _EMPTY_LANG
+        return _seq([Literal(b"{"), Ref(rname(0, False, 0)), ws, Literal(b"}")])
+
+    def _other_branches(self, f: _Facts, known: list[str]) -> list[tuple[Node, Node]]:
+        """(key content, value) pairs for keys outside ``known``."""
+        names_atoms = frozenset(f.names)
+        parts_with_pats = [p for p in f.objs if p.patterns]
+        out: list[tuple[Node, Node]] = []
+        if not parts_with_pats:
+            value_atoms = {p.additional for p in f.objs if p.additional is not None}
+            if _FALSE in value_atoms:
+                return []
+            key = self._key_language(names_atoms, known, None)
+            return [(key, self.atoms_ref(value_atoms))]
+        all_pats = [(p, pat) for p in f.objs for pat in p.patterns]
+        for part, (pattern, atom, pptr) in all_pats:
+            vals = {atom}
+            for other_part, (p2, a2, _) in all_pats:
+                if (p2, a2) != (pattern, atom) and not _prefix_disjoint(pattern, p2):
+                    vals.add(a2)
+            for q in f.objs:
+                if q is not part and q.additional is not None:
+                    vals.add(q.additional)
+            if _FALSE in vals:
+                continue
+            key = self._key_language(names_atoms, known, (pattern, pptr))
+            out.append((key, self.atoms_ref(vals)))
+        if any(p.additional not in (None, _FALSE) or (p.additional is None and not self.strict) for p in parts_with_pats):
+            # Keys matching no pattern are not generated (needs regex complement): sound, incomplete.
+            pass
+        return out
+
+    def _key_language(self, names_atoms: frozenset[int], known: list[str], pattern: tuple[str, str] | None) -> Node:
+        """Encoded key content: strings not in ``known``, matching ``pattern`` and propertyNames."""
+        cp_node: Node | None = None
+        constrained = False
+        if pattern is not None:
+            try:
+                cp_node, _ = regex_to_node(pattern[0], self.limits, anchored_search=True)
+            except GrammarError as e:
+                self.unsupported("patternProperties", f"pattern not lowered: {e.message.splitlines()[0]}", pattern[1])
+                return _EMPTY_LANG
+            constrained = True
+            if any(self._py_search(pattern[0], k, pattern[1]) for k in known):
+                self.unsupported("patternProperties", "a listed property also matches this pattern", pattern[1])
+                return _EMPTY_LANG
+        if names_atoms:
+            nf = self.approx_facts(names_atoms)
+            exp = self.expand(names_atoms)
+            if nf is None or "string" not in nf.types:
+                return _EMPTY_LANG
+            if exp is not None and exp[1]:
+                self.unsupported("propertyNames", "composite propertyNames schemas are not lowered", "")
+            if nf.enum is not None:
+                vals = [v for v in nf.enum if isinstance(v, str) and v not in known and self.check(v, nf, 0)]
+                if pattern is not None:
+                    vals = [v for v in vals if self._py_search(pattern[0], v, pattern[1])]
+                return _alt(self.string_content_literal(v) for v in vals) if vals else _EMPTY_LANG
+            if nf.patterns or nf.formats or nf.min_len or nf.max_len is not None or nf.not_enum:
+                if constrained:
+                    self.unsupported("propertyNames", "propertyNames with patternProperties", "")
+                    return _EMPTY_LANG
+                sf = _Facts(types={"string"}, min_len=nf.min_len, max_len=nf.max_len, patterns=nf.patterns,
+                            formats=nf.formats, not_enum=[*nf.not_enum, *known] if not (nf.patterns or nf.formats)
+                            else nf.not_enum)
+                if (nf.patterns or nf.formats) and any(self.check(k, nf, 0) for k in known):
+                    self.unsupported("propertyNames", "a listed property matches propertyNames' pattern", "")
+                    return _EMPTY_LANG
+                if not (nf.patterns or nf.formats) and known and (nf.min_len or nf.max_len is not None):
+                    if any(self.check(k, nf, 0) for k in known):
+                        self.unsupported("propertyNames", "length-bounded names besides listed properties", "")
+                        return _EMPTY_LANG
+                    sf.not_enum = list(nf.not_enum)
+                node = self.emit_string(sf)
+                if isinstance(node, Seq) and node.items and node.items[0] == Literal(b'"'):
+                    return _seq(node.items[1:-1])
+                if isinstance(node, Ref):  # the plain string rule
+                    return Repeat(self.char_rule(), 0, None)
+                return node if node == _EMPTY_LANG else _EMPTY_LANG
+        if cp_node is not None:
+            return self.encode(cp_node)
+        if not known:
+            return Repeat(self.char_rule(), 0, None)
+        return self.encode(_complement_of(known))
+
+    def any_value(self) -> Ref:
+        if "value" not in self.rules:
+            ws = self.ws()
+            sep = _seq([ws, Literal(b","), ws])
+            member = _seq([self.any_string(), ws, Literal(b":"), ws, Ref("value")])
+            self.rules["value"] = _EMPTY_LANG
+            self.rules["any_object"] = _seq([
+                Literal(b"{"), ws, _opt(_seq([member, Repeat(_seq([sep, member]), 0, None), ws])), Literal(b"}")
+            ])
+            self.rules["any_array"] = _seq([
+                Literal(b"["), ws, _opt(_seq([Ref("value"), Repeat(_seq([sep, Ref("value")]), 0, None), ws])),
+                Literal(b"]")
+            ])
+            f = _Facts()
+            self.rules["value"] = _alt([
+                Ref("any_object"), Ref("any_array"), self.any_string(), self.number_node(f),
+                Literal(b"true"), Literal(b"false"), Literal(b"null"),
+            ])
+        return Ref("value")
+
+
+# ---------------------------------------------------------------------------------------------
+# Node utilities (recursion bounded: nodes come from our own construction or the regex frontend,
+# whose depth is bounded by Limits.max_nesting).
+
+
+def _depth_guard(depth: int, limits: Limits) -> None:
+    if depth > min(4 * limits.max_nesting, 800):
+        raise LimitExceeded("max_nesting", limits.max_nesting, "string pattern nesting")
+
+
+def _map_leaves(node: Node, fn: Callable[[Node], Node], limits: Limits, depth: int = 0) -> Node:
+    _depth_guard(depth, limits)
+    if isinstance(node, Seq):
+        return _seq(_map_leaves(i, fn, limits, depth + 1) for i in node.items)
+    if isinstance(node, Alt):
+        return _alt(_map_leaves(i, fn, limits, depth + 1) for i in node.items) if node.items else node
+    if isinstance(node, Repeat):
+        inner = _map_leaves(node.item, fn, limits, depth + 1)
+        return Repeat(inner, node.min, node.max)
+    return fn(node)
+
+
+def _length_range(node: Node, limits: Limits, depth: int = 0) -> tuple[int, int | None]:
+    _depth_guard(depth, limits)
+    if isinstance(node, Literal):
+        return (len(node.value.decode("utf-8")),) * 2  # type: ignore[return-value]
+    if isinstance(node, CharClass):
+        return (1, 1)
+    if isinstance(node, Seq):
+        lo, hi = 0, 0
+        hi_opt: int | None = 0
+        for i in node.items:
+            a, b = _length_range(i, limits, depth + 1)
+            lo += a
+            hi_opt = None if hi_opt is None or b is None else hi_opt + b
+        del hi
+        return lo, hi_opt
+    if isinstance(node, Alt):
+        if not node.items:
+            return (0, 0)
+        rs = [_length_range(i, limits, depth + 1) for i in node.items]
+        his = [b for _, b in rs]
+        return min(a for a, _ in rs), None if any(b is None for b in his) else max(b for b in his if b is not None)
+    if isinstance(node, Repeat):
+        a, b = _length_range(node.item, limits, depth + 1)
+        return a * node.min, None if node.max is None or b is None else b * node.max
+    raise TypeError(node)
+
+
+def _restrict_length(node: Node, lo: int, hi: int | None, limits: Limits, depth: int = 0) -> Node | None:
+    """``node`` ∩ strings of length [lo, hi], when expressible simply; None when not."""
+    _depth_guard(depth, limits)
+    a, b = _length_range(node, limits)
+    if a >= lo and (hi is None or (b is not None and b <= hi)):
+        return node
+    if (hi is not None and a > hi) or (b is not None and b < lo):
+        return _EMPTY_LANG
+    if isinstance(node, Repeat):
+        ia, ib = _length_range(node.item, limits)
+        if ia == ib and ia > 0:
+            w = ia
+            nmin = max(node.min, -(-lo // w))
+            nmax_parts = [x for x in (node.max, None if hi is None else hi // w) if x is not None]
+            nmax = min(nmax_parts) if nmax_parts else None
+            if nmax is not None and nmin > nmax:
+                return _EMPTY_LANG
+            if nmax is not None and nmax > limits.max_repeat:
+                return None
+            return Repeat(node.item, nmin, nmax)
+        return None
+    if isinstance(node, Seq):
+        ranges = [_length_range(i, limits) for i in node.items]
+        var = [i for i, (x, y) in enumerate(ranges) if x != y]
+        if len(var) != 1:
+            return None
+        fixed = sum(x for i, (x, _) in enumerate(ranges) if i != var[0])
+        sub = _restrict_length(node.items[var[0]], max(0, lo - fixed), None if hi is None else hi - fixed, limits,
+                               depth + 1)
+        if sub is None:
+            return None
+        items = list(node.items)
+        items[var[0]] = sub
+        return _seq(items)
+    if isinstance(node, Alt):
+        out = []
+        for i in node.items:
+            r = _restrict_length(i, lo, hi, limits, depth + 1)
+            if r is None:
+                return None
+            out.append(r)
+        out = [x for x in out if x != _EMPTY_LANG]
+        return _alt(out) if out else _EMPTY_LANG
+    return None
+
+
+def _complement_of(words: list[str]) -> Node:
+    """Code-point node: every string except the ``words`` (trie construction)."""
+    any_str = Repeat(CharClass(((0, 0x10FFFF),)), 0, None)
+    trie: dict[str, Any] = {}
+    for w in words:
+        t = trie
+        for ch in w:
+            t = t.setdefault(ch, {})
+        t[""] = True
+    # Iterative post-order build over the trie.
+    def build(root: dict[str, Any]) -> Node:
+        stack: list[tuple[dict[str, Any], bool]] = [(root, False)]
+        done: dict[int, Node] = {}
+        while stack:
+            t, visited = stack.pop()
+            kids = [k for k in t if k]
+            if not visited:
+                stack.append((t, True))
+                stack.extend((t[k], False) for k in kids)
+                continue
+            alts: list[Node] = []
+            if "" not in t:
+                alts.append(EMPTY)
+            cps = sorted(ord(k) for k in kids)
+            ranges: list[tuple[int, int]] = []
+            for cp in cps:
+                ranges.append((cp, cp))
+            if ranges:
+                alts.append(_seq([CharClass(tuple(ranges), negated=True), any_str]))
+            else:
+                alts.append(_seq([CharClass(((0, 0x10FFFF),)), any_str]))
+            for k in kids:
+                alts.append(_seq([Literal(k.encode("utf-8", "surrogatepass")), done[id(t[k])]]))
+            done[id(t)] = _alt(alts)
+        return done[id(root)]
+    return build(trie)
+
+
+def _prefix_disjoint(p: str, q: str) -> bool:
+    """Two patterns are provably disjoint when both are anchored with literal prefixes neither of
+    which extends the other."""
+    def lit_prefix(s: str) -> str | None:
+        if not s.startswith("^"):
+            return None
+        out = []
+        for ch in s[1:]:
+            if ch.isalnum() or ch in "_-:/@ ":
+                out.append(ch)
+            else:
+                break
+        return "".join(out)
+    a, b = lit_prefix(p), lit_prefix(q)
+    if not a or not b:
+        return False
+    return not (a.startswith(b) or b.startswith(a))
+
+
+def _productive(node: Node, productive: set[str]) -> bool:
+    stack: list[tuple[Node, bool]] = [(node, False)]
+    results: dict[int, bool] = {}
+    keep: list[Node] = []
+    while stack:
+        n, visited = stack.pop()
+        if isinstance(n, (Seq, Alt)) and not visited:
+            stack.append((n, True))
+            keep.append(n)
+            stack.extend((i, False) for i in n.items)
+            continue
+        if isinstance(n, Repeat) and not visited:
+            stack.append((n, True))
+            keep.append(n)
+            stack.append((n.item, False))
+            continue
+        if isinstance(n, Literal):
+            r = True
+        elif isinstance(n, (CharClass, ByteClass)):
+            r = bool(n.ranges) or n.negated
+        elif isinstance(n, Ref):
+            r = n.name in productive
+        elif isinstance(n, Seq):
+            r = all(results[id(i)] for i in n.items)
+        elif isinstance(n, Alt):
+            r = any(results[id(i)] for i in n.items)
+        elif isinstance(n, Repeat):
+            r = n.min == 0 or results[id(n.item)]
+        else:
+            raise TypeError(n)
+        results[id(n)] = r
+        keep.append(n)
+    return results[id(node)]
+
+
+def _types_of(d: dict[str, Any], ptr: str) -> list[str]:
+    t = d["type"]
+    ts = [t] if isinstance(t, str) else t
+    if not isinstance(ts, list) or not all(isinstance(x, str) for x in ts):
+        raise SchemaError("type must be a string or an array of strings", pointer=_ptr_join(ptr, "type"))
+    for x in ts:
+        if x not in _ALL_TYPES:
+            if x == "any":  # draft-03
+                return sorted(_ALL_TYPES)
+            raise SchemaError(f"unknown type {x!r}", pointer=_ptr_join(ptr, "type"))
+    return ts
+
+
+def _closure(types: Iterable[str]) -> set[str]:
+    out = set(types)
+    if "number" in out:
+        out.add("integer")
+    return out
+
+
+def schema_to_grammar(
+    schema: dict[str, Any] | bool | str,
+    *,
+    limits: Limits,
+    whitespace: str = "flexible",
+    max_whitespace: int = 20,
+    property_order: str = "schema",
+    strict: bool = False,
+    lenient: bool = False,
+    oneof: str = "exact",
+) -> tuple[Grammar, list[str]]:
+    """The grammar of JSON texts valid against ``schema``, and the dropped constraints.
+
+    Options (see docs/json_schema.md): ``whitespace`` "flexible" (any JSON whitespace between
+    tokens, runs bounded by ``max_whitespace`` spaces/tabs after at most one newline) or
+    "compact" (none); ``property_order`` "schema" or "any" (objects of up to 8 listed properties);
+    ``strict`` forbids properties not listed wherever ``additionalProperties`` is absent;
+    ``lenient`` drops unsupported constraints and lists them instead of raising; ``oneof``
+    "exact" (branches must be provably disjoint) or "anyof" (treat oneOf as anyOf).
+    """
+    if isinstance(schema, (bytes, str)):
+        text = schema.decode("utf-8") if isinstance(schema, bytes) else schema
+        if len(text.encode("utf-8", "surrogatepass")) > limits.max_source_bytes:
+            raise LimitExceeded("max_source_bytes", limits.max_source_bytes, "schema text")
+        try:
+            schema = json.loads(text)
+        except (json.JSONDecodeError, RecursionError) as e:
+            raise SchemaError(f"schema is not valid JSON: {e}", pointer="", code="schema-json") from None
+    if not isinstance(schema, (dict, bool)):
+        raise SchemaError(f"a schema must be an object or a boolean, got {type(schema).__name__}", pointer="")
+    low = _Lowering(
+        schema, limits=limits, whitespace=whitespace, max_whitespace=max_whitespace, property_order=property_order,
+        strict=strict, lenient=lenient, oneof=oneof,
+    )
+    if schema is True:
+        return Grammar({"root": low.any_value(), **low.rules}), []
+    grammar = low.run()
+    return grammar, list(low.dropped)

@@ -1,0 +1,405 @@
+"""End-to-end generation with the embedded SmolLM2-135M-Instruct model (CPU).
+
+One model per session. Greedy decoding everywhere (deterministic), short outputs: the default
+suite stays fast; the 20-schema run is marked slow.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+import logitgate as lg
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+ORDER_GBNF = r"""
+root   ::= "{\"order_id\":" int ",\"status\":" status ",\"note\":\"ok\"}"
+int    ::= [1-9] [0-9]{0,5}
+status ::= "\"pending\"" | "\"shipped\"" | "\"delivered\"" | "\"cancelled\""
+"""
+
+
+@pytest.fixture(scope="session")
+def smol() -> tuple[Any, Any]:
+    from logitgate.models import default_gguf_path, load_default_model
+
+    try:
+        default_gguf_path()
+    except FileNotFoundError as e:
+        pytest.skip(str(e))
+    return load_default_model(quiet=True)
+
+
+@pytest.fixture(scope="session")
+def vocab(smol: tuple[Any, Any]) -> lg.Vocabulary:
+    from logitgate.integrations.transformers import vocabulary_for
+
+    return vocabulary_for(*smol)
+
+
+def _needs_json_schema() -> None:
+    pytest.importorskip("logitgate.frontends.json_schema", reason="JSON Schema frontend not built yet")
+
+
+# -- import hygiene ---------------------------------------------------------------------------
+
+
+def test_import_logitgate_does_not_import_torch() -> None:
+    code = (
+        "import sys, logitgate as lg\n"
+        "assert 'torch' not in sys.modules and 'transformers' not in sys.modules\n"
+        "assert 'logitgate.integrations.transformers' not in sys.modules\n"
+        "assert callable(lg.generate) and 'torch' in sys.modules\n"
+        "from logitgate.generate import GenerationResult\n"
+        "assert callable(lg.generate) and lg.GenerationResult is GenerationResult\n"
+    )
+    subprocess.run([sys.executable, "-W", "ignore", "-c", code], check=True, timeout=120)
+
+
+def test_vocabulary_is_sized_by_the_logits(smol: tuple[Any, Any], vocab: lg.Vocabulary) -> None:
+    from logitgate.integrations.transformers import logits_width, vocabulary_for
+
+    model, tok = smol
+    assert vocab.size == logits_width(model) == model.get_output_embeddings().weight.shape[0]
+    assert vocabulary_for(model, tok) is vocab  # cached
+    assert tok.eos_token_id in vocab.eos_ids
+
+
+# -- generate() -------------------------------------------------------------------------------
+
+
+def test_generate_regex(smol: tuple[Any, Any]) -> None:
+    pattern = r"[0-9]{3}-[0-9]{3}-[0-9]{4}"
+    r = lg.generate(*smol, "Write a US phone number.", regex=pattern, max_tokens=30)
+    assert re.fullmatch(pattern, r.text), r.text
+    assert r.finish_reason == "stop" and r.complete
+    assert r.value is None and r.kind == "text"
+    assert r.prompt_tokens > 5 and r.completion_tokens >= 4
+    t = r.timings
+    assert t.compile_s >= 0 and t.first_token_s > 0 and t.per_token_s > 0 and t.model_s_total > 0
+    assert 0 < t.mask_s_total < t.model_s_total
+
+
+def test_generate_choice_and_messages(smol: tuple[Any, Any]) -> None:
+    choices = ["positive", "negative", "neutral"]
+    msgs = [
+        {"role": "system", "content": "Classify the sentiment."},
+        {"role": "user", "content": "I love this phone, it is wonderful!"},
+    ]
+    r = lg.generate(*smol, msgs, choice=choices, max_tokens=10)
+    assert r.text in choices and r.complete
+    # The grammar admits nothing after a full choice: generation stops without asking for EOS.
+    assert r.forward_passes <= r.completion_tokens
+
+
+def test_generate_ebnf_jump_forward_saves_passes(smol: tuple[Any, Any]) -> None:
+    r = lg.generate(*smol, "Order 4821 was shipped. Give it as JSON.", ebnf=ORDER_GBNF, max_tokens=60, trace=True)
+    doc = json.loads(r.text)
+    assert doc["status"] in {"pending", "shipped", "delivered", "cancelled"} and doc["note"] == "ok"
+    assert r.forced_tokens > 0
+    assert r.forward_passes < r.completion_tokens
+    assert r.forward_passes_saved == r.completion_tokens - r.forward_passes
+    assert sum(s.forced for s in r.trace) == r.forced_tokens
+    assert all(s.allowed > 0 for s in r.trace if not s.forced)
+    assert "".join(s.text for s in r.trace) == r.text
+
+    slow = lg.generate(*smol, "Order 4821 was shipped. Give it as JSON.", ebnf=ORDER_GBNF, max_tokens=60, jump_forward=False)
+    json.loads(slow.text)
+    assert slow.forced_tokens == 0 and slow.forward_passes > r.forward_passes
+
+
+def test_forced_tokens_are_canonical_and_hold_back(smol: tuple[Any, Any], vocab: lg.Vocabulary) -> None:
+    from logitgate.generate import forced_tokens
+
+    _, tok = smol
+    c = lg.Compiler(vocab)
+    # Forced text that ends where the model chooses next: the last token(s) are held back when a
+    # longer vocabulary token could span the boundary (here ' "' / ' "x...' style tokens).
+    m = c.compile_ebnf('root ::= "{\\"name\\": " [a-z]+ "}"').matcher()
+    ids, replaced = forced_tokens(m, vocab, tok, budget=50)
+    assert not replaced
+    full = tok.encode('{"name": ', add_special_tokens=False)
+    assert ids == full[: len(ids)] and 0 < len(ids) < len(full)
+    assert vocab.table.decode(ids) + m.forced_bytes() == b'{"name": '
+    # A forced ending that nothing may follow is taken whole.
+    m = c.compile_choice(["supercalifragilistic"]).matcher()
+    ids, _ = forced_tokens(m, vocab, tok, budget=50)
+    assert ids == tok.encode("supercalifragilistic", add_special_tokens=False) and m.is_terminated()
+    # The budget caps it.
+    m = c.compile_choice(["supercalifragilistic"]).matcher()
+    ids, _ = forced_tokens(m, vocab, tok, budget=1)
+    assert len(ids) == 1 and m.num_accepted == 1
+
+
+def test_forced_tokens_merge_with_the_sampled_token(smol: tuple[Any, Any], vocab: lg.Vocabulary) -> None:
+    from logitgate.generate import forced_tokens
+
+    _, tok = smol
+    m = lg.Compiler(vocab).compile_ebnf('root ::= [a-z] "ello world" [0-9]').matcher()
+    h = tok.encode("h", add_special_tokens=False)
+    assert len(h) == 1 and m.accept(h[0])
+    ids, replaced = forced_tokens(m, vocab, tok, budget=50, last=h[0])
+    canonical = tok.encode("hello world", add_special_tokens=False)
+    assert replaced and ids == canonical[: len(ids)] and ids[0] != h[0]
+    assert vocab.table.decode(ids) + m.forced_bytes() == b"hello world"
+
+
+def test_sampling_is_seeded_and_masked(smol: tuple[Any, Any]) -> None:
+    kw: dict[str, Any] = {"regex": r"[a-z]{2,8}( [a-z]{2,8}){1,3}", "max_tokens": 30, "temperature": 1.3, "top_p": 0.9}
+    a = lg.generate(*smol, "Say something.", seed=7, **kw)
+    b = lg.generate(*smol, "Say something.", seed=7, **kw)
+    assert a.text == b.text and a.token_ids == b.token_ids
+    assert re.fullmatch(kw["regex"], a.text), a.text
+
+
+def test_truncation_is_typed(smol: tuple[Any, Any]) -> None:
+    r = lg.generate(*smol, "Write a long word.", regex=r"[a-z]{60}", max_tokens=3)
+    assert r.finish_reason == "length" and not r.complete
+    assert r.completion_tokens == 3
+    with pytest.raises(lg.TruncatedOutput) as e:
+        _ = r.value
+    assert e.value.text == r.text and re.fullmatch(r"[a-z]+", r.text)
+    assert e.value.code == "truncated" and isinstance(e.value, lg.LogitgateError)
+    with pytest.raises(lg.TruncatedOutput):
+        lg.generate(*smol, "Write a long word.", regex=r"[a-z]{60}", max_tokens=3, parse=True)
+
+
+def test_unconstrained_with_stop(smol: tuple[Any, Any]) -> None:
+    r = lg.generate(*smol, "Count from 1 to 20 separated by commas.", max_tokens=40, stop=["5"])
+    assert "5" not in r.text and r.finish_reason == "stop"
+    assert r.kind == "none" and r.forced_tokens == 0 and r.timings.mask_s_total == 0
+
+
+def test_rejects_two_structures(smol: tuple[Any, Any]) -> None:
+    with pytest.raises(ValueError, match="at most one"):
+        lg.generate(*smol, "x", regex="a", choice=["a"])
+    with pytest.raises(lg.GrammarError):
+        lg.generate(*smol, "x", ebnf="root ::= undefined_rule")
+
+
+def test_generate_json_schema(smol: tuple[Any, Any]) -> None:
+    _needs_json_schema()
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "maxLength": 20},
+            "age": {"type": "integer", "minimum": 0, "maximum": 150},
+        },
+        "required": ["name", "age"],
+        "additionalProperties": False,
+    }
+    r = lg.generate(*smol, "John is 31 years old. Give his name and age as JSON.", json_schema=schema, max_tokens=60)
+    jsonschema.validate(r.value, schema)
+    assert r.kind == "json" and r.forward_passes < r.completion_tokens
+
+    t = lg.generate(*smol, "John is 31 years old.", json_schema=schema, max_tokens=2)
+    assert t.finish_reason == "length"
+    with pytest.raises(lg.TruncatedOutput):
+        _ = t.value
+
+
+def test_generate_pydantic(smol: tuple[Any, Any]) -> None:
+    _needs_json_schema()
+    from pydantic import BaseModel, Field
+
+    class City(BaseModel):
+        name: str = Field(max_length=20)
+        population: int = Field(ge=0)
+
+    r = lg.generate(*smol, "Paris has 2 million people. As JSON.", pydantic=City, max_tokens=60, parse=True)
+    assert isinstance(r.value, City)
+
+
+# -- the LogitsProcessor inside model.generate() ----------------------------------------------
+
+
+def test_logits_processor_batch_of_four(smol: tuple[Any, Any], vocab: lg.Vocabulary) -> None:
+    from transformers import LogitsProcessorList
+
+    from logitgate.integrations.transformers import GrammarLogitsProcessor
+
+    model, tok = smol
+    c = lg.Compiler(vocab)
+    rows = [
+        (r"[0-9]{3}-[0-9]{4}", c.compile_regex(r"[0-9]{3}-[0-9]{4}"), "A phone number?"),
+        (r"(red|green|blue)", c.compile_choice(["red", "green", "blue"]), "What colour is the clear sky on a summer day?"),
+        (r"\[[0-9]{1,2}(,[0-9]{1,2}){0,2}\]", c.compile_ebnf('root ::= "[" n ("," n){0,2} "]"\nn ::= [0-9]{1,2}'), "Primes"),
+        (r"(yes|no)", c.compile_choice(["yes", "no"]), "Is water wet? Answer yes or no, please, short."),
+    ]
+    texts = [
+        tok.apply_chat_template([{"role": "user", "content": p}], tokenize=False, add_generation_prompt=True)
+        for _, _, p in rows
+    ]
+    side = tok.padding_side
+    tok.padding_side = "left"
+    try:
+        batch = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+    finally:
+        tok.padding_side = side
+    assert len(set(batch["attention_mask"].sum(1).tolist())) > 1  # prompts really are padded
+    proc = GrammarLogitsProcessor([g for _, g, _ in rows], pad_token_id=tok.pad_token_id, trace=True)
+    out = model.generate(
+        **batch, logits_processor=LogitsProcessorList([proc]), max_new_tokens=16, do_sample=False, pad_token_id=tok.pad_token_id
+    )
+    width = batch["input_ids"].shape[1]
+    for i, (pattern, _, _) in enumerate(rows):
+        text = tok.decode(out[i, width:], skip_special_tokens=True)
+        assert re.fullmatch(pattern, text), (i, text)
+        assert proc.finished[i]
+    assert proc.trace and all(len(t) == 4 for t in proc.trace)
+
+
+def test_logits_processor_single_grammar_broadcast(smol: tuple[Any, Any], vocab: lg.Vocabulary) -> None:
+    from transformers import LogitsProcessorList
+
+    from logitgate.integrations.transformers import GrammarLogitsProcessor
+
+    model, tok = smol
+    g = lg.Compiler(vocab).compile_regex(r"[A-Z][a-z]{1,9}")
+    ids = tok("Name a city:", return_tensors="pt")
+    proc = GrammarLogitsProcessor(g)
+    out = model.generate(
+        **ids, logits_processor=LogitsProcessorList([proc]), max_new_tokens=8, do_sample=False, pad_token_id=tok.pad_token_id
+    )
+    text = tok.decode(out[0, ids["input_ids"].shape[1] :], skip_special_tokens=True)
+    assert re.fullmatch(r"[A-Z][a-z]{1,9}", text), text
+
+
+# -- CLI --------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def cli_model(smol: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    import logitgate.models
+
+    monkeypatch.setattr(logitgate.models, "load_model", lambda path=None, dtype=None, quiet=False: smol)
+
+
+def test_cli_generate_choice(cli_model: None, capsys: pytest.CaptureFixture[str]) -> None:
+    from logitgate.cli.main import main
+
+    rc = main(["generate", "--choice", "yes,no", "--stats", "--trace", "Is the sky blue?"])
+    out, err = capsys.readouterr()
+    assert rc == 0 and out.strip() in {"yes", "no"}
+    assert "mask overhead" in err and "tokens/s" in err and "forced" in err and "allowed" in err
+
+
+def test_cli_generate_grammar_file(cli_model: None, capsys: pytest.CaptureFixture[str], tmp_path: Any) -> None:
+    from logitgate.cli.main import main
+
+    f = tmp_path / "order.gbnf"
+    f.write_text(ORDER_GBNF)
+    rc = main(["generate", "--grammar", str(f), "Order #4821 is shipped."])
+    out, _ = capsys.readouterr()
+    assert rc == 0 and json.loads(out)["note"] == "ok"
+
+
+def test_cli_generate_truncated(cli_model: None, capsys: pytest.CaptureFixture[str]) -> None:
+    from logitgate.cli.main import EXIT_TRUNCATED, main
+
+    rc = main(["generate", "--regex", "[a-z]{60}", "--max-tokens", "2", "A long word?"])
+    out, err = capsys.readouterr()
+    assert rc == EXIT_TRUNCATED == 3 and out == ""
+    assert "finish_reason=length (truncated)" in err and re.search(r"\n[a-z]+\n", err)
+
+
+def test_cli_generate_schema(cli_model: None, capsys: pytest.CaptureFixture[str]) -> None:
+    _needs_json_schema()
+    from pathlib import Path
+
+    from logitgate.cli.main import main
+
+    schema_file = Path(__file__).resolve().parents[2] / "examples" / "order.json"
+    rc = main(["generate", "--schema", str(schema_file), "Order #4821 for widget and gadget is now shipped."])
+    out, _ = capsys.readouterr()
+    assert rc == 0
+    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema.validate(json.loads(out), json.loads(schema_file.read_text()))
+    assert "\n" not in out.strip()  # compact
+
+
+# -- 20 varied structures, every output parses and validates (slow) ---------------------------
+
+_S = {"type": "string", "maxLength": 16}
+CASES: list[tuple[str, str, Any, dict[str, Any]]] = [
+    ("enum", "What is the order status? It was shipped.", None, {"enum": ["pending", "shipped", "delivered"]}),
+    ("bool", "Is the sun hot? JSON boolean.", None, {"type": "boolean"}),
+    ("int-range", "Pick a number from 1 to 10.", None, {"type": "integer", "minimum": 1, "maximum": 10}),
+    ("number", "What is pi to two decimals?", None, {"type": "number"}),
+    ("person", "Alice is 30.", None, {
+        "type": "object", "properties": {"name": _S, "age": {"type": "integer", "minimum": 0, "maximum": 130}},
+        "required": ["name", "age"], "additionalProperties": False}),
+    ("nested", "Bob lives in Paris, France.", None, {
+        "type": "object", "additionalProperties": False, "required": ["name", "address"],
+        "properties": {"name": _S, "address": {"type": "object", "additionalProperties": False,
+                       "required": ["city", "country"], "properties": {"city": _S, "country": _S}}}}),
+    ("array-bounds", "List two fruits.", None, {"type": "array", "items": _S, "minItems": 2, "maxItems": 3}),
+    ("array-ints", "Three small primes.", None, {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 99},
+                                                 "minItems": 1, "maxItems": 4}),
+    ("unique", "Tags for a cooking blog.", None, {"type": "array", "items": {"enum": ["food", "recipe", "cooking", "baking"]},
+                                                  "minItems": 1, "maxItems": 3}),
+    ("date", "When did WW2 end? ISO date.", None, {"type": "string", "format": "date"}),
+    ("email", "An email address for John.", None, {"type": "string", "format": "email", "maxLength": 40}),
+    ("uuid", "Generate a UUID.", None, {"type": "string", "format": "uuid"}),
+    ("pattern", "A product code like AB-1234.", None, {"type": "string", "pattern": "^[A-Z]{2}-[0-9]{4}$"}),
+    ("recursion", "A tiny tree of categories.", None, {
+        "$defs": {"node": {"type": "object", "additionalProperties": False, "required": ["name", "children"],
+                           "properties": {"name": _S, "children": {"type": "array", "maxItems": 2,
+                                                                   "items": {"$ref": "#/$defs/node"}}}}},
+        "$ref": "#/$defs/node"}),
+    ("anyof", "The answer is 42.", None, {"anyOf": [{"type": "integer", "minimum": 0, "maximum": 1000}, {"type": "null"}]}),
+    ("optional", "A book: Dune by Frank Herbert.", None, {
+        "type": "object", "additionalProperties": False, "required": ["title"],
+        "properties": {"title": _S, "author": _S, "year": {"type": "integer", "minimum": 1000, "maximum": 2100}}}),
+    ("order", "Order #4821 for widget and gadget is now shipped.", None, json.loads(
+        '{"type":"object","additionalProperties":false,"required":["order_id","items","status"],"properties":'
+        '{"order_id":{"type":"integer","minimum":0,"maximum":999999},"items":{"type":"array","items":'
+        '{"type":"string","maxLength":16},"minItems":1,"maxItems":4},"status":{"enum":["pending","shipped",'
+        '"delivered","cancelled"]}}}')),
+    # Non-schema structures whose output is JSON, validated against a schema all the same.
+    ("regex", "A rating from 1 to 5 as JSON.", ("regex", r'\{"rating": [1-5]\}'), {
+        "type": "object", "properties": {"rating": {"type": "integer", "minimum": 1, "maximum": 5}}, "required": ["rating"]}),
+    ("choice", "Is it raining? JSON boolean.", ("choice", ["true", "false"]), {"type": "boolean"}),
+    ("ebnf", "Give a point as JSON.", ("ebnf", 'root ::= "{\\"x\\": " n ", \\"y\\": " n "}"\nn ::= "-"? [0-9]{1,3}'), {
+        "type": "object", "required": ["x", "y"], "properties": {"x": {"type": "integer"}, "y": {"type": "integer"}}}),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "prompt", "structure", "schema"), CASES, ids=[c[0] for c in CASES])
+def test_twenty_structures(smol: tuple[Any, Any], name: str, prompt: str, structure: Any, schema: dict[str, Any]) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    if structure is None:
+        _needs_json_schema()
+        kw: dict[str, Any] = {"json_schema": schema}
+        system = "Answer with JSON that follows this JSON Schema: " + json.dumps(schema)
+    else:
+        kw = {structure[0]: structure[1]}
+        system = "Answer with JSON."
+    msgs = [{"role": "system", "content": system}, {"role": "user", "content": prompt}]
+    r = lg.generate(*smol, msgs, max_tokens=200, **kw)
+    assert r.finish_reason == "stop" and r.complete, (name, r.text)
+    value = json.loads(r.text)
+    if structure is None:
+        assert r.value == value
+    jsonschema.validate(value, schema, format_checker=jsonschema.FormatChecker())
+    assert r.completion_tokens > 0 and r.forward_passes <= r.completion_tokens + 1
+
+
+@pytest.mark.slow
+def test_truncation_on_every_kind(smol: tuple[Any, Any]) -> None:
+    _needs_json_schema()
+    for _, prompt, structure, schema in CASES[4:8]:
+        assert structure is None
+        r = lg.generate(*smol, prompt, json_schema=schema, max_tokens=3)
+        assert r.finish_reason == "length"
+        with pytest.raises(lg.TruncatedOutput):
+            _ = r.value
