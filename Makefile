@@ -37,6 +37,7 @@ test-all: $(BUILD_STAMP)
 lint: $(BUILD_STAMP)
 	$(BIN)/ruff check python tests bench
 	$(BIN)/mypy
+	$(BIN)/python -m mypy.stubtest logitgate._core
 
 # C++ core under AddressSanitizer + UndefinedBehaviorSanitizer, then the unit and differential tests.
 sanitize: $(DEPS_STAMP)

@@ -32,7 +32,7 @@ class CompiledGrammar:
     """
 
     def __init__(
-        self, core: object, grammar: Grammar, vocab: Vocabulary, limits: Limits, dropped: tuple[str, ...] = ()
+        self, core: _core.CompiledGrammar, grammar: Grammar, vocab: Vocabulary, limits: Limits, dropped: tuple[str, ...] = ()
     ) -> None:
         self._core = core
         self.grammar = grammar
@@ -53,7 +53,7 @@ class CompiledGrammar:
     @property
     def num_states(self) -> int:
         """States of the compiled automaton (a size measure)."""
-        return int(self._core.num_states)  # type: ignore[attr-defined]
+        return self._core.num_states
 
     def __repr__(self) -> str:
         return (
