@@ -77,27 +77,25 @@ std::string Matcher::ForcedBytes(int64_t max_bytes) {
 }
 
 // Walks the vocabulary trie in depth-first order, advancing the parser one byte per trie
-// node; a dead node skips its whole subtree. When a node's byte loops the configuration onto
-// itself and every byte below the node does too (string bodies, free text), every token in the
-// subtree is allowed: their bits are set without walking it. Sets text tokens only.
+// node; a dead node skips its whole subtree. Shortcut: when every byte below a node is in
+// the loop set of the node's configuration (ASCII bytes that map it to itself, lead bytes
+// whose characters all lead back to it) and the paths below are valid UTF-8, every token in
+// the subtree is allowed: string bodies and free text cost one bit per token instead of one
+// transition per trie node. Sets text tokens only.
 void Matcher::Walk(int32_t config, uint32_t* words) {
-  // Below this many nodes a subtree is cheaper to walk than to test for the shortcut.
-  constexpr int32_t kSkipMinNodes = 2;
+  constexpr uint64_t kContinuation = 0xFFFFFFFFFFFFFFFFull;  // word 2: bytes 0x80-0xBF
   const Vocabulary& v = *grammar_->vocab;
   const uint8_t* byte = v.trie_byte().data();
   const uint16_t* depth = v.trie_depth().data();
   const int32_t* subtree_end = v.trie_subtree_end().data();
   const int32_t* tok_begin = v.trie_token_begin().data();
   const int32_t* toks = v.trie_tokens().data();
-  const uint64_t* desc = v.trie_descendant_bytes().data();
   const size_t levels = static_cast<size_t>(v.max_token_length()) + 1;
   walk_config_.assign(levels, Parser::kDead);
   walk_row_.assign(levels, nullptr);
   Parser& parser = *parser_;
   walk_config_[0] = config;
   walk_row_[0] = parser.Row(config);
-  int32_t loop_config = -1;  // the configuration whose self-loop set is in loop_lo/loop_hi
-  uint64_t loop_lo = 0, loop_hi = 0;
   const int32_t n = v.trie_size();
   for (int32_t i = 0; i < n;) {
     const int32_t d = depth[i];
@@ -107,12 +105,16 @@ void Matcher::Walk(int32_t config, uint32_t* words) {
       i = subtree_end[i];
       continue;
     }
-    if (c == parent && subtree_end[i] - i >= kSkipMinNodes) {
-      if (loop_config != c) {
-        parser.SelfLoops(c, &loop_lo, &loop_hi);
-        loop_config = c;
-      }
-      if ((desc[2 * i] & ~loop_lo) == 0 && (desc[2 * i + 1] & ~loop_hi) == 0) {
+    const uint64_t* below = v.trie_descendant_bytes(i);
+    // Only where the configuration came back to itself (the node's byte loops, or a whole
+    // character led back to the walk's start): computing a loop set costs a few hundred
+    // transitions, worth it for configurations that have one (string bodies, free text).
+    if (below != nullptr && (c == parent || c == config)) {
+      const uint64_t* loop = parser.LoopSet(c);
+      const bool ascii_only = (below[2] | below[3]) == 0;
+      if ((below[0] & ~loop[0]) == 0 && (below[1] & ~loop[1]) == 0 &&
+          (ascii_only || ((below[2] & ~(loop[2] | kContinuation)) == 0 && (below[3] & ~loop[3]) == 0 &&
+                          v.trie_utf8_below(i)))) {
         for (int32_t k = tok_begin[i]; k < tok_begin[subtree_end[i]]; ++k) {
           words[toks[k] >> 5] |= 1u << (toks[k] & 31);
         }

@@ -157,24 +157,51 @@ int32_t Parser::ComputeLocked(int32_t config, uint8_t b) {
   return next;
 }
 
-void Parser::SelfLoops(int32_t config, uint64_t* lo, uint64_t* hi) {
+// True when every valid UTF-8 character with lead byte `lead` takes `config` back to itself.
+// Follows the (few) distinct configurations reached byte by byte instead of all characters.
+bool Parser::CharsLoop(int32_t config, uint8_t lead) {
+  int need;
+  uint8_t lo, hi;
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    need = 1, lo = 0x80, hi = 0xBF;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    need = 2, lo = lead == 0xE0 ? 0xA0 : 0x80, hi = lead == 0xED ? 0x9F : 0xBF;
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    need = 3, lo = lead == 0xF0 ? 0x90 : 0x80, hi = lead == 0xF4 ? 0x8F : 0xBF;
+  } else {
+    return false;
+  }
+  std::vector<int32_t> level{Next(config, lead)}, next_level;
+  for (int k = 0; k < need; ++k) {
+    next_level.clear();
+    for (int32_t c : level) {
+      if (c == kDead) return false;
+      for (int b = (k == 0 ? lo : 0x80); b <= (k == 0 ? hi : 0xBF); ++b) {
+        int32_t n = Next(c, static_cast<uint8_t>(b));
+        if (std::find(next_level.begin(), next_level.end(), n) == next_level.end()) next_level.push_back(n);
+      }
+    }
+    level.swap(next_level);
+  }
+  return level.size() == 1 && level[0] == config;
+}
+
+const uint64_t* Parser::LoopSet(int32_t config) {
   Block* block = BlockOf(config);
   const int32_t k = config & kBlockMask;
-  if (!block->loops_ready[k].load(std::memory_order_acquire)) {
-    uint64_t w[2] = {0, 0};
-    for (int b = 0; b < 127; ++b) {
-      if (Next(config, static_cast<uint8_t>(b)) == config) w[b >> 6] |= 1ull << (b & 63);
-    }
-    bool high = true;
-    for (int b = 127; b < 256 && high; ++b) high = Next(config, static_cast<uint8_t>(b)) == config;
-    if (high) w[1] |= 1ull << 63;
-    // Racing threads compute the same value; the ready flag is published last.
-    block->loops[2 * k].store(w[0], std::memory_order_relaxed);
-    block->loops[2 * k + 1].store(w[1], std::memory_order_relaxed);
-    block->loops_ready[k].store(1, std::memory_order_release);
+  auto* words = reinterpret_cast<const uint64_t*>(&block->loops[4 * k]);
+  if (block->loops_ready[k].load(std::memory_order_acquire)) return words;
+  uint64_t w[4] = {0, 0, 0, 0};
+  for (int b = 0; b < 0x80; ++b) {
+    if (Next(config, static_cast<uint8_t>(b)) == config) w[b >> 6] |= 1ull << (b & 63);
   }
-  *lo = block->loops[2 * k].load(std::memory_order_relaxed);
-  *hi = block->loops[2 * k + 1].load(std::memory_order_relaxed);
+  for (int b = 0xC2; b <= 0xF4; ++b) {
+    if (CharsLoop(config, static_cast<uint8_t>(b))) w[b >> 6] |= 1ull << (b & 63);
+  }
+  // Racing threads compute the same value; the ready flag is published last.
+  for (int q = 0; q < 4; ++q) block->loops[4 * k + q].store(w[q], std::memory_order_relaxed);
+  block->loops_ready[k].store(1, std::memory_order_release);
+  return words;
 }
 
 void Parser::StoreMask(int32_t config, const uint32_t* words, size_t n_words) {

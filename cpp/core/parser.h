@@ -59,9 +59,11 @@ class Parser {
     return next != kUnknown ? next : ComputeLocked(config, b);
   }
 
-  // Bytes on which `config` steps to itself, as a 128-bit set (bit 127: every byte >= 0x7F).
-  // Computed once per configuration, then read lock-free. Thread-safe.
-  void SelfLoops(int32_t config, uint64_t* lo, uint64_t* hi);
+  // The *loop set* of `config` (4 words, bit b of word b/64): ASCII bytes on which it steps to
+  // itself, and UTF-8 lead bytes L such that every valid character starting with L brings it
+  // back to itself. Continuation bytes are never members. Computed once per configuration,
+  // then read lock-free. Thread-safe.
+  const uint64_t* LoopSet(int32_t config);
 
   // The memoized mask of `config`, or nullptr. Thread-safe.
   const uint32_t* CachedMask(int32_t config) const {
@@ -85,7 +87,7 @@ class Parser {
     std::unique_ptr<std::atomic<int32_t>[]> transitions;  // kBlockSize * num_classes
     std::atomic<uint8_t> flags[kBlockSize];
     std::atomic<const uint32_t*> masks[kBlockSize];
-    std::atomic<uint64_t> loops[2 * kBlockSize];  // SelfLoops, valid once loops_ready is set
+    std::atomic<uint64_t> loops[4 * kBlockSize];  // LoopSet, valid once loops_ready is set
     std::atomic<uint8_t> loops_ready[kBlockSize];
   };
   struct Frame {
@@ -106,6 +108,7 @@ class Parser {
   }
 
   int32_t ComputeLocked(int32_t config, uint8_t b);
+  bool CharsLoop(int32_t config, uint8_t lead);
   void Closure(int32_t state, int32_t frame);
   int32_t Intern(bool accepting);
   int32_t PushFrame(int32_t ret, int32_t parent);

@@ -87,19 +87,65 @@ void Vocabulary::BuildTrie() {
     trie_tokens_.insert(trie_tokens_.end(), node_tokens[i].begin(), node_tokens[i].end());
   }
   trie_token_begin_[node_tokens.size()] = static_cast<int32_t>(trie_tokens_.size());
-  // Descendant byte sets, children before parents (reverse DFS order).
+  ComputeSubtreeSummaries();
+}
+
+namespace {
+
+// UTF-8 decoder states for the trie summaries: kStart (at a boundary), kError, or the number
+// of continuation bytes still expected together with the allowed range of the next one.
+struct Utf8State {
+  int8_t need = 0;  // -1: error
+  uint8_t lo = 0x80, hi = 0xBF;
+};
+
+Utf8State Utf8Step(Utf8State s, uint8_t b) {
+  if (s.need < 0) return s;
+  if (s.need > 0) {
+    if (b < s.lo || b > s.hi) return {-1, 0, 0};
+    return {static_cast<int8_t>(s.need - 1), 0x80, 0xBF};
+  }
+  if (b < 0x80) return {0, 0x80, 0xBF};
+  if (b >= 0xC2 && b <= 0xDF) return {1, 0x80, 0xBF};
+  if (b == 0xE0) return {2, 0xA0, 0xBF};
+  if (b == 0xED) return {2, 0x80, 0x9F};
+  if (b >= 0xE1 && b <= 0xEF) return {2, 0x80, 0xBF};
+  if (b == 0xF0) return {3, 0x90, 0xBF};
+  if (b >= 0xF1 && b <= 0xF3) return {3, 0x80, 0xBF};
+  if (b == 0xF4) return {3, 0x80, 0x8F};
+  return {-1, 0, 0};
+}
+
+}  // namespace
+
+void Vocabulary::ComputeSubtreeSummaries() {
   const int32_t n = static_cast<int32_t>(trie_byte_.size());
-  trie_desc_bytes_.assign(2 * static_cast<size_t>(n), 0);
+  // UTF-8 state of every node's path from the root, top-down (a parent precedes its children).
+  std::vector<Utf8State> state(n);
+  std::vector<Utf8State> by_depth(static_cast<size_t>(max_token_length_) + 1);
+  for (int32_t i = 0; i < n; ++i) {
+    state[i] = Utf8Step(by_depth[trie_depth_[i] - 1], trie_byte_[i]);
+    by_depth[trie_depth_[i]] = state[i];
+  }
+  // Byte sets and validity, bottom-up (children follow their parent in DFS order).
+  trie_desc_index_.assign(n, -1);
+  trie_utf8_below_.assign(n, false);
+  std::vector<bool> all_valid_below(n, true);
   for (int32_t i = n - 1; i >= 0; --i) {
-    uint64_t lo = 0, hi = 0;
+    if (trie_subtree_end_[i] == i + 1) continue;  // leaf
+    uint64_t w[4] = {0, 0, 0, 0};
+    bool valid = true;
     for (int32_t j = i + 1; j < trie_subtree_end_[i]; j = trie_subtree_end_[j]) {
-      int bit = std::min<int>(trie_byte_[j], 127);
-      (bit < 64 ? lo : hi) |= 1ull << (bit & 63);
-      lo |= trie_desc_bytes_[2 * j];
-      hi |= trie_desc_bytes_[2 * j + 1];
+      w[trie_byte_[j] >> 6] |= 1ull << (trie_byte_[j] & 63);
+      if (const int32_t k = trie_desc_index_[j]; k >= 0) {
+        for (int q = 0; q < 4; ++q) w[q] |= trie_desc_bytes_[4 * static_cast<size_t>(k) + q];
+      }
+      valid = valid && state[j].need >= 0 && all_valid_below[j];
     }
-    trie_desc_bytes_[2 * i] = lo;
-    trie_desc_bytes_[2 * i + 1] = hi;
+    all_valid_below[i] = valid;
+    trie_utf8_below_[i] = valid && state[i].need == 0;
+    trie_desc_index_[i] = static_cast<int32_t>(trie_desc_bytes_.size() / 4);
+    trie_desc_bytes_.insert(trie_desc_bytes_.end(), w, w + 4);
   }
 }
 

@@ -38,12 +38,19 @@ class Vocabulary {
   const std::vector<int32_t>& trie_token_begin() const { return trie_token_begin_; }
   const std::vector<int32_t>& trie_tokens() const { return trie_tokens_; }
   int32_t max_token_length() const { return max_token_length_; }
-  // Bytes on the nodes strictly below node i, as a 128-bit set: bit b for b < 127, and bit
-  // 127 for "some byte >= 0x7F". Words [2i] (bits 0-63) and [2i+1] (bits 64-127).
-  const std::vector<uint64_t>& trie_descendant_bytes() const { return trie_desc_bytes_; }
+  // The set of bytes on the nodes strictly below node i (4 words, bit b of word b/64), or
+  // nullptr for leaves. Nodes with children get an entry; leaves need none.
+  const uint64_t* trie_descendant_bytes(int32_t i) const {
+    int32_t k = trie_desc_index_[i];
+    return k < 0 ? nullptr : trie_desc_bytes_.data() + 4 * static_cast<size_t>(k);
+  }
+  // True when node i ends on a UTF-8 character boundary and every path below it continues
+  // with valid UTF-8 (complete characters, possibly ending in a valid partial one).
+  bool trie_utf8_below(int32_t i) const { return trie_utf8_below_[i]; }
 
  private:
   void BuildTrie();
+  void ComputeSubtreeSummaries();
 
   int32_t width_;
   std::vector<std::string> tokens_;
@@ -54,7 +61,9 @@ class Vocabulary {
   std::vector<int32_t> trie_subtree_end_;
   std::vector<int32_t> trie_token_begin_;
   std::vector<int32_t> trie_tokens_;
+  std::vector<int32_t> trie_desc_index_;
   std::vector<uint64_t> trie_desc_bytes_;
+  std::vector<bool> trie_utf8_below_;
   int32_t max_token_length_ = 0;
 };
 
