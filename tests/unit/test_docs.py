@@ -12,7 +12,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 DOC_FILES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 BLOCK = re.compile(r"```python\n(.*?)```", re.S)
-# Blocks that need a model or a real tokenizer object say so on their first line.
+# Blocks that load the embedded model say so on their first line; they run in the slow suite.
 NEEDS_EXTERNAL = "# needs:"
 
 
@@ -25,10 +25,27 @@ def _blocks() -> list[tuple[str, int, str]]:
     return out
 
 
-@pytest.mark.parametrize(("doc", "index", "code"), _blocks(), ids=lambda v: str(v)[:20])
+def _needs_model(code: str) -> bool:
+    return code.lstrip().startswith(NEEDS_EXTERNAL)
+
+
+@pytest.mark.parametrize(
+    ("doc", "index", "code"),
+    [b for b in _blocks() if not _needs_model(b[2])],
+    ids=lambda v: str(v)[:20],
+)
 def test_doc_block_runs(doc: str, index: int, code: str) -> None:
-    if code.lstrip().startswith(NEEDS_EXTERNAL):
-        pytest.skip(code.lstrip().splitlines()[0])
+    exec(compile(code, f"{doc}[block {index}]", "exec"), {"__name__": "__doc_example__"})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("doc", "index", "code"),
+    [b for b in _blocks() if _needs_model(b[2])],
+    ids=lambda v: str(v)[:20],
+)
+def test_doc_block_with_model_runs(doc: str, index: int, code: str) -> None:
+    """Blocks that load the embedded model: run in the slow suite (make test-all)."""
     exec(compile(code, f"{doc}[block {index}]", "exec"), {"__name__": "__doc_example__"})
 
 
