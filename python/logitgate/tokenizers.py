@@ -383,6 +383,9 @@ def _load_hf_source(tokenizer: object) -> tuple[Mapping[str, Any], _HfExtras]:
 
 
 def _json_of(backend: Any) -> Mapping[str, Any]:
+    fast = _fast_json_of(backend)
+    if fast is not None:
+        return fast
     try:
         data = json.loads(backend.to_str())
     except (ValueError, TypeError, AttributeError) as e:
@@ -390,6 +393,40 @@ def _json_of(backend: Any) -> Mapping[str, Any]:
     if not isinstance(data, Mapping):
         raise VocabularyError("tokenizer JSON is not an object")
     return data
+
+
+def _fast_json_of(backend: Any) -> Mapping[str, Any] | None:
+    """The parts of the tokenizer JSON we read, through the ``tokenizers`` object API.
+
+    Serializing a whole tokenizer (``to_str``) and parsing it back costs seconds on 262k
+    vocabularies, mostly for the merges we never read. Returns None when the object does not
+    offer this API (then the full JSON is used).
+    """
+    try:
+        model = backend.model
+        mtype = type(model).__name__
+        if mtype not in ("BPE", "WordLevel", "Unigram", "WordPiece"):
+            return None
+        by_text = backend.get_vocab(with_added_tokens=False)
+        vocab: Any = by_text
+        if mtype == "Unigram":
+            vocab = [[t, 0.0] for t, _ in sorted(by_text.items(), key=lambda kv: kv[1])]
+        model_json: dict[str, Any] = {
+            "type": mtype,
+            "vocab": vocab,
+            "byte_fallback": getattr(model, "byte_fallback", False),
+        }
+        if mtype == "Unigram" and getattr(model, "unk_id", None) is not None:
+            model_json["unk_id"] = model.unk_id
+        added = [
+            {"id": i, "content": a.content, "special": a.special}
+            for i, a in sorted(backend.get_added_tokens_decoder().items())
+        ]
+        decoder = json.loads(backend.decoder.__getstate__()) if backend.decoder is not None else None
+        pre = json.loads(backend.pre_tokenizer.__getstate__()) if backend.pre_tokenizer is not None else None
+    except (AttributeError, TypeError, ValueError):
+        return None
+    return {"model": model_json, "decoder": decoder, "pre_tokenizer": pre, "added_tokens": added}
 
 
 def _decoder_kind(data: Mapping[str, Any]) -> tuple[str, bool]:
