@@ -20,8 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.conformance import jsts  # noqa: E402
-from tests.conformance.common import TOKENIZER_NAMES  # noqa: E402
+from tests.conformance import jsts
+from tests.conformance.common import TOKENIZER_NAMES
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,8 +31,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--files", default="", help="only these files (stems or keys like optional/format/date)")
     ap.add_argument("--jobs", type=int, default=2, help="worker processes (0 = inline, no timeouts)")
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds per case (compile + all its tests)")
-    ap.add_argument("--mask-every", type=int, default=1,
-                    help="check the mask bit against accept every k-th token (0 = never; EOS always by mask)")
+    ap.add_argument(
+        "--mask-every",
+        type=int,
+        default=1,
+        help="check the mask bit against accept every k-th token (0 = never; EOS always by mask)",
+    )
     ap.add_argument("--show", default="under", help="list tests with these results (under, over, compile_error...)")
     ap.add_argument("--no-per-file", action="store_true", help="print only the section totals")
     ap.add_argument("--out", default="bench/results/conformance", help="folder for jsts-<tokenizer>.json")
@@ -45,8 +49,15 @@ def main(argv: list[str] | None = None) -> int:
     any_under = False
     for name in [t for t in args.tokenizer.split(",") if t]:
         t0 = time.monotonic()
-        results = jsts.run_jsts(sections, tokenizer=name, jobs=args.jobs, timeout=args.timeout,
-                                mask_every=args.mask_every, only=only, progress=True)
+        results = jsts.run_jsts(
+            sections,
+            tokenizer=name,
+            jobs=args.jobs,
+            timeout=args.timeout,
+            mask_every=args.mask_every,
+            only=only,
+            progress=True,
+        )
         summary = jsts.summarize(results)
         comparison = jsts.llguidance_comparison(results)
         print(f"\n## JSON-Schema-Test-Suite draft2020-12, tokenizer {name} ({time.monotonic() - t0:.1f}s)\n")
@@ -71,10 +82,18 @@ def main(argv: list[str] | None = None) -> int:
             for (k, i), a, b in sorted(diff)[:30]:
                 print(f"  {k[1]}[{k[2]}] test {i}: {first['name']}={a} {name}={b}")
         path = out_dir / f"jsts-{name}.json"
-        path.write_text(json.dumps({
-            "tokenizer": name, "sections": sections, "summary": summary, "llguidance": comparison,
-            "cases": [{"section": k[0], "file": k[1], "index": k[2], **r} for k, r in sorted(results.items())],
-        }, indent=1))
+        path.write_text(
+            json.dumps(
+                {
+                    "tokenizer": name,
+                    "sections": sections,
+                    "summary": summary,
+                    "llguidance": comparison,
+                    "cases": [{"section": k[0], "file": k[1], "index": k[2], **r} for k, r in sorted(results.items())],
+                },
+                indent=1,
+            )
+        )
         print(f"\nresults: {path}", file=sys.stderr)
     return 1 if any_under else 0
 

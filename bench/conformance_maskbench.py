@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.conformance import maskbench  # noqa: E402
+from tests.conformance import maskbench
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -45,18 +45,27 @@ def main(argv: list[str] | None = None) -> int:
         chosen = {k: v for k, v in chosen.items() if k in keep}
     engines = tuple(e for e in args.engines.split(",") if e)
     t0 = time.monotonic()
-    results = maskbench.run_maskbench(chosen, engines=engines, tokenizer=args.tokenizer, jobs=args.jobs,
-                                      timeout=args.timeout, mask_every=args.mask_every, progress=True)
+    results = maskbench.run_maskbench(
+        chosen,
+        engines=engines,
+        tokenizer=args.tokenizer,
+        jobs=args.jobs,
+        timeout=args.timeout,
+        mask_every=args.mask_every,
+        progress=True,
+    )
     table = maskbench.summarize(results)
     n = sum(len(v) for v in chosen.values())
-    print(f"\n## MaskBench, {n} schemas ({'all' if args.all else f'sample {args.sample}, seed {args.seed}'}), "
-          f"tokenizer {args.tokenizer} ({time.monotonic() - t0:.0f}s)\n")
+    print(
+        f"\n## MaskBench, {n} schemas ({'all' if args.all else f'sample {args.sample}, seed {args.seed}'}), "
+        f"tokenizer {args.tokenizer} ({time.monotonic() - t0:.0f}s)\n"
+    )
     print(maskbench.render_markdown(table))
     print("\ntotals:")
     for e, c in maskbench.totals(table).items():
         print(f"  {e}: {json.dumps(c, sort_keys=True)}")
     lg_res = results.get("logitgate", {})
-    for outcome in ("under", "over", "compile_error", "crash", "timeout"):
+    for outcome in ("under", "over", "compile_error", "runtime_error", "crash", "timeout"):
         rows = [(k, r) for k, r in sorted(lg_res.items()) if r["status"] == outcome]
         if rows:
             print(f"\nlogitgate {outcome}: {len(rows)}")
@@ -70,11 +79,20 @@ def main(argv: list[str] | None = None) -> int:
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"maskbench-{args.tokenizer}.json"
-    path.write_text(json.dumps({
-        "tokenizer": args.tokenizer, "sample": None if args.all else args.sample, "seed": args.seed, "table": table,
-        "results": {e: [{"split": s, "id": i, **r} for (s, i), r in sorted(res.items())]
-                    for e, res in results.items()},
-    }, indent=1))
+    path.write_text(
+        json.dumps(
+            {
+                "tokenizer": args.tokenizer,
+                "sample": None if args.all else args.sample,
+                "seed": args.seed,
+                "table": table,
+                "results": {
+                    e: [{"split": s, "id": i, **r} for (s, i), r in sorted(res.items())] for e, res in results.items()
+                },
+            },
+            indent=1,
+        )
+    )
     print(f"\nresults: {path}", file=sys.stderr)
     return 1 if any(r["status"] == "under" for r in lg_res.values()) else 0
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.conformance import random_walks  # noqa: E402
+from tests.conformance import random_walks
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -37,14 +37,27 @@ def main(argv: list[str] | None = None) -> int:
     bad = False
     for name in [t for t in args.tokenizer.split(",") if t]:
         t0 = time.monotonic()
-        rep = random_walks.run_walks(args.schemas, tokenizer=name, walks=args.walks, max_tokens=args.max_tokens,
-                                     seed=args.seed, jobs=args.jobs, timeout=args.timeout, progress=True)
+        rep = random_walks.run_walks(
+            args.schemas,
+            tokenizer=name,
+            walks=args.walks,
+            max_tokens=args.max_tokens,
+            seed=args.seed,
+            jobs=args.jobs,
+            timeout=args.timeout,
+            progress=True,
+        )
         print(f"\n## Random walks, tokenizer {name} ({time.monotonic() - t0:.0f}s)")
         print(f"schemas walked: {rep['schemas_walked']}; schema outcomes: {json.dumps(rep['schema_status'])}")
         print(f"walks: {json.dumps(rep['walks'], sort_keys=True)}")
+        w = rep["walks"]
+        print(f"special ids (other than EOS) allowed: {w.get('special', 0)} times in {w.get('steps', 0)} masks")
         for key, lines in sorted(rep["bugs"].items()):
             for line in lines:
                 print(f"  {key}: {line}")
+        for key, lines in sorted(rep["notes"].items()):
+            for line in lines:
+                print(f"  note {key}: {line}")
         bad |= rep["schema_status"].get("bug", 0) > 0
         (out_dir / f"walks-{name}.json").write_text(json.dumps(rep, indent=1))
     return 1 if bad else 0

@@ -17,6 +17,7 @@ token::
 from __future__ import annotations
 
 import os as _os
+from typing import Any as _Any
 
 from .errors import (
     GrammarError,
@@ -62,7 +63,7 @@ if not _os.environ.get("LOGITGATE_NO_CORE"):
     from .vocabulary import Vocabulary
 
 
-def __getattr__(name: str) -> object:
+def __getattr__(name: str) -> _Any:
     """Lazy exports that need torch: ``generate`` and ``GenerationResult`` import
     ``logitgate.generate`` (and torch) on first use only."""
     if name in ("generate", "GenerationResult"):

@@ -37,7 +37,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import numpy as np
 import torch
 
 from .compiler import CompiledGrammar, Compiler
@@ -256,11 +255,15 @@ def _compile(
     if sum(given) > 1:
         raise ValueError("give at most one of json_schema, pydantic, regex, ebnf, choice, grammar")
     compiler = compiler_for(vocab)
-    opts = schema_options or {}
+    # Compact JSON by default: fewer tokens, longer forced runs for jump-forward, and no
+    # whitespace for a small model to loop in. ``schema_options`` overrides it.
+    opts = {"whitespace": "compact", **(schema_options or {})}
     if json_schema is not None:
         return compiler.compile_json_schema(json_schema, **opts), "json"
     if pydantic is not None:
-        return compiler.compile_pydantic(pydantic, **opts), "pydantic"
+        # Pydantic ignores unknown fields on input, so output never needs them: strict (no
+        # properties beyond the model's fields) unless schema_options says otherwise.
+        return compiler.compile_pydantic(pydantic, **{"strict": True, **opts}), "pydantic"
     if regex is not None:
         return compiler.compile_regex(regex), "text"
     if ebnf is not None:
@@ -337,6 +340,8 @@ def generate(
     or the tokenizer has none) or a list of ``{"role", "content"}`` messages. ``temperature=0``
     is greedy; otherwise temperature, then top-p, apply to the masked logits; ``seed`` makes
     sampling reproducible. ``stop`` strings end generation (the text is cut before them).
+    JSON Schema / Pydantic output is compact JSON unless ``schema_options`` (passed to
+    :meth:`~logitgate.Compiler.compile_json_schema`) says otherwise.
     ``parse=True`` computes :attr:`GenerationResult.value` at once (raising
     :class:`~logitgate.TruncatedOutput` on truncated output). Without a structure the
     generation is unconstrained. ``trace=True`` records every output token with its mask's

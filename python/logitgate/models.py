@@ -70,7 +70,7 @@ def _convert_gguf(gguf: Path, dest: Path) -> None:
     try:
         tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
         model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
-        model.hf_quantizer = None
+        model.hf_quantizer = None  # type: ignore[assignment]  # the weights are plain tensors now
         if hasattr(model.config, "quantization_config"):
             del model.config.quantization_config
         tok.save_pretrained(str(tmp))

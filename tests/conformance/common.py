@@ -31,16 +31,18 @@ CACHE_DIR = Path(os.path.expanduser("~/.cache/logitgate"))
 TOKENIZER_NAMES = ("bytes", "smollm2", "llama3", "gemma3")
 
 # Outcomes of one schema (or one test-suite case). "passed" needs a compile and every verdict right.
-PASSED, OVER, UNDER, UNSUPPORTED, COMPILE_ERROR, TIMEOUT, CRASH = (
+# "runtime_error": compiled, but the matcher raised while checking an instance (e.g. LimitExceeded).
+PASSED, OVER, UNDER, UNSUPPORTED, COMPILE_ERROR, RUNTIME_ERROR, TIMEOUT, CRASH = (
     "passed",
     "over",
     "under",
     "unsupported",
     "compile_error",
+    "runtime_error",
     "timeout",
     "crash",
 )
-OUTCOMES = (PASSED, OVER, UNDER, UNSUPPORTED, COMPILE_ERROR, TIMEOUT, CRASH)
+OUTCOMES = (PASSED, OVER, UNDER, UNSUPPORTED, COMPILE_ERROR, RUNTIME_ERROR, TIMEOUT, CRASH)
 
 
 def ensure_repo_on_path() -> None:

@@ -29,6 +29,7 @@ from tests.conformance.common import (
     CORPORA_DIR,
     OVER,
     PASSED,
+    RUNTIME_ERROR,
     UNDER,
     UNSUPPORTED,
     LogitgateAdapter,
@@ -102,14 +103,21 @@ def run_case(payload: dict[str, Any]) -> dict[str, Any]:
             "tests": [{"description": t["description"], "valid": t["valid"], "result": status} for t in tests],
         }
     results = []
-    mismatches = []
+    mismatches: list[str] = []
+    runtime_errors: list[str] = []
     for t in tests:
         text = json.dumps(t["data"])
         ids = eng.tok.encode(text)
         if eng.tok.spell(ids) != text.encode("utf-8"):
             results.append({"description": t["description"], "valid": t["valid"], "result": "tokenize_mismatch"})
             continue
-        v = check_ids(eng, compiled, ids, _STATE["mask_every"])
+        try:
+            v = check_ids(eng, compiled, ids, _STATE["mask_every"])
+        except Exception as exc:
+            detail = f"{type(exc).__name__}: {exc}"[:300]
+            results.append({"description": t["description"], "valid": t["valid"], "result": RUNTIME_ERROR})
+            runtime_errors.append(detail)
+            continue
         if v.mask_mismatch:
             mismatches.append(f"{text[:80]}: {v.mask_mismatch}")
         if v.accepted == bool(t["valid"]):
@@ -121,8 +129,10 @@ def run_case(payload: dict[str, Any]) -> dict[str, Any]:
             row["text"] = text[:200]
         results.append(row)
     counts = Counter(r["result"] for r in results)
-    status = UNDER if counts["under"] else OVER if counts["over"] else PASSED
+    status = UNDER if counts["under"] else OVER if counts["over"] else RUNTIME_ERROR if runtime_errors else PASSED
     out: dict[str, Any] = {"status": status, "tests": results}
+    if runtime_errors:
+        out["detail"] = runtime_errors[0]
     if mismatches:
         out["mask_mismatch"] = mismatches[:5]
     return out
@@ -198,20 +208,24 @@ def llguidance_comparison(results: dict[tuple[str, str, int], dict[str, Any]]) -
                     sec["matched_tests"] += 1
                     sec["llg_pass_matched"] += st == "pass"
                     sec["ours_pass_matched"] += ours == "pass"
+    per_file = {fk: sum(st == "pass" for tests in cases.values() for st in tests.values()) for fk, cases in llg.items()}
     for sec in out.values():
         sec["llg_tests"] = dict(sec["llg_tests"])
         sec["llg_cases"] = dict(sec["llg_cases"])
+    out["_per_file_llg_pass"] = per_file
     return out
 
 
 def render_markdown(summary: dict[str, Any], comparison: dict[str, Any], per_file: bool = True) -> str:
-    cols = (PASSED, OVER, UNDER, UNSUPPORTED, COMPILE_ERROR, "timeout", "crash")
+    cols = (PASSED, OVER, UNDER, UNSUPPORTED, COMPILE_ERROR, RUNTIME_ERROR, "timeout", "crash")
     lines = []
+    llg_file = comparison.get("_per_file_llg_pass", {})
+    comparison = {k: v for k, v in comparison.items() if not k.startswith("_")}
     if per_file:
         lines += [
-            "| file | cases | passed | over | under | unsupported | compile_error | timeout | crash "
-            "| tests pass/total |",
-            "|---|---|---|---|---|---|---|---|---|---|",
+            "| file | cases | passed | over | under | unsupported | compile_error | runtime_error | timeout | crash "
+            "| tests pass/total | llguidance tests pass |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for fk, b in summary["files"].items():
             c = b["cases"]
@@ -219,14 +233,14 @@ def render_markdown(summary: dict[str, Any], comparison: dict[str, Any], per_fil
             lines.append(
                 f"| {fk} | {sum(c.values())} | "
                 + " | ".join(str(c.get(k, 0)) for k in cols)
-                + f" | {t.get('pass', 0)}/{sum(t.values())} |"
+                + f" | {t.get('pass', 0)}/{sum(t.values())} | {llg_file.get(fk, 'n/a')} |"
             )
         lines.append("")
     lines += [
-        "| section | cases | passed | over | under | unsupported | compile_error | timeout | crash "
+        "| section | cases | passed | over | under | unsupported | compile_error | runtime_error | timeout | crash "
         "| tests: pass | over | under | total | llguidance tests: pass / total | llguidance cases passed "
         "| matched tests: ours pass vs llguidance pass |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     total_c: Counter[str] = Counter()
     total_t: Counter[str] = Counter()

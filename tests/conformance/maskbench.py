@@ -31,6 +31,7 @@ from tests.conformance.common import (
     CORPORA_DIR,
     OVER,
     PASSED,
+    RUNTIME_ERROR,
     UNDER,
     UNSUPPORTED,
     LogitgateAdapter,
@@ -161,7 +162,10 @@ def run_schema(payload: dict[str, Any]) -> dict[str, Any]:
         if tok.spell(ids) != text.encode("utf-8"):
             counts["tokenize_mismatch"] += 1
             continue
-        v = check_ids(eng, compiled, ids, _STATE["mask_every"])
+        try:
+            v = check_ids(eng, compiled, ids, _STATE["mask_every"])
+        except Exception as exc:
+            return {"status": RUNTIME_ERROR, "detail": f"{type(exc).__name__}: {exc}"[:300], "tests": dict(counts)}
         if v.mask_mismatch:
             mismatch.append(v.mask_mismatch)
         if v.accepted == valid:
@@ -234,14 +238,14 @@ def summarize(results: dict[str, dict[tuple[str, str], dict[str, Any]]]) -> dict
 
 
 def render_markdown(table: dict[str, Any]) -> str:
-    """One row per split; per engine: pass, over, under, unsup, err (= compile_error + timeout + crash,
+    """One row per split; per engine: pass, over, under, unsup, err (= compile/runtime error, timeout, crash;
     broken down in the totals)."""
     engines = [e for e in table if e != "llguidance_expected"]
     all_splits = sorted({s for e in engines for s in table[e]})
     cols = ("pass", "over", "under", "unsup", "err")
 
     def cells(c: dict[str, int]) -> list[str]:
-        err = c.get(COMPILE_ERROR, 0) + c.get("timeout", 0) + c.get("crash", 0)
+        err = c.get(COMPILE_ERROR, 0) + c.get(RUNTIME_ERROR, 0) + c.get("timeout", 0) + c.get("crash", 0)
         return [str(c.get(PASSED, 0)), str(c.get(OVER, 0)), str(c.get(UNDER, 0)), str(c.get(UNSUPPORTED, 0)), str(err)]
 
     head = ["split", "n"] + [f"{e} {c}" for e in engines for c in cols]

@@ -181,9 +181,61 @@ def _finish(compiled: Any, m: Any, text: bytes, deadline: float) -> tuple[bytes,
     return text, False, "completion too long"
 
 
+def _walk(
+    compiled: Any,
+    rng: random.Random,
+    special: np.ndarray,
+    eos: np.ndarray,
+    width: int,
+    deadline: float,
+    counts: Counter[str],
+    bugs: list[str],
+) -> tuple[bytes, bool]:
+    """One walk; returns (output, completed). Bug observations go to ``counts``/``bugs``."""
+    from logitgate.masks import mask_to_bool
+
+    eng: LogitgateAdapter = _STATE["eng"]
+    tok = eng.tok
+    cfg = _STATE["cfg"]
+    m = eng.matcher(compiled)
+    text = b""
+    done = False
+    for _step in range(int(cfg.get("max_tokens", 64))):
+        eng.fill(m)
+        counts["steps"] += 1
+        allowed = mask_to_bool(eng.mask[0], width)
+        if special.size and allowed[special].any():
+            counts["special"] += 1
+            bugs.append(f"special id allowed after {text[:200]!r}: {special[allowed[special]][:5].tolist()}")
+        ids = np.flatnonzero(allowed)
+        if ids.size == 0:
+            counts["stuck"] += 1
+            bugs.append(f"stuck (nothing allowed) after {text[:300]!r}")
+            break
+        tid = int(ids[rng.randrange(ids.size)])
+        if tid in eos:
+            done = True
+            break
+        if not eng.accept(m, tid):
+            counts["mask_mismatch"] += 1
+            bugs.append(f"allowed token {tid} refused after {text[:200]!r}")
+            break
+        text += tok.vocab.token_bytes(tid) or b""
+    else:
+        try:
+            text, done, why = _finish(compiled, m, text, deadline)
+        except Exception as exc:
+            done, why = False, f"{type(exc).__name__}: {exc}"
+        if not done:
+            counts["truncated"] += 1
+            if why.startswith("reference rejects") or why.startswith("byte"):
+                bugs.append(f"finish: {why}: {text[:200]!r}")
+                counts["finish_disagreement"] += 1
+    return text, done
+
+
 def run_schema(payload: dict[str, Any]) -> dict[str, Any]:
     """Compiles and walks one schema; result counts plus the outputs that failed."""
-    from logitgate.masks import mask_to_bool
 
     eng: LogitgateAdapter = _STATE["eng"]
     cfg = _STATE["cfg"]
@@ -201,41 +253,15 @@ def run_schema(payload: dict[str, Any]) -> dict[str, Any]:
     eos = np.array(tok.eos, dtype=np.int64)
     counts: Counter[str] = Counter()
     bugs: list[str] = []
+    notes: list[str] = []
     deadline = time.monotonic() + float(cfg.get("walk_budget", 20.0))
     for _w in range(int(cfg.get("walks", 2))):
-        m = eng.matcher(compiled)
-        text = b""
-        done = False
-        for _step in range(int(cfg.get("max_tokens", 64))):
-            eng.fill(m)
-            allowed = mask_to_bool(eng.mask[0], width)
-            if special.size and allowed[special].any():
-                counts["special"] += 1
-                bugs.append(f"special id allowed after {text[:200]!r}: {special[allowed[special]][:5].tolist()}")
-            ids = np.flatnonzero(allowed)
-            if ids.size == 0:
-                counts["stuck"] += 1
-                bugs.append(f"stuck (nothing allowed) after {text[:300]!r}")
-                break
-            tid = int(ids[rng.randrange(ids.size)])
-            if tid in eos:
-                done = True
-                break
-            if not eng.accept(m, tid):
-                counts["mask_mismatch"] += 1
-                bugs.append(f"allowed token {tid} refused after {text[:200]!r}")
-                break
-            text += tok.vocab.token_bytes(tid) or b""
-        else:
-            try:
-                text, done, why = _finish(compiled, m, text, deadline)
-            except Exception as exc:
-                done, why = False, f"{type(exc).__name__}: {exc}"
-            if not done:
-                counts["truncated"] += 1
-                if why.startswith("reference rejects") or why.startswith("byte"):
-                    bugs.append(f"finish: {why}: {text[:200]!r}")
-                    counts["finish_disagreement"] += 1
+        try:
+            text, done = _walk(compiled, rng, special, eos, width, deadline, counts, bugs)
+        except Exception as exc:  # a matcher limit (e.g. LimitExceeded): counted, not a validity verdict
+            counts["runtime_error"] += 1
+            bugs.append(f"runtime error (not counted as a bug): {type(exc).__name__}: {exc}"[:300])
+            continue
         if not done:
             continue
         counts["completed"] += 1
@@ -254,6 +280,7 @@ def run_schema(payload: dict[str, Any]) -> dict[str, Any]:
             continue
         if pairs_seen:
             counts["duplicate_keys"] += 1
+            notes.append(f"duplicate keys: {text[:300]!r}")
         try:
             errors = validate(schema, value)
         except Exception as exc:
@@ -267,7 +294,7 @@ def run_schema(payload: dict[str, Any]) -> dict[str, Any]:
             counts["valid"] += 1
     bug_kinds = ("invalid", "not_json", "stuck", "special", "mask_mismatch", "finish_disagreement")
     status = "bug" if any(counts[k] for k in bug_kinds) else "ok"
-    return {"status": status, "counts": dict(counts), "bugs": bugs[:5]}
+    return {"status": status, "counts": dict(counts), "bugs": bugs[:5], "notes": notes[:3]}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -311,13 +338,18 @@ def run_walks(
     totals: Counter[str] = Counter()
     statuses: Counter[str] = Counter()
     bugs: dict[str, list[str]] = {}
+    notes: dict[str, list[str]] = {}
     for key, res in run_pool(
         "tests.conformance.random_walks:run_schema", tasks(), jobs=jobs, timeout=timeout, progress=cb, init=init
     ):
+        if walked >= n_schemas:  # a result prefetched past the quota
+            continue
         statuses[res["status"]] += 1
-        if res["status"] in ("ok", "bug") and walked < n_schemas:
+        if res["status"] in ("ok", "bug"):
             walked += 1
             totals.update(res.get("counts", {}))
+        if res.get("notes"):
+            notes[key] = res["notes"]
         if res.get("bugs"):
             bugs[key] = res["bugs"]
         elif res["status"] in ("timeout", "crash"):
@@ -327,6 +359,7 @@ def run_walks(
         "schema_status": dict(statuses),
         "walks": dict(totals),
         "bugs": bugs,
+        "notes": notes,
         "tokenizer": tokenizer,
         "walks_per_schema": walks,
         "max_tokens": max_tokens,

@@ -110,7 +110,9 @@ def test_generate_ebnf_jump_forward_saves_passes(smol: tuple[Any, Any]) -> None:
     assert all(s.allowed > 0 for s in r.trace if not s.forced)
     assert "".join(s.text for s in r.trace) == r.text
 
-    slow = lg.generate(*smol, "Order 4821 was shipped. Give it as JSON.", ebnf=ORDER_GBNF, max_tokens=60, jump_forward=False)
+    slow = lg.generate(
+        *smol, "Order 4821 was shipped. Give it as JSON.", ebnf=ORDER_GBNF, max_tokens=60, jump_forward=False
+    )
     json.loads(slow.text)
     assert slow.forced_tokens == 0 and slow.forward_passes > r.forward_passes
 
@@ -230,8 +232,16 @@ def test_logits_processor_batch_of_four(smol: tuple[Any, Any], vocab: lg.Vocabul
     c = lg.Compiler(vocab)
     rows = [
         (r"[0-9]{3}-[0-9]{4}", c.compile_regex(r"[0-9]{3}-[0-9]{4}"), "A phone number?"),
-        (r"(red|green|blue)", c.compile_choice(["red", "green", "blue"]), "What colour is the clear sky on a summer day?"),
-        (r"\[[0-9]{1,2}(,[0-9]{1,2}){0,2}\]", c.compile_ebnf('root ::= "[" n ("," n){0,2} "]"\nn ::= [0-9]{1,2}'), "Primes"),
+        (
+            r"(red|green|blue)",
+            c.compile_choice(["red", "green", "blue"]),
+            "What colour is the clear sky on a summer day?",
+        ),
+        (
+            r"\[[0-9]{1,2}(,[0-9]{1,2}){0,2}\]",
+            c.compile_ebnf('root ::= "[" n ("," n){0,2} "]"\nn ::= [0-9]{1,2}'),
+            "Primes",
+        ),
         (r"(yes|no)", c.compile_choice(["yes", "no"]), "Is water wet? Answer yes or no, please, short."),
     ]
     texts = [
@@ -247,7 +257,11 @@ def test_logits_processor_batch_of_four(smol: tuple[Any, Any], vocab: lg.Vocabul
     assert len(set(batch["attention_mask"].sum(1).tolist())) > 1  # prompts really are padded
     proc = GrammarLogitsProcessor([g for _, g, _ in rows], pad_token_id=tok.pad_token_id, trace=True)
     out = model.generate(
-        **batch, logits_processor=LogitsProcessorList([proc]), max_new_tokens=16, do_sample=False, pad_token_id=tok.pad_token_id
+        **batch,
+        logits_processor=LogitsProcessorList([proc]),
+        max_new_tokens=16,
+        do_sample=False,
+        pad_token_id=tok.pad_token_id,
     )
     width = batch["input_ids"].shape[1]
     for i, (pattern, _, _) in enumerate(rows):
@@ -267,7 +281,11 @@ def test_logits_processor_single_grammar_broadcast(smol: tuple[Any, Any], vocab:
     ids = tok("Name a city:", return_tensors="pt")
     proc = GrammarLogitsProcessor(g)
     out = model.generate(
-        **ids, logits_processor=LogitsProcessorList([proc]), max_new_tokens=8, do_sample=False, pad_token_id=tok.pad_token_id
+        **ids,
+        logits_processor=LogitsProcessorList([proc]),
+        max_new_tokens=8,
+        do_sample=False,
+        pad_token_id=tok.pad_token_id,
     )
     text = tok.decode(out[0, ids["input_ids"].shape[1] :], skip_special_tokens=True)
     assert re.fullmatch(r"[A-Z][a-z]{1,9}", text), text
@@ -334,48 +352,126 @@ CASES: list[tuple[str, str, Any, dict[str, Any]]] = [
     ("bool", "Is the sun hot? JSON boolean.", None, {"type": "boolean"}),
     ("int-range", "Pick a number from 1 to 10.", None, {"type": "integer", "minimum": 1, "maximum": 10}),
     ("number", "What is pi to two decimals?", None, {"type": "number"}),
-    ("person", "Alice is 30.", None, {
-        "type": "object", "properties": {"name": _S, "age": {"type": "integer", "minimum": 0, "maximum": 130}},
-        "required": ["name", "age"], "additionalProperties": False}),
-    ("nested", "Bob lives in Paris, France.", None, {
-        "type": "object", "additionalProperties": False, "required": ["name", "address"],
-        "properties": {"name": _S, "address": {"type": "object", "additionalProperties": False,
-                       "required": ["city", "country"], "properties": {"city": _S, "country": _S}}}}),
+    (
+        "person",
+        "Alice is 30.",
+        None,
+        {
+            "type": "object",
+            "properties": {"name": _S, "age": {"type": "integer", "minimum": 0, "maximum": 130}},
+            "required": ["name", "age"],
+            "additionalProperties": False,
+        },
+    ),
+    (
+        "nested",
+        "Bob lives in Paris, France.",
+        None,
+        {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["name", "address"],
+            "properties": {
+                "name": _S,
+                "address": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["city", "country"],
+                    "properties": {"city": _S, "country": _S},
+                },
+            },
+        },
+    ),
     ("array-bounds", "List two fruits.", None, {"type": "array", "items": _S, "minItems": 2, "maxItems": 3}),
-    ("array-ints", "Three small primes.", None, {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 99},
-                                                 "minItems": 1, "maxItems": 4}),
-    ("unique", "Tags for a cooking blog.", None, {"type": "array", "items": {"enum": ["food", "recipe", "cooking", "baking"]},
-                                                  "minItems": 1, "maxItems": 3}),
+    (
+        "array-ints",
+        "Three small primes.",
+        None,
+        {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 99}, "minItems": 1, "maxItems": 4},
+    ),
+    (
+        "unique",
+        "Tags for a cooking blog.",
+        None,
+        {"type": "array", "items": {"enum": ["food", "recipe", "cooking", "baking"]}, "minItems": 1, "maxItems": 3},
+    ),
     ("date", "When did WW2 end? ISO date.", None, {"type": "string", "format": "date"}),
     ("email", "An email address for John.", None, {"type": "string", "format": "email", "maxLength": 40}),
     ("uuid", "Generate a UUID.", None, {"type": "string", "format": "uuid"}),
     ("pattern", "A product code like AB-1234.", None, {"type": "string", "pattern": "^[A-Z]{2}-[0-9]{4}$"}),
-    ("recursion", "A tiny tree of categories.", None, {
-        "$defs": {"node": {"type": "object", "additionalProperties": False, "required": ["name", "children"],
-                           "properties": {"name": _S, "children": {"type": "array", "maxItems": 2,
-                                                                   "items": {"$ref": "#/$defs/node"}}}}},
-        "$ref": "#/$defs/node"}),
-    ("anyof", "The answer is 42.", None, {"anyOf": [{"type": "integer", "minimum": 0, "maximum": 1000}, {"type": "null"}]}),
-    ("optional", "A book: Dune by Frank Herbert.", None, {
-        "type": "object", "additionalProperties": False, "required": ["title"],
-        "properties": {"title": _S, "author": _S, "year": {"type": "integer", "minimum": 1000, "maximum": 2100}}}),
-    ("order", "Order #4821 for widget and gadget is now shipped.", None, json.loads(
-        '{"type":"object","additionalProperties":false,"required":["order_id","items","status"],"properties":'
-        '{"order_id":{"type":"integer","minimum":0,"maximum":999999},"items":{"type":"array","items":'
-        '{"type":"string","maxLength":16},"minItems":1,"maxItems":4},"status":{"enum":["pending","shipped",'
-        '"delivered","cancelled"]}}}')),
+    (
+        "recursion",
+        "A tiny tree of categories.",
+        None,
+        {
+            "$defs": {
+                "node": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["name", "children"],
+                    "properties": {
+                        "name": _S,
+                        "children": {"type": "array", "maxItems": 2, "items": {"$ref": "#/$defs/node"}},
+                    },
+                }
+            },
+            "$ref": "#/$defs/node",
+        },
+    ),
+    (
+        "anyof",
+        "The answer is 42.",
+        None,
+        {"anyOf": [{"type": "integer", "minimum": 0, "maximum": 1000}, {"type": "null"}]},
+    ),
+    (
+        "optional",
+        "A book: Dune by Frank Herbert.",
+        None,
+        {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["title"],
+            "properties": {"title": _S, "author": _S, "year": {"type": "integer", "minimum": 1000, "maximum": 2100}},
+        },
+    ),
+    (
+        "order",
+        "Order #4821 for widget and gadget is now shipped.",
+        None,
+        json.loads(
+            '{"type":"object","additionalProperties":false,"required":["order_id","items","status"],"properties":'
+            '{"order_id":{"type":"integer","minimum":0,"maximum":999999},"items":{"type":"array","items":'
+            '{"type":"string","maxLength":16},"minItems":1,"maxItems":4},"status":{"enum":["pending","shipped",'
+            '"delivered","cancelled"]}}}'
+        ),
+    ),
     # Non-schema structures whose output is JSON, validated against a schema all the same.
-    ("regex", "A rating from 1 to 5 as JSON.", ("regex", r'\{"rating": [1-5]\}'), {
-        "type": "object", "properties": {"rating": {"type": "integer", "minimum": 1, "maximum": 5}}, "required": ["rating"]}),
+    (
+        "regex",
+        "A rating from 1 to 5 as JSON.",
+        ("regex", r'\{"rating": [1-5]\}'),
+        {
+            "type": "object",
+            "properties": {"rating": {"type": "integer", "minimum": 1, "maximum": 5}},
+            "required": ["rating"],
+        },
+    ),
     ("choice", "Is it raining? JSON boolean.", ("choice", ["true", "false"]), {"type": "boolean"}),
-    ("ebnf", "Give a point as JSON.", ("ebnf", 'root ::= "{\\"x\\": " n ", \\"y\\": " n "}"\nn ::= "-"? [0-9]{1,3}'), {
-        "type": "object", "required": ["x", "y"], "properties": {"x": {"type": "integer"}, "y": {"type": "integer"}}}),
+    (
+        "ebnf",
+        "Give a point as JSON.",
+        ("ebnf", 'root ::= "{\\"x\\": " n ", \\"y\\": " n "}"\nn ::= "-"? [0-9]{1,3}'),
+        {"type": "object", "required": ["x", "y"], "properties": {"x": {"type": "integer"}, "y": {"type": "integer"}}},
+    ),
 ]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("name", "prompt", "structure", "schema"), CASES, ids=[c[0] for c in CASES])
-def test_twenty_structures(smol: tuple[Any, Any], name: str, prompt: str, structure: Any, schema: dict[str, Any]) -> None:
+def test_twenty_structures(
+    smol: tuple[Any, Any], name: str, prompt: str, structure: Any, schema: dict[str, Any]
+) -> None:
     jsonschema = pytest.importorskip("jsonschema")
     if structure is None:
         _needs_json_schema()

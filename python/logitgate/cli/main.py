@@ -161,7 +161,7 @@ def _messages(args: argparse.Namespace, schema: object | None) -> list[dict[str,
             schema, separators=(",", ":")
         )
     msgs = [{"role": "system", "content": system}] if system else []
-    return msgs + [{"role": "user", "content": args.prompt}]
+    return [*msgs, {"role": "user", "content": args.prompt}]
 
 
 def cmd_generate(args: argparse.Namespace) -> int:

@@ -44,7 +44,10 @@ from logitgate.limits import Limits
 __all__ = ["schema_to_grammar"]
 
 _DEFAULT_BASE = "https://logitgate.invalid/schema.json"
-_ALL_TYPES = frozenset({"null", "boolean", "object", "array", "string", "number", "integer"})
+# Internal type tokens: "number" is split into "integer" and "fraction" (non-integral numbers),
+# so that type sets intersect and complement exactly.
+_ALL_TYPES = frozenset({"null", "boolean", "object", "array", "string", "integer", "fraction"})
+_PUBLIC_TYPES = frozenset({"null", "boolean", "object", "array", "string", "number", "integer"})
 _EMPTY_LANG = Alt(())
 _ANNOTATIONS = frozenset(
     {
@@ -69,8 +72,14 @@ _ANNOTATIONS = frozenset(
         "contentSchema",
     }
 )
-# Keywords whose values are data, never schemas (the index walk does not look inside).
-_DATA_KEYWORDS = frozenset({"enum", "const", "examples", "default"})
+# Where sub-schemas live (the index walks only these: an "$id" inside an unknown keyword or in
+# data is not an identifier).
+_SCHEMA_MAPS = frozenset({"$defs", "definitions", "properties", "patternProperties", "dependentSchemas", "dependencies"})
+_SCHEMA_LISTS = frozenset({"allOf", "anyOf", "oneOf", "prefixItems", "items"})
+_SCHEMA_VALUES = frozenset({
+    "not", "if", "then", "else", "items", "additionalItems", "additionalProperties", "contains", "propertyNames",
+    "unevaluatedItems", "unevaluatedProperties", "contentSchema",
+})
 _MAX_BRANCHES = 256  # disjunction product bound per schema set
 _MAX_RULES = 200_000
 _MAX_ORDER_ANY = 8  # property_order="any" tracks subsets of at most this many known properties
@@ -97,7 +106,7 @@ def _json_type(v: Any) -> str:
     if isinstance(v, int):
         return "integer"
     if isinstance(v, float):
-        return "integer" if v.is_integer() else "number"
+        return "integer" if v.is_integer() else "fraction"
     if isinstance(v, str):
         return "string"
     if isinstance(v, list):
@@ -133,6 +142,40 @@ def _json_eq(a: Any, b: Any) -> bool:
 
 def _fraction(v: Any) -> Fraction:
     return Fraction(v)
+
+
+_BIG = Fraction(10**30)
+_FRAC_DIGITS = 40
+
+
+def _short_bound(x: float, up: bool) -> Fraction:
+    """A short decimal bound at least as tight as the double ``x`` (up: a lower bound, rounded
+    up; else an upper bound, rounded down). Starts from repr(x) -- the shortest decimal that
+    parses back to x, so comparing parsed doubles agrees -- then caps magnitude at 1e30 and the
+    fraction at 40 digits, both in the tightening direction (sound; texts beyond are rare)."""
+    r = Fraction(repr(x))
+    if up:
+        r = max(r, -_BIG)
+        scaled = r * 10**_FRAC_DIGITS
+        return Fraction(-((-scaled.numerator) // scaled.denominator), 10**_FRAC_DIGITS)
+    r = min(r, _BIG)
+    scaled = r * 10**_FRAC_DIGITS
+    return Fraction(scaled.numerator // scaled.denominator, 10**_FRAC_DIGITS)
+
+
+def _dec_parts(v: Fraction) -> tuple[int, str]:
+    """Integer part and fraction digits of a non-negative finite decimal (binary fractions are)."""
+    ip = v.numerator // v.denominator
+    rem = v - ip
+    out: list[str] = []
+    while rem:
+        rem *= 10
+        d = rem.numerator // rem.denominator
+        out.append(str(d))
+        rem -= d
+        if len(out) > 1200:
+            raise LimitExceeded("max_repeat", 1200, "bound with too many decimal digits")
+    return ip, "".join(out)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -175,9 +218,16 @@ class _Index:
                     self.anchors.setdefault(base + "#" + anchor, (node, ptr))
             self.info.setdefault(id(node), (node, ptr, base))
             for k, v in node.items():
-                if k in _DATA_KEYWORDS or not isinstance(v, (dict, list)):
-                    continue
-                stack.append((v, _ptr_join(ptr, k), base, depth + 1))
+                if k in _SCHEMA_MAPS and isinstance(v, dict):
+                    for name, sub in v.items():
+                        if isinstance(sub, dict):
+                            stack.append((sub, _ptr_join(ptr, k, name), base, depth + 1))
+                elif k in _SCHEMA_LISTS and isinstance(v, list):
+                    for i, sub in enumerate(v):
+                        if isinstance(sub, dict):
+                            stack.append((sub, _ptr_join(ptr, k, i), base, depth + 1))
+                elif k in _SCHEMA_VALUES and isinstance(v, dict):
+                    stack.append((v, _ptr_join(ptr, k), base, depth + 1))
 
     def atom(self, schema: Any, pointer: str, base: str) -> int:
         """Atom of a schema value met at ``pointer`` (registers values found through $ref)."""
@@ -415,9 +465,10 @@ _DATE_RE = (
     r"(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-8]))"
     r"|(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:0[48]|[2468][048]|[13579][26])00)-02-29"
 )
+# A leap second only at 23:59:60 UTC (offset Z or +-00:00): stricter than RFC 3339 allows.
 _TIME_RE = (
-    r"(?:(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]|23:59:60)(?:\.[0-9]+)?"
-    r"(?:[zZ]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])"
+    r"(?:(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]+)?(?:[zZ]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])"
+    r"|23:59:60(?:\.[0-9]+)?(?:[zZ]|[+-]00:00))"
 )
 _DEC_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])"
 _IPV4_RE = rf"{_DEC_OCTET}(?:\.{_DEC_OCTET}){{3}}"
@@ -429,8 +480,11 @@ _IPV6_RE = (
     rf"|(?:(?:{_H16}:){{0,3}}{_H16})?::{_H16}:{_LS32}|(?:(?:{_H16}:){{0,4}}{_H16})?::{_LS32}"
     rf"|(?:(?:{_H16}:){{0,5}}{_H16})?::{_H16}|(?:(?:{_H16}:){{0,6}}{_H16})?::)"
 )
-_LABEL63 = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
-_LABEL30 = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,28}[A-Za-z0-9])?"
+# Labels never carry "--" at positions 3-4 (IDNA A-labels "xn--" are rejected, not checked).
+_AN = "[A-Za-z0-9]"
+_LDH = "[A-Za-z0-9-]"
+_LABEL63 = rf"(?:{_AN}(?:{_LDH}?{_AN})?|{_AN}{_LDH}{{2}}{_AN}|{_AN}{_LDH}(?:{_AN}{_LDH}|-{_AN}){_LDH}{{0,58}}{_AN})"
+_LABEL30 = rf"(?:{_AN}(?:{_LDH}?{_AN})?|{_AN}{_LDH}{{2}}{_AN}|{_AN}{_LDH}(?:{_AN}{_LDH}|-{_AN}){_LDH}{{0,25}}{_AN})"
 # At most 253 characters: up to 3 labels of 63, or up to 8 labels of 30 (both bounded below 253).
 _HOSTNAME_RE = rf"(?:{_LABEL63}(?:\.{_LABEL63}){{0,2}}|{_LABEL30}(?:\.{_LABEL30}){{0,7}})"
 _UNRESERVED = r"A-Za-z0-9\-._~"
@@ -456,9 +510,9 @@ _FORMATS: dict[str, str] = {
     "time": _TIME_RE,
     "date-time": rf"(?:{_DATE_RE})[tT]{_TIME_RE}",
     "duration": (
-        r"P(?:(?:[0-9]+Y(?:[0-9]+M)?(?:[0-9]+D)?|[0-9]+M(?:[0-9]+D)?|[0-9]+D)"
-        r"(?:T(?:[0-9]+H(?:[0-9]+M)?(?:[0-9]+S)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S))?"
-        r"|T(?:[0-9]+H(?:[0-9]+M)?(?:[0-9]+S)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S)|[0-9]+W)"
+        r"P(?:(?:[0-9]+Y(?:[0-9]+M(?:[0-9]+D)?)?|[0-9]+M(?:[0-9]+D)?|[0-9]+D)"
+        r"(?:T(?:[0-9]+H(?:[0-9]+M(?:[0-9]+S)?)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S))?"
+        r"|T(?:[0-9]+H(?:[0-9]+M(?:[0-9]+S)?)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S)|[0-9]+W)"
     ),
     "email": rf"[A-Za-z0-9!#$%&'*+/=?^_`{{|}}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{{|}}~-]+)*@{_HOSTNAME_RE}",
     "idn-email": rf"[A-Za-z0-9!#$%&'*+/=?^_`{{|}}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{{|}}~-]+)*@{_HOSTNAME_RE}",
@@ -641,12 +695,19 @@ class _Lowering:
                 disj.append([frozenset({self.sub(s, _ptr_join(ptr, "anyOf", i), base)}) for i, s in enumerate(lst)])
             if "oneOf" in d:
                 lst = self._schema_list(d, "oneOf", ptr)
-                alts = [frozenset({self.sub(s, _ptr_join(ptr, "oneOf", i), base)}) for i, s in enumerate(lst)]
+                one = [self.sub(x, _ptr_join(ptr, "oneOf", i), base) for i, x in enumerate(lst)]
+                alts = [frozenset({a}) for a in one]
                 if len(alts) > 1 and not self.oneof_anyof and not self._pairwise_disjoint(alts):
-                    self.unsupported(
-                        "oneOf", "branches are not provably disjoint (option oneof='anyof' relaxes)",
-                        _ptr_join(ptr, "oneOf"),
-                    )
+                    if all(self._negatable(a) for a in one):
+                        # exactly one holds: S_i ∧ ¬S_j for every j != i
+                        alts = [frozenset({a, *(self._not_atom(b, _ptr_join(ptr, "oneOf"), base)
+                                                for j, b in enumerate(one) if j != i)})
+                                for i, a in enumerate(one)]
+                    else:
+                        self.unsupported(
+                            "oneOf", "branches are neither provably disjoint nor complementable "
+                            "(option oneof='anyof' relaxes)", _ptr_join(ptr, "oneOf"),
+                        )
                 disj.append(alts)
             if "not" in d:
                 n = self.sub(d["not"], _ptr_join(ptr, "not"), base)
@@ -706,119 +767,259 @@ class _Lowering:
             return 0
         return self.index.synth(("not", atom), {"$lg_not": atom}, ptr, base)
 
+    def _embed(self, atom: int) -> Any:
+        """The schema value of an atom, for use inside a synthetic schema."""
+        if atom == 0:
+            return True
+        if atom == _FALSE:
+            return False
+        return self.index.info[atom][0]
+
+    def _types_atom(self, types: Iterable[str], ptr: str, base: str) -> int:
+        ts = sorted(set(types))
+        return self.index.synth(("types", *ts), {"$lg_types": ts}, ptr, base)
+
     def expand_not(
         self, d: dict[str, Any], ptr: str, base: str, stack: list[int], pure: list[int],
         disj: list[list[frozenset[int]]],
     ) -> None:
-        """¬S for the forms we can complement exactly; others are unsupported."""
+        """¬S as a disjunction: ¬(G1 ∧ G2 ∧ ...) = ¬G1 ∨ ¬G2 ∨ ... over independent keyword groups."""
         inner = d["$lg_not"]
-        s, sptr, sbase = self.schema_of(inner)
-        if s.get("$lg_not") is not None:
-            stack.append(s["$lg_not"])
-            return
-        kws = {k for k in s if k not in _ANNOTATIONS}
-        if not kws:
+        alts = self._negation(inner, ptr, base)
+        if alts is None:
+            return  # lenient: the negation was dropped (recorded)
+        if not alts:
             stack.append(_FALSE)
-            return
+        elif len(alts) == 1:
+            stack.extend(alts[0])
+        else:
+            disj.append([frozenset(a) for a in alts])
+
+    _GROUPS: tuple[tuple[str, ...], ...] = (
+        ("type", "nullable"), ("const",), ("enum",), ("required",), ("minimum",), ("maximum",),
+        ("exclusiveMinimum",), ("exclusiveMaximum",), ("minLength",), ("maxLength",), ("minItems",),
+        ("maxItems",), ("minProperties",), ("maxProperties",), ("multipleOf",), ("pattern",), ("format",),
+        ("properties", "patternProperties", "additionalProperties"), ("prefixItems", "items", "additionalItems"),
+        ("contains", "minContains", "maxContains"), ("if", "then", "else"), ("propertyNames",), ("uniqueItems",),
+        ("dependentRequired",), ("dependentSchemas",), ("dependencies",), ("$lg_types",), ("$lg_not_enum",),
+        ("$ref",), ("allOf",), ("anyOf",), ("oneOf",), ("not",), ("unevaluatedProperties",),
+        ("unevaluatedItems",), ("$dynamicRef",), ("$recursiveRef",),
+    )
+
+    def _negation(self, inner: int, ptr: str, base: str) -> list[list[int]] | None:
+        """Alternatives (each a conjunction of atoms) whose union is ¬inner; None if dropped."""
+        s, sptr, sbase = self.schema_of(inner)
+        if "$lg_not" in s:
+            return [[s["$lg_not"]]]
+        out: list[list[int]] = []
         synth = self.index.synth
-        if kws == {"$ref"}:
-            t, tptr, tbase = self.index.resolve(s["$ref"], sbase, _ptr_join(sptr, "$ref"))
-            stack.append(self._not_atom(self.sub(t, tptr, tbase), ptr, base))
-            return
-        if kws == {"not"}:
-            stack.append(self.sub(s["not"], _ptr_join(sptr, "not"), sbase))
-            return
-        if kws == {"anyOf"}:
-            for i, x in enumerate(self._schema_list(s, "anyOf", sptr)):
-                stack.append(self._not_atom(self.sub(x, _ptr_join(sptr, "anyOf", i), sbase), ptr, base))
-            return
-        if kws == {"allOf"}:
-            lst = self._schema_list(s, "allOf", sptr)
-            disj.append(
-                [frozenset({self._not_atom(self.sub(x, _ptr_join(sptr, "allOf", i), sbase), ptr, base)})
-                 for i, x in enumerate(lst)]
-            )
-            return
-        types = _types_of(s, sptr) if "type" in s else None
-        rest = kws - {"type"}
-        if not rest and types is not None:
-            stack.append(synth(("nt", inner), {"type": sorted(_ALL_TYPES - _closure(types))}, ptr, base))
-            return
-        if rest <= {"const", "enum"} and len(rest) == 1:
-            vals = [s["const"]] if "const" in s else s["enum"]
+        nt = self._types_atom
+        for group in self._GROUPS:
+            present = [k for k in group if k in s]
+            if not present:
+                continue
+            kw = present[0]
+            res = self._negate_group(s, sptr, sbase, group, ptr, base)
+            if res is None:
+                self.unsupported("not", f"cannot complement {kw!r} (at {_ptr_join(sptr, kw)})", ptr)
+                return None
+            out.extend(res)
+        del synth, nt
+        return out
+
+    def _negate_group(  # noqa: C901
+        self, s: dict[str, Any], sptr: str, sbase: str, group: tuple[str, ...], ptr: str, base: str
+    ) -> list[list[int]] | None:
+        synth = self.index.synth
+        key = id(s)
+        kw = group[0]
+        def outside(*tys: str) -> list[int]:
+            return [self._types_atom(_ALL_TYPES - set(tys), ptr, base)]
+        def sub(k: str, *more: str | int) -> int:
+            return self.sub(s[k] if not more else _dig(s[k], more), _ptr_join(sptr, k, *more), sbase)
+        if kw == "type":
+            if "type" not in s:
+                return []
+            ts = _closure(_types_of(s, sptr))
+            if s.get("nullable") is True:
+                ts.add("null")
+            return [[self._types_atom(_ALL_TYPES - ts, ptr, base)]] if _ALL_TYPES - ts else []
+        if kw == "$lg_types":
+            rest = _ALL_TYPES - set(s["$lg_types"])
+            return [[self._types_atom(rest, ptr, base)]] if rest else []
+        if kw in ("const", "enum"):
+            vals = [s["const"]] if kw == "const" else s["enum"]
             if not isinstance(vals, list):
                 raise SchemaError("enum must be an array", pointer=_ptr_join(sptr, "enum"))
-            # ¬(T ∧ v∈E) = ¬T ∨ v∉E
-            ne = synth(("ne", inner), {"$lg_not_enum": vals}, ptr, base)
-            if types is None:
-                stack.append(ne)
-            else:
-                nt = synth(("nt", inner), {"type": sorted(_ALL_TYPES - _closure(types))}, ptr, base)
-                disj.append([frozenset({nt}), frozenset({ne})])
-            return
-        if rest == {"required"} and (types is None or "object" in types):
+            return [[synth(("ne", key, kw), {"$lg_not_enum": vals}, ptr, base)]]
+        if kw == "$lg_not_enum":
+            return [[synth(("e", key), {"enum": s["$lg_not_enum"]}, ptr, base)]]
+        if kw == "required":
             req = s["required"]
             if not isinstance(req, list) or not all(isinstance(x, str) for x in req):
                 raise SchemaError("required must be an array of strings", pointer=_ptr_join(sptr, "required"))
             if not req:
-                stack.append(_FALSE)
-                return
-            alts = [frozenset({synth(("nreq", n), {"type": "object", "properties": {n: False}}, ptr, base)})
-                    for n in req]
-            if types is not None and set(types) != {"object"}:
-                alts.append(frozenset({synth(("nt", inner), {"type": sorted(_ALL_TYPES - _closure(types))},
-                                             ptr, base)}))
-            if types is None:
-                pass
-            disj.append(alts)
-            return
-        single = self._negate_single(s, sptr, rest, types, ptr, base)
-        if single is not None:
-            disj.append(single)
-            return
-        self.unsupported("not", f"cannot complement a schema with {sorted(kws)}", ptr)
-
-    def _negate_single(
-        self, s: dict[str, Any], sptr: str, rest: set[str], types: list[str] | None, ptr: str, base: str
-    ) -> list[frozenset[int]] | None:
-        """¬S for one numeric/length bound (¬{minimum: 5} = non-numbers ∨ numbers < 5)."""
+                return []
+            return [outside("object")] + [
+                [synth(("nreq", n), {"$lg_types": ["object"], "properties": {n: False}}, ptr, base)] for n in req
+            ]
         flips = {
-            "minimum": ("exclusiveMaximum", "number"),
-            "maximum": ("exclusiveMinimum", "number"),
-            "exclusiveMinimum": ("maximum", "number"),
-            "exclusiveMaximum": ("minimum", "number"),
-            "minLength": ("maxLength", "string"),
-            "maxLength": ("minLength", "string"),
-            "minItems": ("maxItems", "array"),
-            "maxItems": ("minItems", "array"),
-            "minProperties": ("maxProperties", "object"),
-            "maxProperties": ("minProperties", "object"),
+            "minimum": ("exclusiveMaximum", "num"), "maximum": ("exclusiveMinimum", "num"),
+            "exclusiveMinimum": ("maximum", "num"), "exclusiveMaximum": ("minimum", "num"),
+            "minLength": ("maxLength", "string"), "maxLength": ("minLength", "string"),
+            "minItems": ("maxItems", "array"), "maxItems": ("minItems", "array"),
+            "minProperties": ("maxProperties", "object"), "maxProperties": ("minProperties", "object"),
         }
-        if len(rest) != 1 or types is not None:
-            return None
-        (kw,) = rest
-        if kw not in flips:
-            return None
-        v = s[kw]
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            return None
-        other, ty = flips[kw]
-        synth = self.index.synth
-        if ty != "number":
-            if other.startswith("max"):
-                if v - 1 < 0:
-                    inside = _FALSE
-                else:
-                    inside = synth(("nb", id(s)), {"type": ty, other: int(math.ceil(v)) - 1}, ptr, base)
+        if kw in flips:
+            v = s[kw]
+            if isinstance(v, bool):
+                if kw.startswith("exclusive"):
+                    return []  # draft-04 flag: folded into minimum/maximum below
+                return None
+            if not isinstance(v, (int, float)):
+                raise SchemaError(f"{kw} must be a number", pointer=_ptr_join(sptr, kw))
+            other, ty = flips[kw]
+            if ty == "num":
+                flag = "exclusiveMinimum" if kw == "minimum" else "exclusiveMaximum"
+                if kw in ("minimum", "maximum") and s.get(flag) is True:
+                    other = "maximum" if kw == "minimum" else "minimum"  # draft-04: ¬(x > v) = x <= v
+                inside = synth(("nb", key, kw), {"$lg_types": ["integer", "fraction"], other: v}, ptr, base)
+                return [outside("integer", "fraction"), [inside]]
+            n = int(math.ceil(v)) if kw.startswith("min") else int(math.floor(v))
+            if kw.startswith("min"):
+                if n <= 0:
+                    return []
+                inside = synth(("nb", key, kw), {"$lg_types": [ty], other: n - 1}, ptr, base)
             else:
-                inside = synth(("nb", id(s)), {"type": ty, other: int(math.floor(v)) + 1}, ptr, base)
-        else:
-            tys = ["number"]
-            inside = synth(("nb", id(s)), {"type": tys, other: v}, ptr, base)
-        outside = synth(
-            ("nbt", id(s)), {"type": sorted(_ALL_TYPES - _closure(["number" if ty == "number" else ty]))}, ptr, base
-        )
-        return [frozenset({outside}), frozenset({inside})]
+                inside = synth(("nb", key, kw), {"$lg_types": [ty], other: n + 1}, ptr, base)
+            return [outside(ty), [inside]]
+        if kw == "properties":
+            if "patternProperties" in s or s.get("additionalProperties", True) is not True:
+                return None
+            props = s.get("properties", {})
+            if not isinstance(props, dict):
+                raise SchemaError("properties must be an object", pointer=_ptr_join(sptr, "properties"))
+            alts = [outside("object")]
+            for k in props:
+                a = self.sub(props[k], _ptr_join(sptr, "properties", k), sbase)
+                if a == 0:
+                    continue
+                na = self._not_atom(a, ptr, base)
+                alts.append([synth(("nprop", key, k), {"$lg_types": ["object"], "required": [k],
+                                                       "properties": {k: self._embed(na)}}, ptr, base)])
+            return alts if len(alts) > 1 else []
+        if kw == "prefixItems":
+            if "prefixItems" in s or isinstance(s.get("items"), list):
+                return None
+            a = sub("items") if "items" in s else 0
+            if a == 0:
+                return []
+            na = self._not_atom(a, ptr, base)
+            return [outside("array"), [synth(("nitems", key), {"$lg_types": ["array"], "contains": self._embed(na)},
+                                             ptr, base)]]
+        if kw == "contains":
+            if "contains" not in s:
+                return []
+            if "minContains" in s or "maxContains" in s or "contains" not in s:
+                return None
+            na = self._not_atom(sub("contains"), ptr, base)
+            return [outside("array"), [synth(("ncont", key), {"$lg_types": ["array"], "items": self._embed(na)},
+                                             ptr, base)]]
+        if kw == "if":
+            if "if" not in s or ("then" not in s and "else" not in s):
+                return []
+            c = sub("if")
+            alts = []
+            if "then" in s and sub("then") != 0:
+                alts.append([c, self._not_atom(sub("then"), ptr, base)])
+            if "else" in s and sub("else") != 0:
+                alts.append([self._not_atom(c, ptr, base), self._not_atom(sub("else"), ptr, base)])
+            return alts
+        if kw == "uniqueItems":
+            return [] if s["uniqueItems"] is not True else None
+        if kw == "$ref":
+            t, tptr, tbase = self.index.resolve(s["$ref"], sbase, _ptr_join(sptr, "$ref"))
+            return [[self._not_atom(self.sub(t, tptr, tbase), ptr, base)]]
+        if kw == "allOf":
+            lst = self._schema_list(s, "allOf", sptr)
+            return [[self._not_atom(self.sub(x, _ptr_join(sptr, "allOf", i), sbase), ptr, base)]
+                    for i, x in enumerate(lst)]
+        if kw == "anyOf":
+            lst = self._schema_list(s, "anyOf", sptr)
+            return [[self._not_atom(self.sub(x, _ptr_join(sptr, "anyOf", i), sbase), ptr, base) for i, x in
+                     enumerate(lst)]]
+        if kw == "oneOf":
+            lst = [self.sub(x, _ptr_join(sptr, "oneOf", i), sbase)
+                   for i, x in enumerate(self._schema_list(s, "oneOf", sptr))]
+            alts = [[self._not_atom(a, ptr, base) for a in lst]]  # none holds
+            alts += [[lst[i], lst[j]] for i in range(len(lst)) for j in range(i + 1, len(lst))]  # two hold
+            return alts
+        if kw == "not":
+            return [[sub("not")]]
+        return None
+
+    def _negatable(self, atom: int, depth: int = 0) -> bool:
+        """Static check that _negation(atom) will not need an unsupported complement."""
+        if atom in (0, _FALSE):
+            return True
+        if depth > 16:
+            return False
+        s, sptr, sbase = self.schema_of(atom)
+        if "$lg_not" in s:
+            return True
+        for k in s:
+            if k in _ANNOTATIONS or k in ("type", "nullable", "const", "enum", "required", "$lg_types",
+                                          "$lg_not_enum", "not", "minimum", "maximum", "exclusiveMinimum",
+                                          "exclusiveMaximum", "minLength", "maxLength", "minItems", "maxItems",
+                                          "minProperties", "maxProperties", "then", "else"):
+                continue
+            try:
+                if k == "properties":
+                    if "patternProperties" in s or s.get("additionalProperties", True) is not True:
+                        return False
+                    if not isinstance(s[k], dict) or not all(
+                        self._negatable(self.sub(v, _ptr_join(sptr, k, n), sbase), depth + 1)
+                        for n, v in s[k].items()
+                    ):
+                        return False
+                elif k == "items":
+                    if isinstance(s[k], list) or "prefixItems" in s or not self._negatable(
+                            self.sub(s[k], _ptr_join(sptr, k), sbase), depth + 1):
+                        return False
+                elif k == "contains":
+                    if "minContains" in s or "maxContains" in s or not self._negatable(
+                            self.sub(s[k], _ptr_join(sptr, k), sbase), depth + 1):
+                        return False
+                elif k == "if":
+                    for part in ("if", "then", "else"):
+                        if part in s and not self._negatable(self.sub(s[part], _ptr_join(sptr, part), sbase),
+                                                             depth + 1):
+                            return False
+                elif k in ("allOf", "anyOf", "oneOf"):
+                    if not isinstance(s[k], list) or not all(
+                        self._negatable(self.sub(x, _ptr_join(sptr, k, i), sbase), depth + 1)
+                        for i, x in enumerate(s[k])
+                    ):
+                        return False
+                elif k == "$ref":
+                    t, tptr, tbase = self.index.resolve(s["$ref"], sbase, _ptr_join(sptr, "$ref"))
+                    if not self._negatable(self.sub(t, tptr, tbase), depth + 1):
+                        return False
+                elif k == "uniqueItems":
+                    if s[k] is True:
+                        return False
+                elif k in ("multipleOf", "pattern", "format", "patternProperties", "additionalProperties",
+                           "prefixItems", "additionalItems", "minContains", "maxContains", "propertyNames",
+                           "dependentRequired", "dependentSchemas", "dependencies", "unevaluatedProperties",
+                           "unevaluatedItems", "$dynamicRef", "$recursiveRef"):
+                    if k == "format" and s[k] not in _FORMATS and s[k] not in _UNSUPPORTED_FORMATS:
+                        continue
+                    if k == "additionalProperties" and s[k] is True:
+                        continue
+                    return False
+            except SchemaError:
+                return False
+        return True
 
     # -- oneOf disjointness -------------------------------------------------------------------
 
@@ -840,19 +1041,17 @@ class _Lowering:
     def _disjoint(self, a: _Facts | None, b: _Facts | None) -> bool:
         if a is None or b is None:
             return True
-        common = _closure(a.types) & _closure(b.types)
-        common = {t for t in common if not (t == "integer" and ("number" in common) and False)}
+        common = a.types & b.types
         if not common:
             return True
         for f, g in ((a, b), (b, a)):
             if f.enum is not None:
                 try:
-                    if not any(self.check(v, g, 0) for v in f.enum if _json_type(v) in common or
-                               (_json_type(v) == "integer" and "number" in common)):
+                    if not any(self.check(v, g, 0) for v in f.enum if _json_type(v) in common):
                         return True
                 except UnsupportedSchemaError:
                     pass
-        if common <= {"number", "integer"}:
+        if common <= {"integer", "fraction"}:
             if a.hi is not None and b.lo is not None and (a.hi < b.lo or (a.hi == b.lo and (a.hi_excl or b.lo_excl))):
                 return True
             if b.hi is not None and a.lo is not None and (b.hi < a.lo or (b.hi == a.lo and (b.hi_excl or a.lo_excl))):
@@ -867,7 +1066,7 @@ class _Lowering:
                     return True
                 if (fa.enum is not None or fb.enum is not None) and self._disjoint(fa, fb):
                     return True
-                if not (_closure(fa.types) & _closure(fb.types)):
+                if not (fa.types & fb.types):
                     return True
             for f, g in ((a, b), (b, a)):
                 for key in f.required:
@@ -911,6 +1110,8 @@ class _Lowering:
             if d.get("nullable") is True:
                 types.add("null")
             f.types &= types
+        if "$lg_types" in d:
+            f.types &= set(d["$lg_types"])
         if "const" in d or "enum" in d:
             vals = [d["const"]] if "const" in d else d["enum"]
             if not isinstance(vals, list):
@@ -1111,13 +1312,13 @@ class _Lowering:
     def check(self, value: Any, f: _Facts, depth: int) -> bool:  # noqa: C901
         """Does ``value`` satisfy the merged pure facts? (Nested schemas via check_atoms.)"""
         t = _json_type(value)
-        if t not in f.types and not (t == "integer" and "number" in f.types):
+        if t not in f.types:
             return False
         if f.enum is not None and not any(_json_eq(value, e) for e in f.enum):
             return False
         if any(_json_eq(value, e) for e in f.not_enum):
             return False
-        if t in ("integer", "number"):
+        if t in ("integer", "fraction"):
             x = _fraction(value)
             if f.lo is not None and (x < f.lo or (f.lo_excl and x == f.lo)):
                 return False
@@ -1268,7 +1469,7 @@ class _Lowering:
             for lit, val in ((b"true", True), (b"false", False)):
                 if not any(v is val for v in excluded):
                     alts.append(Literal(lit))
-        if "number" in types or "integer" in types:
+        if "fraction" in types or "integer" in types:
             alts.append(self.emit_number(f))
         if "string" in types:
             alts.append(self.emit_string(f))
@@ -1294,6 +1495,10 @@ class _Lowering:
         if isinstance(v, dict):
             if not v:
                 return _seq([Literal(b"{"), self.ws(), Literal(b"}")])
+            if 1 < len(v) <= 6:  # key order carries no meaning: accept any order
+                members = [(k, _seq([self.string_literal(k), self.ws(), Literal(b":"), self.ws(),
+                                     self.value_literal(x, depth + 1)]), True) for k, x in v.items()]
+                return self._object_any_order(members, None, 0, None, 0)
             parts: list[Node] = [Literal(b"{")]
             for i, (k, x) in enumerate(v.items()):
                 if i:
@@ -1318,7 +1523,9 @@ class _Lowering:
             return _EMPTY_LANG
         if isinstance(v, float) and v.is_integer() or isinstance(v, int):
             n = int(v)
-            forms = {str(n), json.dumps(float(n))} if abs(n) < 2**53 else {str(n)}
+            forms = {str(n)}
+            if abs(n) <= 2**53 or float(n) == n:
+                forms.add(json.dumps(float(n)))
             return _alt(Literal(s.encode()) for s in sorted(forms))
         return Literal(json.dumps(v).encode())
 
@@ -1351,7 +1558,9 @@ class _Lowering:
     # numbers ------------------------------------------------------------------------------------
 
     def emit_number(self, f: _Facts) -> Node:
-        integer_only = "number" not in f.types
+        integer_only = "fraction" not in f.types
+        if "integer" not in f.types:
+            return self.fraction_only(f)
         mult = [m for m, _ in f.multiple]
         if mult and not all(m.denominator == 1 for m in mult):
             nonint = [(m, p) for m, p in f.multiple if m.denominator != 1]
@@ -1365,7 +1574,7 @@ class _Lowering:
         modulus = 1
         for m in mult:
             modulus = modulus * int(m) // math.gcd(modulus, int(m))
-        excluded = [_fraction(v) for v in f.not_enum if _json_type(v) in ("integer", "number")]
+        excluded = [_fraction(v) for v in f.not_enum if _json_type(v) in ("integer", "fraction")]
         if integer_only:
             lo = None if f.lo is None else (math.floor(f.lo) + 1 if f.lo_excl and f.lo.denominator == 1
                                             else math.ceil(f.lo))
@@ -1374,13 +1583,28 @@ class _Lowering:
             if lo is not None and hi is not None and lo > hi:
                 self._contradiction(f, "", "integer bounds leave no value")
                 return _EMPTY_LANG
-            for limit in (lo, hi):
-                if limit is not None and len(str(abs(limit))) > 400:
-                    self.unsupported("maximum", "bound too large", "")
+            # Beyond 1e30 the digit-range grammar would only grow; clamping tightens (sound).
+            if hi is not None and hi > 10**30:
+                hi = 10**30
+            if lo is not None and lo < -(10**30):
+                lo = -(10**30)
             return self.int_node(lo, hi, modulus, excluded, plain=f.lo is None and f.hi is None and not mult)
-        if excluded:
-            self.unsupported("not", "excluding specific non-integer numbers is not lowered", "")
-        return self.number_node(f)
+        return self.number_node(f, excluded)
+
+    def fraction_only(self, f: _Facts) -> Node:
+        """Non-integral numbers (``not: {type: integer}``): a non-zero fraction digit, no exponent, at
+        most 15 significant digits (so the text cannot round to an integral double)."""
+        if f.lo is not None or f.hi is not None or f.multiple or f.not_enum:
+            self.unsupported("not", "non-integral numbers with bounds are not lowered", "")
+            return _EMPTY_LANG
+        def build() -> Node:
+            digits = CharClass(((0x30, 0x39),))
+            nz = CharClass(((0x31, 0x39),))
+            alts: list[Node] = [_seq([Literal(b"0."), Repeat(digits, 0, 14), nz])]
+            for k in range(1, 15):  # k integer digits, at most 15 - k fraction digits
+                alts.append(_seq([nz, Repeat(digits, k - 1, k - 1), Literal(b"."), Repeat(digits, 0, 14 - k), nz]))
+            return _seq([_opt(Literal(b"-")), _alt(alts)])
+        return self.rule("fraction", build)
 
     def int_node(self, lo: int | None, hi: int | None, modulus: int, excluded: list[Fraction], plain: bool) -> Node:
         excl = sorted({int(x) for x in excluded if x.denominator == 1})
@@ -1467,88 +1691,147 @@ class _Lowering:
             raise LimitExceeded("max_automaton_states", self.limits.max_automaton_states, "multipleOf automaton")
         return state(d % k, width)
 
-    def number_node(self, f: _Facts) -> Node:
+    def number_node(self, f: _Facts, excluded: list[Fraction] | None = None) -> Node:
+        """Any JSON number; with bounds, exact decimal intervals (no exponent notation).
+
+        Float semantics: validators compare the parsed double. Rounding is monotonic and every bound
+        is a double, so ``decimal >= L`` implies ``double >= L``; an exclusive bound B becomes the
+        inclusive bound nextafter(B), and an excluded value v splits the interval at
+        nextafter(v, -inf) / nextafter(v, +inf)."""
         digits = CharClass(((0x30, 0x39),))
-        frac_any = _opt(_seq([Literal(b"."), Repeat(digits, 1, None)]))
-        if f.lo is None and f.hi is None:
+        if f.lo is None and f.hi is None and not excluded:
             return self.rule("number", lambda: _seq([
                 _opt(Literal(b"-")), _alt([Literal(b"0"), _seq([CharClass(((0x31, 0x39),)), Repeat(digits, 0, None)])]),
-                frac_any, _opt(_seq([CharClass(((0x45, 0x45), (0x65, 0x65))), _opt(CharClass(((0x2B, 0x2B),
-                                                                                            (0x2D, 0x2D)))),
-                                     Repeat(digits, 1, None)])),
+                _opt(_seq([Literal(b"."), Repeat(digits, 1, None)])),
+                _opt(_seq([CharClass(((0x45, 0x45), (0x65, 0x65))), _opt(CharClass(((0x2B, 0x2B), (0x2D, 0x2D)))),
+                           Repeat(digits, 1, None)])),
             ]))
-        for b in (f.lo, f.hi):
-            if b is not None and b.denominator != 1:
-                self.unsupported("minimum", "non-integral bounds on non-integer numbers are not lowered", "")
+        def as_double(v: Fraction, what: str) -> float | None:
+            try:
+                x = float(v)
+            except OverflowError:
+                x = math.inf
+            if not math.isfinite(x) or Fraction(x) != v:
+                self.unsupported(what, f"bound {v} is not a double; number comparison would round", "")
+                return None
+            return x
+        lo: Fraction | None = None
+        hi: Fraction | None = None
+        if f.lo is not None:
+            x = as_double(f.lo, "minimum")
+            if x is None:
                 return _EMPTY_LANG
-        # Exclusive bounds: cap fraction digits so float rounding cannot reach the bound.
-        cap: int | None = None
-        for b, excl in ((f.lo, f.lo_excl), (f.hi, f.hi_excl)):
-            if b is not None and excl:
-                n = len(str(abs(int(b))))
-                cap = min(cap if cap is not None else 15, max(0, 15 - n))
-        def frac(kind: str) -> Node:
-            body_max = cap
-            if kind == "any":
-                return _opt(_seq([Literal(b"."), Repeat(digits, 1, body_max)])) if body_max != 0 else EMPTY
-            if kind == "zero":
-                return _opt(_seq([Literal(b"."), Repeat(Literal(b"0"), 1, body_max)])) if body_max != 0 else EMPTY
-            if kind == "nonzero":
-                if body_max == 0:
-                    return _EMPTY_LANG
-                if body_max is None:
-                    return _seq([Literal(b"."), Repeat(digits, 0, None), CharClass(((0x31, 0x39),)),
-                                 Repeat(digits, 0, None)])
-                return _seq([Literal(b"."), Repeat(digits, 0, body_max - 1), CharClass(((0x31, 0x39),)),
-                             Repeat(digits, 0, body_max - 1)]) if body_max > 1 else _seq(
-                    [Literal(b"."), CharClass(((0x31, 0x39),))])
-            return _EMPTY_LANG
-        # x in [lo, hi] (integral bounds): positive side x = m, negative side x = -m (m > 0).
-        def side(a: Fraction | None, a_excl: bool, b: Fraction | None, b_excl: bool, neg: bool) -> Node:
-            """Magnitudes m (>= 0) with a <(=) m <(=) b; integer part I, fraction F."""
-            lo_i = 0 if a is None else int(a)
-            hi_i = None if b is None else int(b)
-            alts: list[Node] = []
-            # integer parts strictly inside: any fraction
-            inner_lo = lo_i + (1 if a is not None else 0)
-            inner_hi = None if hi_i is None else hi_i - 1
-            if inner_hi is None or inner_lo <= inner_hi:
-                alts.append(_seq([_nonneg_range(inner_lo, inner_hi), frac("any")]))
-            if a is not None:
-                lo_f = "nonzero" if a_excl else "any"
-                if hi_i is not None and hi_i == lo_i:
-                    hi_f = "none" if b_excl else "zero"
-                    kind = {("any", "zero"): "zero", ("nonzero", "zero"): "none"}.get((lo_f, hi_f), "none")
-                    alts.append(_seq([_nonneg_range(lo_i, lo_i), frac(kind)]))
-                elif hi_i is None or hi_i > lo_i:
-                    alts.append(_seq([_nonneg_range(lo_i, lo_i), frac(lo_f)]))
-            if hi_i is not None and (a is None or hi_i > lo_i) and not b_excl:
-                alts.append(_seq([_nonneg_range(hi_i, hi_i), frac("zero")]))
-            if a is None and hi_i is not None and hi_i == 0 and not b_excl:
-                pass
-            node = _alt([x for x in alts if x != _EMPTY_LANG]) if alts else _EMPTY_LANG
-            if neg:
-                return _seq([Literal(b"-"), node]) if node != _EMPTY_LANG else _EMPTY_LANG
-            return node
-        lo, hi = f.lo, f.hi
-        alts: list[Node] = []
-        # positive side: m = x, x >= 0
-        if hi is None or hi > 0 or (hi == 0 and not f.hi_excl):
-            if lo is None or lo < 0:
-                alts.append(side(None, False, hi, f.hi_excl, False))
-            else:
-                alts.append(side(lo, f.lo_excl, hi, f.hi_excl, False))
-        # negative side: x = -m, m > 0; m in (max(0, -hi), -lo)
-        if lo is None or lo < 0:
-            if hi is None or hi >= 0:
-                neg = side(Fraction(0), True, None if lo is None else -lo, f.lo_excl, True)
-            else:
-                neg = side(-hi, f.hi_excl, None if lo is None else -lo, f.lo_excl, True)
-            alts.append(neg)
-        alts = [a for a in alts if a != _EMPTY_LANG]
+            lo = _short_bound(math.nextafter(x, math.inf) if f.lo_excl else x, up=True)
+        if f.hi is not None:
+            x = as_double(f.hi, "maximum")
+            if x is None:
+                return _EMPTY_LANG
+            hi = _short_bound(math.nextafter(x, -math.inf) if f.hi_excl else x, up=False)
+        intervals: list[tuple[Fraction | None, Fraction | None]] = [(lo, hi)]
+        for v in sorted(set(excluded or [])):
+            x = as_double(v, "not")
+            if x is None:
+                return _EMPTY_LANG
+            below = _short_bound(math.nextafter(x, -math.inf), up=False)
+            above = _short_bound(math.nextafter(x, math.inf), up=True)
+            nxt: list[tuple[Fraction | None, Fraction | None]] = []
+            for a, b in intervals:
+                if (a is not None and v < a) or (b is not None and v > b):
+                    nxt.append((a, b))
+                    continue
+                nxt += [(a, below), (above, b)]
+            intervals = nxt
+        alts = []
+        for a, b in intervals:
+            if a is not None and b is not None and a > b:
+                continue
+            alts.append(self._decimal_interval(a, b))
+        alts = [x for x in alts if x != _EMPTY_LANG]
         if not alts:
             self._contradiction(f, "", "number bounds leave no value")
+            return _EMPTY_LANG
+        return _alt(alts)
+
+    def _decimal_interval(self, lo: Fraction | None, hi: Fraction | None) -> Node:
+        """Decimal texts (no exponent) whose exact value lies in [lo, hi] (None: open)."""
+        alts: list[Node] = []
+        if hi is None or hi >= 0:
+            alts.append(self._magnitude(max(lo, Fraction(0)) if lo is not None else Fraction(0), hi))
+        if lo is None or lo < 0:
+            a = max(Fraction(0), -hi) if hi is not None else Fraction(0)
+            b = -lo if lo is not None else None
+            if b is None or a <= b:
+                m = self._magnitude(a, b)
+                if m != _EMPTY_LANG:
+                    alts.append(_seq([Literal(b"-"), m]))
+        alts = [x for x in alts if x != _EMPTY_LANG]
         return _alt(alts) if alts else _EMPTY_LANG
+
+    def _magnitude(self, a: Fraction, b: Fraction | None) -> Node:
+        """Unsigned decimal texts ``I[.F]`` with exact value in [a, b]."""
+        ai, af = _dec_parts(a)
+        digits = CharClass(((0x30, 0x39),))
+        frac_any = _opt(_seq([Literal(b"."), Repeat(digits, 1, None)]))
+        def lit(n: int) -> Node:
+            return Literal(str(n).encode())
+        if b is None:
+            return _alt([_seq([_nonneg_range(ai + 1, None), frac_any]), _seq([lit(ai), self._frac(af, None)])])
+        bi, bf = _dec_parts(b)
+        if ai == bi:
+            return _seq([lit(ai), self._frac(af, bf)])
+        alts = [_seq([lit(ai), self._frac(af, None)]), _seq([lit(bi), self._frac(None, bf)])]
+        if ai + 1 <= bi - 1:
+            alts.insert(0, _seq([_nonneg_range(ai + 1, bi - 1), frac_any]))
+        return _alt(alts)
+
+    def _frac(self, t_lo: str | None, t_hi: str | None) -> Node:
+        """Optional ``.digits`` whose digit string s satisfies t_lo <= s <= t_hi, comparing as
+        decimal fractions (right-padded with zeros). One rule per automaton state."""
+        if len(t_lo or "") > 1200 or len(t_hi or "") > 1200:
+            raise LimitExceeded("max_repeat", self.limits.max_repeat, "bound with too many decimal digits")
+        digits = CharClass(((0x30, 0x39),))
+        base = f"fr{len(self.rules)}_"
+        lo_s, hi_s = t_lo or "", t_hi or ""
+        def state(j: int, tl: bool, th: bool) -> Node:
+            tl = tl and j < len(lo_s)
+            if not tl and not th:
+                return Repeat(digits, 0, None)
+            if not tl and th and j >= len(hi_s):
+                return Repeat(Literal(b"0"), 0, None)
+            name = f"{base}{j}_{int(tl)}_{int(th)}"
+            if name in self.rules:
+                return Ref(name)
+            self.rules[name] = _EMPTY_LANG
+            self.rules[name] = _alt(state_alts(j, tl, th, with_empty=True)) or _EMPTY_LANG
+            return Ref(name)
+        def state_alts(j: int, tl: bool, th: bool, with_empty: bool) -> list[Node]:
+            tl = tl and j < len(lo_s)
+            out: list[Node] = []
+            if with_empty and (not tl or not lo_s[j:].strip("0")):
+                out.append(EMPTY)
+            dlo = int(lo_s[j]) if tl else 0
+            dhi = (int(hi_s[j]) if j < len(hi_s) else 0) if th else 9
+            if dlo > dhi:
+                return out
+            groups: dict[tuple[bool, bool], list[int]] = {}
+            for d in range(dlo, dhi + 1):
+                key = (tl and d == dlo, th and d == dhi)
+                groups.setdefault(key, []).append(d)
+            for (tl2, th2), ds in groups.items():
+                cls = CharClass(((0x30 + ds[0], 0x30 + ds[-1]),)) if len(ds) > 1 else Literal(str(ds[0]).encode())
+                out.append(_seq([cls, state(j + 1, tl2, th2)]))
+            return out
+        tl0, th0 = t_lo is not None, t_hi is not None
+        if not tl0 and not th0:
+            return _opt(_seq([Literal(b"."), Repeat(digits, 1, None)]))
+        tl_eff = tl0 and len(lo_s) > 0
+        nonempty = state_alts(0, tl_eff, th0, with_empty=False) if (tl_eff or th0) else [
+            _seq([digits, Repeat(digits, 0, None)])]
+        empty_ok = not lo_s.strip("0")
+        parts: list[Node] = [EMPTY] if empty_ok else []
+        if nonempty:
+            parts.append(_seq([Literal(b"."), _alt(nonempty)]))
+        return _alt(parts) if parts else _EMPTY_LANG
 
     # strings --------------------------------------------------------------------------------
 
@@ -1765,7 +2048,7 @@ class _Lowering:
             alts: list[Node] = []
             ok_c = c >= cmin and (cmax is None or c <= cmax)
             ok_n = n >= lo
-            if ok_c and ok_n and (n > 0) == s:
+            if ok_c and ok_n:
                 alts.append(_seq([ws, Literal(b"]")]))
             can_more = hi is None or n < hi
             if can_more:
@@ -1841,7 +2124,11 @@ class _Lowering:
             return _EMPTY_LANG
         counting = lo > 0 or hi is not None
         cap = (hi + 1) if hi is not None else lo
-        if self.order_any and 1 < len(members) <= _MAX_ORDER_ANY:
+        # Schema order is defined only when every member comes from one "properties" object;
+        # members merged from several (allOf, dependentRequired, required-only names) go in any order.
+        sources = {next((i for i, p in enumerate(f.objs) if k in p.props), -1) for k, _, _ in members}
+        mixed = len(sources) > 1 or -1 in sources
+        if (self.order_any or mixed) and 1 < len(members) <= _MAX_ORDER_ANY:
             return self._object_any_order(members, other, lo, hi, cap if counting else 0)
         n = len(members)
         if counting and (n + 1) * (cap + 1) > 20000:
@@ -2193,23 +2480,31 @@ def _productive(node: Node, productive: set[str]) -> bool:
     return results[id(node)]
 
 
+def _dig(value: Any, path: tuple[str | int, ...]) -> Any:
+    for p in path:
+        value = value[p]
+    return value
+
+
 def _types_of(d: dict[str, Any], ptr: str) -> list[str]:
     t = d["type"]
     ts = [t] if isinstance(t, str) else t
     if not isinstance(ts, list) or not all(isinstance(x, str) for x in ts):
         raise SchemaError("type must be a string or an array of strings", pointer=_ptr_join(ptr, "type"))
     for x in ts:
-        if x not in _ALL_TYPES:
+        if x not in _PUBLIC_TYPES:
             if x == "any":  # draft-03
-                return sorted(_ALL_TYPES)
+                return sorted(_PUBLIC_TYPES)
             raise SchemaError(f"unknown type {x!r}", pointer=_ptr_join(ptr, "type"))
     return ts
 
 
 def _closure(types: Iterable[str]) -> set[str]:
+    """Public type names -> internal tokens ("number" = integer + fraction)."""
     out = set(types)
     if "number" in out:
-        out.add("integer")
+        out.discard("number")
+        out |= {"integer", "fraction"}
     return out
 
 

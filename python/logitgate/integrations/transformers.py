@@ -152,7 +152,9 @@ class GrammarLogitsProcessor(LogitsProcessor):  # type: ignore[misc]
                 if self.finished[row]:
                     break  # generate() pads finished rows; those tokens are not output
                 if not m.accept(int(tok)):
-                    raise TokenRejected(f"row {row}: token {int(tok)} is not allowed by its grammar", code="token-rejected")
+                    raise TokenRejected(
+                        f"row {row}: token {int(tok)} is not allowed by its grammar", code="token-rejected"
+                    )
                 if m.is_terminated():  # EOS accepted, or nothing may follow: only EOS/pad from now on
                     self.finished[row] = True
             if not self.finished[row]:
