@@ -157,35 +157,6 @@ int32_t Parser::ComputeLocked(int32_t config, uint8_t b) {
   return next;
 }
 
-// True when every valid UTF-8 character with lead byte `lead` takes `config` back to itself.
-// Follows the (few) distinct configurations reached byte by byte instead of all characters.
-bool Parser::CharsLoop(int32_t config, uint8_t lead) {
-  int need;
-  uint8_t lo, hi;
-  if (lead >= 0xC2 && lead <= 0xDF) {
-    need = 1, lo = 0x80, hi = 0xBF;
-  } else if (lead >= 0xE0 && lead <= 0xEF) {
-    need = 2, lo = lead == 0xE0 ? 0xA0 : 0x80, hi = lead == 0xED ? 0x9F : 0xBF;
-  } else if (lead >= 0xF0 && lead <= 0xF4) {
-    need = 3, lo = lead == 0xF0 ? 0x90 : 0x80, hi = lead == 0xF4 ? 0x8F : 0xBF;
-  } else {
-    return false;
-  }
-  std::vector<int32_t> level{Next(config, lead)}, next_level;
-  for (int k = 0; k < need; ++k) {
-    next_level.clear();
-    for (int32_t c : level) {
-      if (c == kDead) return false;
-      for (int b = (k == 0 ? lo : 0x80); b <= (k == 0 ? hi : 0xBF); ++b) {
-        int32_t n = Next(c, static_cast<uint8_t>(b));
-        if (std::find(next_level.begin(), next_level.end(), n) == next_level.end()) next_level.push_back(n);
-      }
-    }
-    level.swap(next_level);
-  }
-  return level.size() == 1 && level[0] == config;
-}
-
 const uint64_t* Parser::LoopSet(int32_t config) {
   Block* block = BlockOf(config);
   const int32_t k = config & kBlockMask;
@@ -195,8 +166,50 @@ const uint64_t* Parser::LoopSet(int32_t config) {
   for (int b = 0; b < 0x80; ++b) {
     if (Next(config, static_cast<uint8_t>(b)) == config) w[b >> 6] |= 1ull << (b & 63);
   }
-  for (int b = 0xC2; b <= 0xF4; ++b) {
-    if (CharsLoop(config, static_cast<uint8_t>(b))) w[b >> 6] |= 1ull << (b & 63);
+  // Lead byte L is in the set when every valid character starting with L returns to `config`.
+  // Leads with the same continuation ranges usually reach the same configuration, so the
+  // check runs once per distinct (configuration, ranges) pair, following the few distinct
+  // configurations reached byte by byte rather than every character.
+  struct Memo {
+    int32_t after_lead;
+    int need;
+    uint8_t lo, hi;
+    bool loops;
+  };
+  std::vector<Memo> memo;
+  std::vector<int32_t> level, next_level;
+  for (int lead = 0xC2; lead <= 0xF4; ++lead) {
+    const int32_t after = Next(config, static_cast<uint8_t>(lead));
+    if (after == kDead) continue;
+    const int need = lead <= 0xDF ? 1 : lead <= 0xEF ? 2 : 3;
+    const uint8_t lo = lead == 0xE0 ? 0xA0 : lead == 0xF0 ? 0x90 : 0x80;
+    const uint8_t hi = lead == 0xED ? 0x9F : lead == 0xF4 ? 0x8F : 0xBF;
+    bool loops = false, known = false;
+    for (const Memo& m : memo) {
+      if (m.after_lead == after && m.need == need && m.lo == lo && m.hi == hi) loops = m.loops, known = true;
+    }
+    if (!known) {
+      level.assign(1, after);
+      for (int step = 0; step < need && !level.empty(); ++step) {
+        next_level.clear();
+        for (int32_t c : level) {
+          for (int b = (step == 0 ? lo : 0x80); b <= (step == 0 ? hi : 0xBF); ++b) {
+            const int32_t n = Next(c, static_cast<uint8_t>(b));
+            if (n == kDead) {
+              next_level.assign(2, kDead);  // some character dies: not a loop
+              break;
+            }
+            if (std::find(next_level.begin(), next_level.end(), n) == next_level.end()) next_level.push_back(n);
+          }
+          if (next_level.size() > 1 && next_level[0] == kDead) break;
+        }
+        level.swap(next_level);
+        if (level.size() > 1 && level[0] == kDead) level.clear();
+      }
+      loops = level.size() == 1 && level[0] == config;
+      memo.push_back({after, need, lo, hi, loops});
+    }
+    if (loops) w[lead >> 6] |= 1ull << (lead & 63);
   }
   // Racing threads compute the same value; the ready flag is published last.
   for (int q = 0; q < 4; ++q) block->loops[4 * k + q].store(w[q], std::memory_order_relaxed);

@@ -108,7 +108,6 @@ class Parser {
   }
 
   int32_t ComputeLocked(int32_t config, uint8_t b);
-  bool CharsLoop(int32_t config, uint8_t lead);
   void Closure(int32_t state, int32_t frame);
   int32_t Intern(bool accepting);
   int32_t PushFrame(int32_t ret, int32_t parent);
