@@ -30,7 +30,7 @@ Parser::Parser(std::shared_ptr<const Automaton> automaton, const CoreLimits& lim
   int32_t dead = Intern(false);
   for (int32_t c = 0; c < num_classes_; ++c) Slot(dead, c).store(kDead, std::memory_order_relaxed);
   out_.clear();
-  visited_.clear();
+  visited_.Clear();
   accepting_scratch_ = false;
   Closure(automaton_->root_start(), 0);
   initial_ = Intern(accepting_scratch_);
@@ -81,7 +81,7 @@ void Parser::Closure(int32_t state0, int32_t frame0) {
     for (const int32_t* k = a.kernel_begin(StateOf(item)); k != a.kernel_end(StateOf(item)); ++k) {
       int32_t s = *k;
       uint64_t head = Pack(s, frame);
-      if (!visited_.insert(head).second) continue;
+      if (!visited_.Insert(head)) continue;
       if (!a.bytes(s).empty()) {
         out_.push_back(head);
         if (static_cast<int64_t>(out_.size()) > limits_.max_parse_heads) {
@@ -143,7 +143,7 @@ int32_t Parser::ComputeLocked(int32_t config, uint8_t b) {
   if (next != kUnknown) return next;  // another thread computed it meanwhile
   const Automaton& a = *automaton_;
   out_.clear();
-  visited_.clear();
+  visited_.Clear();
   accepting_scratch_ = false;
   const auto [offset, count] = config_heads_[config];
   for (uint32_t i = 0; i < count; ++i) {

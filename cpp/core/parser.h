@@ -21,10 +21,10 @@
 #include <memory>
 #include <mutex>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "automaton.h"
+#include "stamp_set.h"
 
 namespace logitgate {
 
@@ -130,7 +130,7 @@ class Parser {
   int64_t masks_stored_ = 0;
   int64_t mask_words_hint_ = 0;
   std::vector<uint64_t> out_, work_;
-  std::unordered_set<uint64_t> visited_;
+  StampSet visited_;
   bool accepting_scratch_ = false;
 };
 
