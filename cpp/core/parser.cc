@@ -131,6 +131,21 @@ int32_t Parser::Intern(bool accepting) {
                                       std::memory_order_relaxed);
   config_heads_.push_back({static_cast<uint32_t>(heads_.size()), count});
   heads_.insert(heads_.end(), out_.begin(), out_.end() - 1);
+  // Byte classes no head can consume are dead: store them now, so the mask walk never takes
+  // the lock for them. (Classes are contiguous byte ranges, numbered in byte order.)
+  {
+    const Automaton& a = *automaton_;
+    live_classes_.assign(static_cast<size_t>(num_classes_), false);
+    for (uint32_t i = 0; i < count; ++i) {
+      for (const ByteEdge& e : a.bytes(StateOf(out_[i]))) {
+        for (int32_t c = a.byte_class(e.lo); c <= a.byte_class(e.hi); ++c) live_classes_[c] = true;
+      }
+    }
+    std::atomic<int32_t>* row = &block->transitions[static_cast<size_t>(id & kBlockMask) * num_classes_];
+    for (int32_t c = 0; c < num_classes_; ++c) {
+      if (!live_classes_[c]) row[c].store(kDead, std::memory_order_relaxed);
+    }
+  }
   config_index_.emplace(out_, id);
   num_configs_.store(id + 1, std::memory_order_release);
   return id;

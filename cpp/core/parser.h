@@ -130,6 +130,7 @@ class Parser {
   int64_t masks_stored_ = 0;
   int64_t mask_words_hint_ = 0;
   std::vector<uint64_t> out_, work_;
+  std::vector<bool> live_classes_;
   StampSet visited_;
   bool accepting_scratch_ = false;
 };
