@@ -83,21 +83,35 @@ std::string Matcher::ForcedBytes(int64_t max_bytes) {
 // the subtree is allowed: string bodies and free text cost one bit per token instead of one
 // transition per trie node. Sets text tokens only.
 void Matcher::Walk(int32_t config, uint32_t* words) {
-  constexpr uint64_t kContinuation = 0xFFFFFFFFFFFFFFFFull;  // word 2: bytes 0x80-0xBF
   const Vocabulary& v = *grammar_->vocab;
-  const uint8_t* byte = v.trie_byte().data();
-  const uint16_t* depth = v.trie_depth().data();
-  const int32_t* subtree_end = v.trie_subtree_end().data();
-  const int32_t* tok_begin = v.trie_token_begin().data();
-  const int32_t* toks = v.trie_tokens().data();
   const size_t levels = static_cast<size_t>(v.max_token_length()) + 1;
   walk_config_.assign(levels, Parser::kDead);
   walk_row_.assign(levels, nullptr);
   Parser& parser = *parser_;
   walk_config_[0] = config;
   walk_row_[0] = parser.Row(config);
-  const int32_t n = v.trie_size();
-  for (int32_t i = 0; i < n;) {
+  // Only the first bytes some head can consume start a subtree worth walking.
+  const uint64_t* live = parser.LiveBytes(config);
+  for (int first = 0; first < 256; ++first) {
+    if (!(live[first >> 6] >> (first & 63) & 1)) continue;
+    const int32_t root = v.trie_root_child(static_cast<uint8_t>(first));
+    if (root >= 0) WalkSubtree(root, config, words);
+  }
+}
+
+// Walks the subtree of depth-1 node `root` (see Walk).
+void Matcher::WalkSubtree(int32_t root, int32_t config, uint32_t* words) {
+  const Vocabulary& v = *grammar_->vocab;
+  const uint8_t* byte = v.trie_byte().data();
+  const uint16_t* depth = v.trie_depth().data();
+  const int32_t* subtree_end = v.trie_subtree_end().data();
+  const int32_t* tok_begin = v.trie_token_begin().data();
+  const int32_t* toks = v.trie_tokens().data();
+  constexpr uint64_t kContinuation = 0xFFFFFFFFFFFFFFFFull;  // word 2: bytes 0x80-0xBF
+  constexpr int32_t kLoopMinNodes = 16;
+  Parser& parser = *parser_;
+  const int32_t n = subtree_end[root];
+  for (int32_t i = root; i < n;) {
     const int32_t d = depth[i];
     const int32_t parent = walk_config_[d - 1];
     const int32_t c = parser.NextInRow(walk_row_[d - 1], parent, byte[i]);
@@ -107,9 +121,10 @@ void Matcher::Walk(int32_t config, uint32_t* words) {
     }
     const uint64_t* below = v.trie_descendant_bytes(i);
     // Only where the configuration came back to itself (the node's byte loops, or a whole
-    // character led back to the walk's start): computing a loop set costs a few hundred
-    // transitions, worth it for configurations that have one (string bodies, free text).
-    if (below != nullptr && (c == parent || c == config)) {
+    // character led back to the walk's start) and the subtree is big enough: computing a
+    // loop set costs a few hundred transitions, worth it for configurations that have one
+    // (string bodies, free text) and subtrees that are expensive to walk.
+    if (below != nullptr && (c == parent || c == config) && subtree_end[i] - i >= kLoopMinNodes) {
       const uint64_t* loop = parser.LoopSet(c);
       const bool ascii_only = (below[2] | below[3]) == 0;
       if ((below[0] & ~loop[0]) == 0 && (below[1] & ~loop[1]) == 0 &&

@@ -59,6 +59,7 @@ class Matcher {
   int32_t current() const { return history_.back().config; }
   bool terminated() const { return history_.back().terminated; }
   void Walk(int32_t config, uint32_t* words);
+  void WalkSubtree(int32_t root, int32_t config, uint32_t* words);
   int32_t Advance(int32_t config, const std::string& data);
 
   std::shared_ptr<const CompiledGrammar> grammar_;

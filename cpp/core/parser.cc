@@ -124,6 +124,7 @@ int32_t Parser::Intern(bool accepting) {
     for (auto& m : block->masks) m.store(nullptr, std::memory_order_relaxed);
     for (auto& l : block->loops) l.store(0, std::memory_order_relaxed);
     for (auto& r : block->loops_ready) r.store(0, std::memory_order_relaxed);
+    for (auto& l : block->live) l.store(0, std::memory_order_relaxed);
     blocks_[id >> kBlockBits].store(block, std::memory_order_release);
   }
   const uint32_t count = static_cast<uint32_t>(out_.size() - 1);
@@ -136,11 +137,14 @@ int32_t Parser::Intern(bool accepting) {
   {
     const Automaton& a = *automaton_;
     live_classes_.assign(static_cast<size_t>(num_classes_), false);
+    uint64_t live[4] = {0, 0, 0, 0};
     for (uint32_t i = 0; i < count; ++i) {
       for (const ByteEdge& e : a.bytes(StateOf(out_[i]))) {
         for (int32_t c = a.byte_class(e.lo); c <= a.byte_class(e.hi); ++c) live_classes_[c] = true;
+        for (int b = e.lo; b <= e.hi; ++b) live[b >> 6] |= 1ull << (b & 63);
       }
     }
+    for (int q = 0; q < 4; ++q) block->live[4 * (id & kBlockMask) + q].store(live[q], std::memory_order_relaxed);
     std::atomic<int32_t>* row = &block->transitions[static_cast<size_t>(id & kBlockMask) * num_classes_];
     for (int32_t c = 0; c < num_classes_; ++c) {
       if (!live_classes_[c]) row[c].store(kDead, std::memory_order_relaxed);

@@ -65,6 +65,12 @@ class Parser {
   // then read lock-free. Thread-safe.
   const uint64_t* LoopSet(int32_t config);
 
+  // Bytes some head of `config` can consume (4 words, bit b of word b/64); a superset of the
+  // bytes with a live successor. Set when the configuration is created. Thread-safe.
+  const uint64_t* LiveBytes(int32_t config) const {
+    return reinterpret_cast<const uint64_t*>(&BlockOf(config)->live[4 * (config & kBlockMask)]);
+  }
+
   // The memoized mask of `config`, or nullptr. Thread-safe.
   const uint32_t* CachedMask(int32_t config) const {
     return BlockOf(config)->masks[config & kBlockMask].load(std::memory_order_acquire);
@@ -89,6 +95,7 @@ class Parser {
     std::atomic<const uint32_t*> masks[kBlockSize];
     std::atomic<uint64_t> loops[4 * kBlockSize];  // LoopSet, valid once loops_ready is set
     std::atomic<uint8_t> loops_ready[kBlockSize];
+    std::atomic<uint64_t> live[4 * kBlockSize];  // LiveBytes, written before the id is published
   };
   struct Frame {
     int32_t ret;

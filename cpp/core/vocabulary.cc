@@ -87,6 +87,10 @@ void Vocabulary::BuildTrie() {
     trie_tokens_.insert(trie_tokens_.end(), node_tokens[i].begin(), node_tokens[i].end());
   }
   trie_token_begin_[node_tokens.size()] = static_cast<int32_t>(trie_tokens_.size());
+  for (int32_t& r : trie_root_child_) r = -1;
+  for (int32_t i = 0; i < static_cast<int32_t>(trie_byte_.size()); i = trie_subtree_end_[i]) {
+    trie_root_child_[trie_byte_[i]] = i;
+  }
   ComputeSubtreeSummaries();
 }
 

@@ -38,6 +38,8 @@ class Vocabulary {
   const std::vector<int32_t>& trie_token_begin() const { return trie_token_begin_; }
   const std::vector<int32_t>& trie_tokens() const { return trie_tokens_; }
   int32_t max_token_length() const { return max_token_length_; }
+  // The depth-1 trie node for first byte b, or -1 when no token starts with b.
+  int32_t trie_root_child(uint8_t b) const { return trie_root_child_[b]; }
   // The set of bytes on the nodes strictly below node i (4 words, bit b of word b/64), or
   // nullptr for leaves. Nodes with children get an entry; leaves need none.
   const uint64_t* trie_descendant_bytes(int32_t i) const {
@@ -65,6 +67,7 @@ class Vocabulary {
   std::vector<uint64_t> trie_desc_bytes_;
   std::vector<bool> trie_utf8_below_;
   int32_t max_token_length_ = 0;
+  int32_t trie_root_child_[256];
 };
 
 }  // namespace logitgate
