@@ -107,8 +107,7 @@ void Matcher::WalkSubtree(int32_t root, int32_t config, uint32_t* words) {
   const int32_t* subtree_end = v.trie_subtree_end().data();
   const int32_t* tok_begin = v.trie_token_begin().data();
   const int32_t* toks = v.trie_tokens().data();
-  constexpr uint64_t kContinuation = 0xFFFFFFFFFFFFFFFFull;  // word 2: bytes 0x80-0xBF
-  constexpr int32_t kLoopMinNodes = 16;
+  constexpr int32_t kShortcutMinNodes = 16;
   Parser& parser = *parser_;
   const int32_t n = subtree_end[root];
   for (int32_t i = root; i < n;) {
@@ -120,22 +119,18 @@ void Matcher::WalkSubtree(int32_t root, int32_t config, uint32_t* words) {
       continue;
     }
     const uint64_t* below = v.trie_descendant_bytes(i);
-    // Only where the configuration came back to itself (the node's byte loops, or a whole
-    // character led back to the walk's start) and the subtree is big enough: computing a
-    // loop set costs a few hundred transitions, worth it for configurations that have one
-    // (string bodies, free text) and subtrees that are expensive to walk.
-    if (below != nullptr && (c == parent || c == config) && subtree_end[i] - i >= kLoopMinNodes) {
-      const uint64_t* loop = parser.LoopSet(c);
-      const bool ascii_only = (below[2] | below[3]) == 0;
-      if ((below[0] & ~loop[0]) == 0 && (below[1] & ~loop[1]) == 0 &&
-          (ascii_only || ((below[2] & ~(loop[2] | kContinuation)) == 0 && (below[3] & ~loop[3]) == 0 &&
-                          v.trie_utf8_below(i)))) {
-        for (int32_t k = tok_begin[i]; k < tok_begin[subtree_end[i]]; ++k) {
-          words[toks[k] >> 5] |= 1u << (toks[k] & 31);
-        }
-        i = subtree_end[i];
-        continue;
+    // The shortcut is tried where it is likely to pay: the configuration came back to itself
+    // (the node's byte loops, or a whole character led back to the walk's start), the node is
+    // a first byte, or the node's byte was a step of its parent's chain (bounded repetitions);
+    // and the subtree is big enough to be worth a few hundred transitions for the step sets.
+    if (below != nullptr && subtree_end[i] - i >= kShortcutMinNodes &&
+        (c == parent || c == config || d == 1 || parser.KnownStepSuccessor(parent) == c) &&
+        SubtreeAllowed(c, i, below)) {
+      for (int32_t k = tok_begin[i]; k < tok_begin[subtree_end[i]]; ++k) {
+        words[toks[k] >> 5] |= 1u << (toks[k] & 31);
       }
+      i = subtree_end[i];
+      continue;
     }
     walk_config_[d] = c;
     walk_row_[d] = parser.Row(c);
@@ -144,6 +139,35 @@ void Matcher::WalkSubtree(int32_t root, int32_t config, uint32_t* words) {
     }
     ++i;
   }
+}
+
+// True when every token below trie node i is allowed from configuration `c` (the
+// configuration after node i's byte): each byte below is, at its depth, in the step set of
+// the configuration the chain of step successors has reached by then. A path of h bytes takes
+// at most h steps, so the sets of the first height(i) configurations of the chain suffice;
+// a loop (successor == itself) ends the chain early.
+bool Matcher::SubtreeAllowed(int32_t c, int32_t i, const uint64_t* below) {
+  constexpr uint64_t kContinuation = ~0ull;  // word 2: bytes 0x80-0xBF
+  const Vocabulary& v = *grammar_->vocab;
+  Parser& parser = *parser_;
+  const bool ascii_only = (below[2] | below[3]) == 0;
+  if (!ascii_only && !v.trie_utf8_below(i)) return false;
+  Parser::StepSet step = parser.Steps(c);
+  uint64_t allowed[4] = {step.bytes[0], step.bytes[1], step.bytes[2] | kContinuation, step.bytes[3]};
+  int32_t at = c;
+  for (int32_t j = 1; j < v.trie_height(i); ++j) {
+    if (step.successor == Parser::kDead) return false;
+    if (step.successor == at) break;  // a loop: the same set from here on
+    at = step.successor;
+    step = parser.Steps(at);
+    for (int q = 0; q < 4; ++q) allowed[q] &= step.bytes[q] | (q == 2 ? kContinuation : 0);
+    if ((below[0] & ~allowed[0]) | (below[1] & ~allowed[1])) return false;  // early out
+  }
+  if (step.successor == Parser::kDead) return false;
+  for (int q = 0; q < 4; ++q) {
+    if (below[q] & ~allowed[q]) return false;
+  }
+  return true;
 }
 
 bool Matcher::TryFillMaskFast(uint32_t* words) {

@@ -60,6 +60,7 @@ class Matcher {
   bool terminated() const { return history_.back().terminated; }
   void Walk(int32_t config, uint32_t* words);
   void WalkSubtree(int32_t root, int32_t config, uint32_t* words);
+  bool SubtreeAllowed(int32_t c, int32_t i, const uint64_t* below);
   int32_t Advance(int32_t config, const std::string& data);
 
   std::shared_ptr<const CompiledGrammar> grammar_;

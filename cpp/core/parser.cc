@@ -122,8 +122,9 @@ int32_t Parser::Intern(bool accepting) {
     for (size_t i = 0; i < n; ++i) block->transitions[i].store(kUnknown, std::memory_order_relaxed);
     for (auto& f : block->flags) f.store(0, std::memory_order_relaxed);
     for (auto& m : block->masks) m.store(nullptr, std::memory_order_relaxed);
-    for (auto& l : block->loops) l.store(0, std::memory_order_relaxed);
-    for (auto& r : block->loops_ready) r.store(0, std::memory_order_relaxed);
+    for (auto& l : block->steps) l.store(0, std::memory_order_relaxed);
+    for (auto& l : block->step_successor) l.store(kDead, std::memory_order_relaxed);
+    for (auto& r : block->steps_ready) r.store(0, std::memory_order_relaxed);
     for (auto& l : block->live) l.store(0, std::memory_order_relaxed);
     blocks_[id >> kBlockBits].store(block, std::memory_order_release);
   }
@@ -176,64 +177,85 @@ int32_t Parser::ComputeLocked(int32_t config, uint8_t b) {
   return next;
 }
 
-const uint64_t* Parser::LoopSet(int32_t config) {
+Parser::StepSet Parser::Steps(int32_t config) {
   Block* block = BlockOf(config);
   const int32_t k = config & kBlockMask;
-  auto* words = reinterpret_cast<const uint64_t*>(&block->loops[4 * k]);
-  if (block->loops_ready[k].load(std::memory_order_acquire)) return words;
-  uint64_t w[4] = {0, 0, 0, 0};
-  for (int b = 0; b < 0x80; ++b) {
-    if (Next(config, static_cast<uint8_t>(b)) == config) w[b >> 6] |= 1ull << (b & 63);
+  auto* words = reinterpret_cast<const uint64_t*>(&block->steps[4 * k]);
+  if (block->steps_ready[k].load(std::memory_order_acquire)) {
+    return {block->step_successor[k].load(std::memory_order_relaxed), words};
   }
-  // Lead byte L is in the set when every valid character starting with L returns to `config`.
-  // Leads with the same continuation ranges usually reach the same configuration, so the
-  // check runs once per distinct (configuration, ranges) pair, following the few distinct
-  // configurations reached byte by byte rather than every character.
-  struct Memo {
-    int32_t after_lead;
-    int need;
-    uint8_t lo, hi;
-    bool loops;
-  };
-  std::vector<Memo> memo;
-  std::vector<int32_t> level, next_level;
-  for (int lead = 0xC2; lead <= 0xF4; ++lead) {
-    const int32_t after = Next(config, static_cast<uint8_t>(lead));
-    if (after == kDead) continue;
-    const int need = lead <= 0xDF ? 1 : lead <= 0xEF ? 2 : 3;
-    const uint8_t lo = lead == 0xE0 ? 0xA0 : lead == 0xF0 ? 0x90 : 0x80;
-    const uint8_t hi = lead == 0xED ? 0x9F : lead == 0xF4 ? 0x8F : 0xBF;
-    bool loops = false, known = false;
-    for (const Memo& m : memo) {
-      if (m.after_lead == after && m.need == need && m.lo == lo && m.hi == hi) loops = m.loops, known = true;
+  // The most common live successor on ASCII bytes; ties go to `config` itself.
+  int32_t next_of[0x80];
+  std::vector<std::pair<int32_t, int32_t>> counts;  // (successor, how many bytes)
+  const uint64_t* live = LiveBytes(config);
+  for (int b = 0; b < 0x80; ++b) {
+    next_of[b] = (live[b >> 6] >> (b & 63) & 1) ? Next(config, static_cast<uint8_t>(b)) : kDead;
+    if (next_of[b] == kDead) continue;
+    auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& p) { return p.first == next_of[b]; });
+    if (it == counts.end()) {
+      counts.push_back({next_of[b], 1});
+    } else {
+      ++it->second;
     }
-    if (!known) {
-      level.assign(1, after);
-      for (int step = 0; step < need && !level.empty(); ++step) {
-        next_level.clear();
-        for (int32_t c : level) {
-          for (int b = (step == 0 ? lo : 0x80); b <= (step == 0 ? hi : 0xBF); ++b) {
-            const int32_t n = Next(c, static_cast<uint8_t>(b));
-            if (n == kDead) {
-              next_level.assign(2, kDead);  // some character dies: not a loop
-              break;
-            }
-            if (std::find(next_level.begin(), next_level.end(), n) == next_level.end()) next_level.push_back(n);
-          }
-          if (next_level.size() > 1 && next_level[0] == kDead) break;
-        }
-        level.swap(next_level);
-        if (level.size() > 1 && level[0] == kDead) level.clear();
+  }
+  int32_t successor = kDead, best = 0;
+  for (auto [c, n] : counts) {
+    if (n > best || (n == best && c == config)) successor = c, best = n;
+  }
+  uint64_t w[4] = {0, 0, 0, 0};
+  if (successor != kDead) {
+    for (int b = 0; b < 0x80; ++b) {
+      if (next_of[b] == successor) w[b >> 6] |= 1ull << (b & 63);
+    }
+    // Lead byte L is in the set when every valid character starting with L ends at the
+    // successor. Leads with the same continuation ranges usually reach the same configuration,
+    // so the check runs once per distinct (configuration, ranges) pair, following the few
+    // distinct configurations reached byte by byte rather than every character.
+    struct Memo {
+      int32_t after_lead;
+      int need;
+      uint8_t lo, hi;
+      bool reaches;
+    };
+    std::vector<Memo> memo;
+    std::vector<int32_t> level, next_level;
+    for (int lead = 0xC2; lead <= 0xF4; ++lead) {
+      if (!(live[lead >> 6] >> (lead & 63) & 1)) continue;
+      const int32_t after = Next(config, static_cast<uint8_t>(lead));
+      if (after == kDead) continue;
+      const int need = lead <= 0xDF ? 1 : lead <= 0xEF ? 2 : 3;
+      const uint8_t lo = lead == 0xE0 ? 0xA0 : lead == 0xF0 ? 0x90 : 0x80;
+      const uint8_t hi = lead == 0xED ? 0x9F : lead == 0xF4 ? 0x8F : 0xBF;
+      bool reaches = false, known = false;
+      for (const Memo& m : memo) {
+        if (m.after_lead == after && m.need == need && m.lo == lo && m.hi == hi) reaches = m.reaches, known = true;
       }
-      loops = level.size() == 1 && level[0] == config;
-      memo.push_back({after, need, lo, hi, loops});
+      if (!known) {
+        level.assign(1, after);
+        bool dies = false;
+        for (int step = 0; step < need && !dies; ++step) {
+          next_level.clear();
+          for (int32_t c : level) {
+            for (int b = (step == 0 ? lo : 0x80); b <= (step == 0 ? hi : 0xBF) && !dies; ++b) {
+              const int32_t n = Next(c, static_cast<uint8_t>(b));
+              dies = n == kDead;
+              if (std::find(next_level.begin(), next_level.end(), n) == next_level.end()) next_level.push_back(n);
+            }
+            if (dies) break;
+          }
+          level.swap(next_level);
+        }
+        reaches = !dies && level.size() == 1 && level[0] == successor;
+        memo.push_back({after, need, lo, hi, reaches});
+      }
+      if (reaches) w[lead >> 6] |= 1ull << (lead & 63);
     }
-    if (loops) w[lead >> 6] |= 1ull << (lead & 63);
   }
   // Racing threads compute the same value; the ready flag is published last.
-  for (int q = 0; q < 4; ++q) block->loops[4 * k + q].store(w[q], std::memory_order_relaxed);
-  block->loops_ready[k].store(1, std::memory_order_release);
-  return words;
+  for (int q = 0; q < 4; ++q) block->steps[4 * k + q].store(w[q], std::memory_order_relaxed);
+  block->step_successor[k].store(successor, std::memory_order_relaxed);
+  block->steps_ready[k].store(1, std::memory_order_release);
+  return {successor, words};
 }
 
 void Parser::StoreMask(int32_t config, const uint32_t* words, size_t n_words) {

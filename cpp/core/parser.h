@@ -59,11 +59,24 @@ class Parser {
     return next != kUnknown ? next : ComputeLocked(config, b);
   }
 
-  // The *loop set* of `config` (4 words, bit b of word b/64): ASCII bytes on which it steps to
-  // itself, and UTF-8 lead bytes L such that every valid character starting with L brings it
-  // back to itself. Continuation bytes are never members. Computed once per configuration,
-  // then read lock-free. Thread-safe.
-  const uint64_t* LoopSet(int32_t config);
+  // The *step set* of `config`: its most common successor on ASCII bytes (itself for string
+  // bodies and other loops, the next position for bounded repetitions), and the bytes that
+  // lead there: ASCII bytes b with Next(config, b) == successor, and UTF-8 lead bytes L such
+  // that every valid character starting with L ends at the successor. 4 words, bit b of word
+  // b/64; continuation bytes are never members. Computed once per configuration, then read
+  // lock-free. Thread-safe.
+  struct StepSet {
+    int32_t successor;  // kDead when no ASCII byte is allowed
+    const uint64_t* bytes;
+  };
+  StepSet Steps(int32_t config);
+  // The step successor of `config` if its step set was already computed, else kUnknown.
+  int32_t KnownStepSuccessor(int32_t config) const {
+    Block* block = BlockOf(config);
+    const int32_t k = config & kBlockMask;
+    if (!block->steps_ready[k].load(std::memory_order_acquire)) return kUnknown;
+    return block->step_successor[k].load(std::memory_order_relaxed);
+  }
 
   // Bytes some head of `config` can consume (4 words, bit b of word b/64); a superset of the
   // bytes with a live successor. Set when the configuration is created. Thread-safe.
@@ -93,8 +106,9 @@ class Parser {
     std::unique_ptr<std::atomic<int32_t>[]> transitions;  // kBlockSize * num_classes
     std::atomic<uint8_t> flags[kBlockSize];
     std::atomic<const uint32_t*> masks[kBlockSize];
-    std::atomic<uint64_t> loops[4 * kBlockSize];  // LoopSet, valid once loops_ready is set
-    std::atomic<uint8_t> loops_ready[kBlockSize];
+    std::atomic<uint64_t> steps[4 * kBlockSize];  // Steps(): valid once steps_ready is set
+    std::atomic<int32_t> step_successor[kBlockSize];
+    std::atomic<uint8_t> steps_ready[kBlockSize];
     std::atomic<uint64_t> live[4 * kBlockSize];  // LiveBytes, written before the id is published
   };
   struct Frame {

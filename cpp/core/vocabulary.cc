@@ -135,11 +135,13 @@ void Vocabulary::ComputeSubtreeSummaries() {
   trie_desc_index_.assign(n, -1);
   trie_utf8_below_.assign(n, false);
   std::vector<bool> all_valid_below(n, true);
+  trie_height_.assign(n, 0);
   for (int32_t i = n - 1; i >= 0; --i) {
     if (trie_subtree_end_[i] == i + 1) continue;  // leaf
     uint64_t w[4] = {0, 0, 0, 0};
     bool valid = true;
     for (int32_t j = i + 1; j < trie_subtree_end_[i]; j = trie_subtree_end_[j]) {
+      trie_height_[i] = std::max<uint16_t>(trie_height_[i], static_cast<uint16_t>(trie_height_[j] + 1));
       w[trie_byte_[j] >> 6] |= 1ull << (trie_byte_[j] & 63);
       if (const int32_t k = trie_desc_index_[j]; k >= 0) {
         for (int q = 0; q < 4; ++q) w[q] |= trie_desc_bytes_[4 * static_cast<size_t>(k) + q];

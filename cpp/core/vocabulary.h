@@ -49,6 +49,8 @@ class Vocabulary {
   // True when node i ends on a UTF-8 character boundary and every path below it continues
   // with valid UTF-8 (complete characters, possibly ending in a valid partial one).
   bool trie_utf8_below(int32_t i) const { return trie_utf8_below_[i]; }
+  // Length in bytes of the longest path below node i (0 for a leaf).
+  int32_t trie_height(int32_t i) const { return trie_height_[i]; }
 
  private:
   void BuildTrie();
@@ -66,6 +68,7 @@ class Vocabulary {
   std::vector<int32_t> trie_desc_index_;
   std::vector<uint64_t> trie_desc_bytes_;
   std::vector<bool> trie_utf8_below_;
+  std::vector<uint16_t> trie_height_;
   int32_t max_token_length_ = 0;
   int32_t trie_root_child_[256];
 };

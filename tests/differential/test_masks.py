@@ -139,6 +139,26 @@ def test_choice_masks_match_reference(key: str, smollm2_vocab: Any) -> None:
     run_differential(f"choice {key}", compiled, vocab_view(smollm2_vocab), walks=6, max_tokens=4, checks_per_walk=2)
 
 
+# Shapes that exercise the mask walk's subtree shortcut: loops (string bodies, free text),
+# chains (bounded repetitions, where each position is its own configuration), both with
+# multi-byte characters, exclusions of single characters, and a bound shorter than tokens.
+SHORTCUT_PATTERNS = [
+    r'"[^"\\]*"',
+    r'"[^"\\]{0,40}"',
+    r"[a-z ]{0,30}\.",
+    r"[^\n\u0085\u2028]{1,25}\n",
+    r"(é|[a-z]){2,12}",
+    r"[a-zA-Z0-9 ]{1,255}x",
+    r"[^a]{3}",
+]
+
+
+@pytest.mark.parametrize("pattern", SHORTCUT_PATTERNS)
+def test_walk_shortcuts_match_reference(pattern: str, smollm2_vocab: Any) -> None:
+    compiled = _compile(smollm2_vocab, lambda c: c.compile_regex(pattern))
+    run_differential(f"regex {pattern!r}", compiled, vocab_view(smollm2_vocab), walks=3, max_tokens=12, checks_per_walk=4)
+
+
 SYNTHETIC_TEXTS = [
     '{"name": "Zoë", "tags": ["日本語", "emoji 😀", "\\u00e9"], "n": -12.5e3, "ok": true}',
     "こんにちは、世界。ひらがなとカタカナ。漢字も。",
