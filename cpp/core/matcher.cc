@@ -147,19 +147,23 @@ void Matcher::WalkSubtree(int32_t root, int32_t config, uint32_t* words) {
 // at most h steps, so the sets of the first height(i) configurations of the chain suffice;
 // a loop (successor == itself) ends the chain early.
 bool Matcher::SubtreeAllowed(int32_t c, int32_t i, const uint64_t* below) {
+  // Chains longer than this are not followed (each new position costs transitions); loops
+  // end the chain at once, so they are unaffected.
+  constexpr int32_t kMaxChain = 16;
   constexpr uint64_t kContinuation = ~0ull;  // word 2: bytes 0x80-0xBF
   const Vocabulary& v = *grammar_->vocab;
   Parser& parser = *parser_;
   const bool ascii_only = (below[2] | below[3]) == 0;
   if (!ascii_only && !v.trie_utf8_below(i)) return false;
-  Parser::StepSet step = parser.Steps(c);
+  Parser::StepSet step = parser.Steps(c, !ascii_only);
   uint64_t allowed[4] = {step.bytes[0], step.bytes[1], step.bytes[2] | kContinuation, step.bytes[3]};
   int32_t at = c;
   for (int32_t j = 1; j < v.trie_height(i); ++j) {
     if (step.successor == Parser::kDead) return false;
     if (step.successor == at) break;  // a loop: the same set from here on
+    if (j >= kMaxChain) return false;
     at = step.successor;
-    step = parser.Steps(at);
+    step = parser.Steps(at, !ascii_only);
     for (int q = 0; q < 4; ++q) allowed[q] &= step.bytes[q] | (q == 2 ? kContinuation : 0);
     if ((below[0] & ~allowed[0]) | (below[1] & ~allowed[1])) return false;  // early out
   }

@@ -177,13 +177,13 @@ int32_t Parser::ComputeLocked(int32_t config, uint8_t b) {
   return next;
 }
 
-Parser::StepSet Parser::Steps(int32_t config) {
+Parser::StepSet Parser::Steps(int32_t config, bool with_leads) {
   Block* block = BlockOf(config);
   const int32_t k = config & kBlockMask;
   auto* words = reinterpret_cast<const uint64_t*>(&block->steps[4 * k]);
-  if (block->steps_ready[k].load(std::memory_order_acquire)) {
-    return {block->step_successor[k].load(std::memory_order_relaxed), words};
-  }
+  const uint8_t want = with_leads ? kStepsLeads : kStepsAscii;
+  const uint8_t ready = block->steps_ready[k].load(std::memory_order_acquire);
+  if ((ready & want) == want) return {block->step_successor[k].load(std::memory_order_relaxed), words};
   // The most common live successor on ASCII bytes; ties go to `config` itself.
   int32_t next_of[0x80];
   std::vector<std::pair<int32_t, int32_t>> counts;  // (successor, how many bytes)
@@ -207,6 +207,10 @@ Parser::StepSet Parser::Steps(int32_t config) {
     for (int b = 0; b < 0x80; ++b) {
       if (next_of[b] == successor) w[b >> 6] |= 1ull << (b & 63);
     }
+  }
+  // The lead bytes cost far more (intermediate configurations of multi-byte characters):
+  // computed only when a subtree with non-ASCII bytes asks for them.
+  if (successor != kDead && with_leads) {
     // Lead byte L is in the set when every valid character starting with L ends at the
     // successor. Leads with the same continuation ranges usually reach the same configuration,
     // so the check runs once per distinct (configuration, ranges) pair, following the few
@@ -251,10 +255,10 @@ Parser::StepSet Parser::Steps(int32_t config) {
       if (reaches) w[lead >> 6] |= 1ull << (lead & 63);
     }
   }
-  // Racing threads compute the same value; the ready flag is published last.
+  // Racing threads compute the same value; the ready flags are published last.
   for (int q = 0; q < 4; ++q) block->steps[4 * k + q].store(w[q], std::memory_order_relaxed);
   block->step_successor[k].store(successor, std::memory_order_relaxed);
-  block->steps_ready[k].store(1, std::memory_order_release);
+  block->steps_ready[k].store(want | kStepsAscii, std::memory_order_release);
   return {successor, words};
 }
 

@@ -69,7 +69,8 @@ class Parser {
     int32_t successor;  // kDead when no ASCII byte is allowed
     const uint64_t* bytes;
   };
-  StepSet Steps(int32_t config);
+  // With `with_leads` false only the ASCII part is guaranteed (lead bits may be clear).
+  StepSet Steps(int32_t config, bool with_leads);
   // The step successor of `config` if its step set was already computed, else kUnknown.
   int32_t KnownStepSuccessor(int32_t config) const {
     Block* block = BlockOf(config);
@@ -101,6 +102,8 @@ class Parser {
   static constexpr int32_t kBlockMask = kBlockSize - 1;
   static constexpr uint8_t kAccepting = 1;
   static constexpr uint8_t kHasHeads = 2;
+  static constexpr uint8_t kStepsAscii = 1;  // steps_ready bits
+  static constexpr uint8_t kStepsLeads = 3;  // leads imply ASCII
 
   struct Block {
     std::unique_ptr<std::atomic<int32_t>[]> transitions;  // kBlockSize * num_classes
