@@ -94,7 +94,8 @@ class Compiler:
         core = _core.compile(self.vocab._core, program, names, list(astuple(self.limits)[1:8]))
         compiled = CompiledGrammar(core, grammar, self.vocab, self.limits)
         with self._lock:
-            self._cache[digest] = compiled
+            # Another thread may have compiled the same grammar meanwhile: keep one object.
+            compiled = self._cache.setdefault(digest, compiled)
             while len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)
         return compiled
