@@ -1,5 +1,5 @@
 # Two commands set up everything on a fresh machine (see README "Quick start"):
-#   make demo   build, then run the main job on the embedded SmolLM2 tokenizer
+#   make demo   build, then run the main job: structured generation with the embedded SmolLM2 model
 #   make test   build, then run the default test suite (slow suites excluded; `make test-all` runs them)
 PY ?= python3
 VENV := .venv
@@ -26,7 +26,8 @@ $(BUILD_STAMP): $(DEPS_STAMP) $(CORE_SOURCES)
 	touch $@
 
 demo: $(BUILD_STAMP)
-	$(BIN)/logitgate demo
+	$(BIN)/logitgate generate --schema examples/order.json --stats \
+		"Order #4821 for widget and gadget is now shipped."
 
 test: $(BUILD_STAMP)
 	$(BIN)/python -m pytest -q
