@@ -65,14 +65,9 @@ if not _os.environ.get("LOGITGATE_NO_CORE"):
 
 def __getattr__(name: str) -> _Any:
     """Lazy exports that need torch: ``generate`` and ``GenerationResult`` import
-    ``logitgate.generate`` (and torch) on first use only."""
+    ``logitgate.generation`` (and torch) on first use only."""
     if name in ("generate", "GenerationResult"):
-        import importlib
+        from . import generation
 
-        _gen_module = importlib.import_module(__name__ + ".generate")
-        fn = _gen_module.generate
-        # Importing the submodule bound the name ``generate`` to the module; rebind the function.
-        globals()["generate"] = fn
-        globals()["GenerationResult"] = _gen_module.GenerationResult
-        return globals()[name]
+        return getattr(generation, name)
     raise AttributeError(f"module 'logitgate' has no attribute {name!r}")

@@ -29,9 +29,7 @@ from __future__ import annotations
 import bisect
 import inspect
 import json
-import sys
 import time
-import types
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -498,14 +496,3 @@ def _cache_keyword(model: Any) -> str:
 def _tok_text(table: Any, tok: int) -> str:
     b = table.tokens[tok] if 0 <= tok < len(table.tokens) else None
     return (b or b"").decode("utf-8", errors="backslashreplace")
-
-
-class _CallableModule(types.ModuleType):
-    """``logitgate.generate`` is both this module and the function: importing the submodule binds
-    the package attribute to the module, so the module forwards calls to :func:`generate`."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> GenerationResult:
-        return generate(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule

@@ -57,7 +57,7 @@ def test_import_logitgate_does_not_import_torch() -> None:
         "assert 'torch' not in sys.modules and 'transformers' not in sys.modules\n"
         "assert 'logitgate.integrations.transformers' not in sys.modules\n"
         "assert callable(lg.generate) and 'torch' in sys.modules\n"
-        "from logitgate.generate import GenerationResult\n"
+        "from logitgate.generation import GenerationResult\n"
         "assert callable(lg.generate) and lg.GenerationResult is GenerationResult\n"
     )
     subprocess.run([sys.executable, "-W", "ignore", "-c", code], check=True, timeout=120)
@@ -118,7 +118,7 @@ def test_generate_ebnf_jump_forward_saves_passes(smol: tuple[Any, Any]) -> None:
 
 
 def test_forced_tokens_are_canonical_and_hold_back(smol: tuple[Any, Any], vocab: lg.Vocabulary) -> None:
-    from logitgate.generate import forced_tokens
+    from logitgate.generation import forced_tokens
 
     _, tok = smol
     c = lg.Compiler(vocab)
@@ -141,7 +141,7 @@ def test_forced_tokens_are_canonical_and_hold_back(smol: tuple[Any, Any], vocab:
 
 
 def test_forced_tokens_merge_with_the_sampled_token(smol: tuple[Any, Any], vocab: lg.Vocabulary) -> None:
-    from logitgate.generate import forced_tokens
+    from logitgate.generation import forced_tokens
 
     _, tok = smol
     m = lg.Compiler(vocab).compile_ebnf('root ::= [a-z] "ello world" [0-9]').matcher()
