@@ -27,6 +27,7 @@ into a recorded entry of the returned ``dropped`` list and lowers the rest.
 
 from __future__ import annotations
 
+import collections
 import json
 import math
 import re
@@ -74,12 +75,26 @@ _ANNOTATIONS = frozenset(
 )
 # Where sub-schemas live (the index walks only these: an "$id" inside an unknown keyword or in
 # data is not an identifier).
-_SCHEMA_MAPS = frozenset({"$defs", "definitions", "properties", "patternProperties", "dependentSchemas", "dependencies"})
+_SCHEMA_MAPS = frozenset(
+    {"$defs", "definitions", "properties", "patternProperties", "dependentSchemas", "dependencies"}
+)
 _SCHEMA_LISTS = frozenset({"allOf", "anyOf", "oneOf", "prefixItems", "items"})
-_SCHEMA_VALUES = frozenset({
-    "not", "if", "then", "else", "items", "additionalItems", "additionalProperties", "contains", "propertyNames",
-    "unevaluatedItems", "unevaluatedProperties", "contentSchema",
-})
+_SCHEMA_VALUES = frozenset(
+    {
+        "not",
+        "if",
+        "then",
+        "else",
+        "items",
+        "additionalItems",
+        "additionalProperties",
+        "contains",
+        "propertyNames",
+        "unevaluatedItems",
+        "unevaluatedProperties",
+        "contentSchema",
+    }
+)
 _MAX_BRANCHES = 256  # disjunction product bound per schema set
 _MAX_RULES = 200_000
 _MAX_ORDER_ANY = 8  # property_order="any" tracks subsets of at most this many known properties
@@ -130,7 +145,7 @@ def _json_eq(a: Any, b: Any) -> bool:
         elif isinstance(x, list) and isinstance(y, list):
             if len(x) != len(y):
                 return False
-            stack.extend(zip(x, y))
+            stack.extend(zip(x, y, strict=True))
         elif isinstance(x, dict) and isinstance(y, dict):
             if x.keys() != y.keys():
                 return False
@@ -207,7 +222,7 @@ class _Index:
             sid = node.get("$id", node.get("id") if "$schema" not in node or "$id" not in node else None)
             if isinstance(sid, str) and not (node.get("id") is sid and isinstance(node.get("type"), dict)):
                 url, frag = urllib.parse.urldefrag(urllib.parse.urljoin(base, sid))
-                if url and url != base or ptr == "":
+                if (url and url != base) or ptr == "":
                     base = url or base
                     self.resources.setdefault(base, (node, ptr))
                 if frag and not frag.startswith("/"):  # draft-04..07 "$id": "#name" is an anchor
@@ -411,12 +426,14 @@ def _seq(items: Iterable[Node]) -> Node:
 
 def _alt(items: Iterable[Node]) -> Node:
     out: list[Node] = []
-    seen: set[Node] = set()
+    seen: set[object] = set()
     for it in items:
         parts = it.items if isinstance(it, Alt) else (it,)
         for p in parts:
-            if p not in seen:
-                seen.add(p)
+            # Dedupe leaves by value; composite nodes by identity (hashing them is O(size)).
+            key: object = p if isinstance(p, (Literal, Ref, CharClass)) else id(p)
+            if key not in seen:
+                seen.add(key)
                 out.append(p)
     return out[0] if len(out) == 1 else Alt(tuple(out))
 
@@ -526,15 +543,22 @@ _FORMATS: dict[str, str] = {
     "relative-json-pointer": rf"(?:0|[1-9][0-9]*)(?:#|{_JSON_POINTER_RE})",
 }
 # Formats jsonschema's FormatChecker knows but we do not lower: rejected (never silently ignored).
-_UNSUPPORTED_FORMATS = frozenset(
-    {"idn-hostname", "iri", "iri-reference", "uri-template", "regex"}
-)
+_UNSUPPORTED_FORMATS = frozenset({"idn-hostname", "iri", "iri-reference", "uri-template", "regex"})
 
 
 # ---------------------------------------------------------------------------------------------
 # The lowering.
 
-_ESCAPES = {0x22: b'\\"', 0x5C: b"\\\\", 0x2F: b"\\/", 0x08: b"\\b", 0x0C: b"\\f", 0x0A: b"\\n", 0x0D: b"\\r", 0x09: b"\\t"}
+_ESCAPES = {
+    0x22: b'\\"',
+    0x5C: b"\\\\",
+    0x2F: b"\\/",
+    0x08: b"\\b",
+    0x0C: b"\\f",
+    0x0A: b"\\n",
+    0x0D: b"\\r",
+    0x09: b"\\t",
+}
 
 
 def _positive_ranges(cc: CharClass) -> list[tuple[int, int]]:
@@ -556,6 +580,10 @@ def _positive_ranges(cc: CharClass) -> list[tuple[int, int]]:
     if prev <= 0x10FFFF:
         out.append((prev, 0x10FFFF))
     return out
+
+
+def _intersect_ranges(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    return [(max(x, y), min(p, q)) for x, p in a for y, q in b if max(x, y) <= min(p, q)]
 
 
 def _intersect(ranges: list[tuple[int, int]], lo: int, hi: int) -> list[tuple[int, int]]:
@@ -603,6 +631,7 @@ class _Lowering:
         self.enc_memo: dict[Node, Node] = {}
         self.format_memo: dict[str, Node] = {}
         self.empty_reasons: list[tuple[str, str]] = []
+        self.shared_memo: dict[tuple[Any, ...], str] = {}
 
     # -- errors and options --------------------------------------------------------------------
 
@@ -697,16 +726,28 @@ class _Lowering:
                 lst = self._schema_list(d, "oneOf", ptr)
                 one = [self.sub(x, _ptr_join(ptr, "oneOf", i), base) for i, x in enumerate(lst)]
                 alts = [frozenset({a}) for a in one]
-                if len(alts) > 1 and not self.oneof_anyof and not self._pairwise_disjoint(alts):
+                ctx = self._pure_only(a)
+                if len(alts) > 1 and not self.oneof_anyof and not self._pairwise_disjoint([x | {ctx} for x in alts]):
                     if all(self._negatable(a) for a in one):
                         # exactly one holds: S_i ∧ ¬S_j for every j != i
-                        alts = [frozenset({a, *(self._not_atom(b, _ptr_join(ptr, "oneOf"), base)
-                                                for j, b in enumerate(one) if j != i)})
-                                for i, a in enumerate(one)]
+                        alts = [
+                            frozenset(
+                                {
+                                    a,
+                                    *(
+                                        self._not_atom(b, _ptr_join(ptr, "oneOf"), base)
+                                        for j, b in enumerate(one)
+                                        if j != i
+                                    ),
+                                }
+                            )
+                            for i, a in enumerate(one)
+                        ]
                     else:
                         self.unsupported(
-                            "oneOf", "branches are neither provably disjoint nor complementable "
-                            "(option oneof='anyof' relaxes)", _ptr_join(ptr, "oneOf"),
+                            "oneOf",
+                            "branches are neither provably disjoint nor complementable (option oneof='anyof' relaxes)",
+                            _ptr_join(ptr, "oneOf"),
                         )
                 disj.append(alts)
             if "not" in d:
@@ -746,9 +787,7 @@ class _Lowering:
                 raise SchemaError(f"{kw} must be an object", pointer=kptr)
             for name, dep in spec.items():
                 dptr = _ptr_join(kptr, name)
-                absent = self.index.synth(
-                    ("absent", name), {"properties": {name: False}}, dptr, base
-                )
+                absent = self.index.synth(("absent", name), {"properties": {name: False}}, dptr, base)
                 if isinstance(dep, list) and kw != "dependentSchemas":
                     if not all(isinstance(x, str) for x in dep):
                         raise SchemaError(f"{kw} values must be arrays of strings", pointer=dptr)
@@ -780,7 +819,12 @@ class _Lowering:
         return self.index.synth(("types", *ts), {"$lg_types": ts}, ptr, base)
 
     def expand_not(
-        self, d: dict[str, Any], ptr: str, base: str, stack: list[int], pure: list[int],
+        self,
+        d: dict[str, Any],
+        ptr: str,
+        base: str,
+        stack: list[int],
+        pure: list[int],
         disj: list[list[frozenset[int]]],
     ) -> None:
         """¬S as a disjunction: ¬(G1 ∧ G2 ∧ ...) = ¬G1 ∨ ¬G2 ∨ ... over independent keyword groups."""
@@ -796,14 +840,43 @@ class _Lowering:
             disj.append([frozenset(a) for a in alts])
 
     _GROUPS: tuple[tuple[str, ...], ...] = (
-        ("type", "nullable"), ("const",), ("enum",), ("required",), ("minimum",), ("maximum",),
-        ("exclusiveMinimum",), ("exclusiveMaximum",), ("minLength",), ("maxLength",), ("minItems",),
-        ("maxItems",), ("minProperties",), ("maxProperties",), ("multipleOf",), ("pattern",), ("format",),
-        ("properties", "patternProperties", "additionalProperties"), ("prefixItems", "items", "additionalItems"),
-        ("contains", "minContains", "maxContains"), ("if", "then", "else"), ("propertyNames",), ("uniqueItems",),
-        ("dependentRequired",), ("dependentSchemas",), ("dependencies",), ("$lg_types",), ("$lg_not_enum",),
-        ("$ref",), ("allOf",), ("anyOf",), ("oneOf",), ("not",), ("unevaluatedProperties",),
-        ("unevaluatedItems",), ("$dynamicRef",), ("$recursiveRef",),
+        ("type", "nullable"),
+        ("const",),
+        ("enum",),
+        ("required",),
+        ("minimum",),
+        ("maximum",),
+        ("exclusiveMinimum",),
+        ("exclusiveMaximum",),
+        ("minLength",),
+        ("maxLength",),
+        ("minItems",),
+        ("maxItems",),
+        ("minProperties",),
+        ("maxProperties",),
+        ("multipleOf",),
+        ("pattern",),
+        ("format",),
+        ("properties", "patternProperties", "additionalProperties"),
+        ("prefixItems", "items", "additionalItems"),
+        ("contains", "minContains", "maxContains"),
+        ("if", "then", "else"),
+        ("propertyNames",),
+        ("uniqueItems",),
+        ("dependentRequired",),
+        ("dependentSchemas",),
+        ("dependencies",),
+        ("$lg_types",),
+        ("$lg_not_enum",),
+        ("$ref",),
+        ("allOf",),
+        ("anyOf",),
+        ("oneOf",),
+        ("not",),
+        ("unevaluatedProperties",),
+        ("unevaluatedItems",),
+        ("$dynamicRef",),
+        ("$recursiveRef",),
     )
 
     def _negation(self, inner: int, ptr: str, base: str) -> list[list[int]] | None:
@@ -827,16 +900,19 @@ class _Lowering:
         del synth, nt
         return out
 
-    def _negate_group(  # noqa: C901
+    def _negate_group(
         self, s: dict[str, Any], sptr: str, sbase: str, group: tuple[str, ...], ptr: str, base: str
     ) -> list[list[int]] | None:
         synth = self.index.synth
         key = id(s)
         kw = group[0]
+
         def outside(*tys: str) -> list[int]:
             return [self._types_atom(_ALL_TYPES - set(tys), ptr, base)]
+
         def sub(k: str, *more: str | int) -> int:
             return self.sub(s[k] if not more else _dig(s[k], more), _ptr_join(sptr, k, *more), sbase)
+
         if kw == "type":
             if "type" not in s:
                 return []
@@ -864,11 +940,16 @@ class _Lowering:
                 [synth(("nreq", n), {"$lg_types": ["object"], "properties": {n: False}}, ptr, base)] for n in req
             ]
         flips = {
-            "minimum": ("exclusiveMaximum", "num"), "maximum": ("exclusiveMinimum", "num"),
-            "exclusiveMinimum": ("maximum", "num"), "exclusiveMaximum": ("minimum", "num"),
-            "minLength": ("maxLength", "string"), "maxLength": ("minLength", "string"),
-            "minItems": ("maxItems", "array"), "maxItems": ("minItems", "array"),
-            "minProperties": ("maxProperties", "object"), "maxProperties": ("minProperties", "object"),
+            "minimum": ("exclusiveMaximum", "num"),
+            "maximum": ("exclusiveMinimum", "num"),
+            "exclusiveMinimum": ("maximum", "num"),
+            "exclusiveMaximum": ("minimum", "num"),
+            "minLength": ("maxLength", "string"),
+            "maxLength": ("minLength", "string"),
+            "minItems": ("maxItems", "array"),
+            "maxItems": ("minItems", "array"),
+            "minProperties": ("maxProperties", "object"),
+            "maxProperties": ("minProperties", "object"),
         }
         if kw in flips:
             v = s[kw]
@@ -885,7 +966,7 @@ class _Lowering:
                     other = "maximum" if kw == "minimum" else "minimum"  # draft-04: ¬(x > v) = x <= v
                 inside = synth(("nb", key, kw), {"$lg_types": ["integer", "fraction"], other: v}, ptr, base)
                 return [outside("integer", "fraction"), [inside]]
-            n = int(math.ceil(v)) if kw.startswith("min") else int(math.floor(v))
+            n = math.ceil(v) if kw.startswith("min") else math.floor(v)
             if kw.startswith("min"):
                 if n <= 0:
                     return []
@@ -905,8 +986,16 @@ class _Lowering:
                 if a == 0:
                     continue
                 na = self._not_atom(a, ptr, base)
-                alts.append([synth(("nprop", key, k), {"$lg_types": ["object"], "required": [k],
-                                                       "properties": {k: self._embed(na)}}, ptr, base)])
+                alts.append(
+                    [
+                        synth(
+                            ("nprop", key, k),
+                            {"$lg_types": ["object"], "required": [k], "properties": {k: self._embed(na)}},
+                            ptr,
+                            base,
+                        )
+                    ]
+                )
             return alts if len(alts) > 1 else []
         if kw == "prefixItems":
             if "prefixItems" in s or isinstance(s.get("items"), list):
@@ -915,16 +1004,20 @@ class _Lowering:
             if a == 0:
                 return []
             na = self._not_atom(a, ptr, base)
-            return [outside("array"), [synth(("nitems", key), {"$lg_types": ["array"], "contains": self._embed(na)},
-                                             ptr, base)]]
+            return [
+                outside("array"),
+                [synth(("nitems", key), {"$lg_types": ["array"], "contains": self._embed(na)}, ptr, base)],
+            ]
         if kw == "contains":
             if "contains" not in s:
                 return []
             if "minContains" in s or "maxContains" in s or "contains" not in s:
                 return None
             na = self._not_atom(sub("contains"), ptr, base)
-            return [outside("array"), [synth(("ncont", key), {"$lg_types": ["array"], "items": self._embed(na)},
-                                             ptr, base)]]
+            return [
+                outside("array"),
+                [synth(("ncont", key), {"$lg_types": ["array"], "items": self._embed(na)}, ptr, base)],
+            ]
         if kw == "if":
             if "if" not in s or ("then" not in s and "else" not in s):
                 return []
@@ -942,15 +1035,19 @@ class _Lowering:
             return [[self._not_atom(self.sub(t, tptr, tbase), ptr, base)]]
         if kw == "allOf":
             lst = self._schema_list(s, "allOf", sptr)
-            return [[self._not_atom(self.sub(x, _ptr_join(sptr, "allOf", i), sbase), ptr, base)]
-                    for i, x in enumerate(lst)]
+            return [
+                [self._not_atom(self.sub(x, _ptr_join(sptr, "allOf", i), sbase), ptr, base)] for i, x in enumerate(lst)
+            ]
         if kw == "anyOf":
             lst = self._schema_list(s, "anyOf", sptr)
-            return [[self._not_atom(self.sub(x, _ptr_join(sptr, "anyOf", i), sbase), ptr, base) for i, x in
-                     enumerate(lst)]]
+            return [
+                [self._not_atom(self.sub(x, _ptr_join(sptr, "anyOf", i), sbase), ptr, base) for i, x in enumerate(lst)]
+            ]
         if kw == "oneOf":
-            lst = [self.sub(x, _ptr_join(sptr, "oneOf", i), sbase)
-                   for i, x in enumerate(self._schema_list(s, "oneOf", sptr))]
+            lst = [
+                self.sub(x, _ptr_join(sptr, "oneOf", i), sbase)
+                for i, x in enumerate(self._schema_list(s, "oneOf", sptr))
+            ]
             alts = [[self._not_atom(a, ptr, base) for a in lst]]  # none holds
             alts += [[lst[i], lst[j]] for i in range(len(lst)) for j in range(i + 1, len(lst))]  # two hold
             return alts
@@ -968,32 +1065,56 @@ class _Lowering:
         if "$lg_not" in s:
             return True
         for k in s:
-            if k in _ANNOTATIONS or k in ("type", "nullable", "const", "enum", "required", "$lg_types",
-                                          "$lg_not_enum", "not", "minimum", "maximum", "exclusiveMinimum",
-                                          "exclusiveMaximum", "minLength", "maxLength", "minItems", "maxItems",
-                                          "minProperties", "maxProperties", "then", "else"):
+            if k in _ANNOTATIONS or k in (
+                "type",
+                "nullable",
+                "const",
+                "enum",
+                "required",
+                "$lg_types",
+                "$lg_not_enum",
+                "not",
+                "minimum",
+                "maximum",
+                "exclusiveMinimum",
+                "exclusiveMaximum",
+                "minLength",
+                "maxLength",
+                "minItems",
+                "maxItems",
+                "minProperties",
+                "maxProperties",
+                "then",
+                "else",
+            ):
                 continue
             try:
                 if k == "properties":
                     if "patternProperties" in s or s.get("additionalProperties", True) is not True:
                         return False
                     if not isinstance(s[k], dict) or not all(
-                        self._negatable(self.sub(v, _ptr_join(sptr, k, n), sbase), depth + 1)
-                        for n, v in s[k].items()
+                        self._negatable(self.sub(v, _ptr_join(sptr, k, n), sbase), depth + 1) for n, v in s[k].items()
                     ):
                         return False
                 elif k == "items":
-                    if isinstance(s[k], list) or "prefixItems" in s or not self._negatable(
-                            self.sub(s[k], _ptr_join(sptr, k), sbase), depth + 1):
+                    if (
+                        isinstance(s[k], list)
+                        or "prefixItems" in s
+                        or not self._negatable(self.sub(s[k], _ptr_join(sptr, k), sbase), depth + 1)
+                    ):
                         return False
                 elif k == "contains":
-                    if "minContains" in s or "maxContains" in s or not self._negatable(
-                            self.sub(s[k], _ptr_join(sptr, k), sbase), depth + 1):
+                    if (
+                        "minContains" in s
+                        or "maxContains" in s
+                        or not self._negatable(self.sub(s[k], _ptr_join(sptr, k), sbase), depth + 1)
+                    ):
                         return False
                 elif k == "if":
                     for part in ("if", "then", "else"):
-                        if part in s and not self._negatable(self.sub(s[part], _ptr_join(sptr, part), sbase),
-                                                             depth + 1):
+                        if part in s and not self._negatable(
+                            self.sub(s[part], _ptr_join(sptr, part), sbase), depth + 1
+                        ):
                             return False
                 elif k in ("allOf", "anyOf", "oneOf"):
                     if not isinstance(s[k], list) or not all(
@@ -1008,10 +1129,25 @@ class _Lowering:
                 elif k == "uniqueItems":
                     if s[k] is True:
                         return False
-                elif k in ("multipleOf", "pattern", "format", "patternProperties", "additionalProperties",
-                           "prefixItems", "additionalItems", "minContains", "maxContains", "propertyNames",
-                           "dependentRequired", "dependentSchemas", "dependencies", "unevaluatedProperties",
-                           "unevaluatedItems", "$dynamicRef", "$recursiveRef"):
+                elif k in (
+                    "multipleOf",
+                    "pattern",
+                    "format",
+                    "patternProperties",
+                    "additionalProperties",
+                    "prefixItems",
+                    "additionalItems",
+                    "minContains",
+                    "maxContains",
+                    "propertyNames",
+                    "dependentRequired",
+                    "dependentSchemas",
+                    "dependencies",
+                    "unevaluatedProperties",
+                    "unevaluatedItems",
+                    "$dynamicRef",
+                    "$recursiveRef",
+                ):
                     if k == "format" and s[k] not in _FORMATS and s[k] not in _UNSUPPORTED_FORMATS:
                         continue
                     if k == "additionalProperties" and s[k] is True:
@@ -1024,6 +1160,16 @@ class _Lowering:
     # -- oneOf disjointness -------------------------------------------------------------------
 
     def _pairwise_disjoint(self, alts: list[frozenset[int]]) -> bool:
+        # Nested oneOf inside a branch re-enters here through expand(): bound the depth.
+        self._disjoint_depth = getattr(self, "_disjoint_depth", 0) + 1
+        try:
+            if self._disjoint_depth > 16:
+                return False
+            return self._pairwise_disjoint_inner(alts)
+        finally:
+            self._disjoint_depth -= 1
+
+    def _pairwise_disjoint_inner(self, alts: list[frozenset[int]]) -> bool:
         facts = [self.approx_facts(a) for a in alts]
         for i in range(len(facts)):
             for j in range(i + 1, len(facts)):
@@ -1039,40 +1185,47 @@ class _Lowering:
         return self.merge(exp[0])
 
     def _disjoint(self, a: _Facts | None, b: _Facts | None) -> bool:
+        """Provably no common instance (facts over-approximate, so True is always sound)."""
         if a is None or b is None:
             return True
-        common = a.types & b.types
-        if not common:
-            return True
+        return all(self._disjoint_on(a, b, t) for t in a.types & b.types)
+
+    def _disjoint_on(self, a: _Facts, b: _Facts, t: str) -> bool:
         for f, g in ((a, b), (b, a)):
             if f.enum is not None:
+                vals = [v for v in f.enum if _json_type(v) == t]
                 try:
-                    if not any(self.check(v, g, 0) for v in f.enum if _json_type(v) in common):
+                    if not any(self.check(v, g, 0) for v in vals):
                         return True
-                except UnsupportedSchemaError:
+                except (UnsupportedSchemaError, LimitExceeded):
                     pass
-        if common <= {"integer", "fraction"}:
-            if a.hi is not None and b.lo is not None and (a.hi < b.lo or (a.hi == b.lo and (a.hi_excl or b.lo_excl))):
+        if t in ("integer", "fraction"):
+            for f, g in ((a, b), (b, a)):
+                if (
+                    f.hi is not None
+                    and g.lo is not None
+                    and (f.hi < g.lo or (f.hi == g.lo and (f.hi_excl or g.lo_excl)))
+                ):
+                    return True
+        if t == "string":
+            for f, g in ((a, b), (b, a)):
+                if f.max_len is not None and g.min_len > f.max_len:
+                    return True
+            if a.patterns and b.patterns and any(_prefix_disjoint(p, q) for p, _ in a.patterns for q, _ in b.patterns):
                 return True
-            if b.hi is not None and a.lo is not None and (b.hi < a.lo or (b.hi == a.lo and (b.hi_excl or a.lo_excl))):
-                return True
-        if common == {"object"}:
-            for key in set(a.required) & set(b.required):
-                ka, kb = self.key_atoms(a, key), self.key_atoms(b, key)
-                if ka is None or kb is None:
-                    return True
-                fa, fb = self.approx_facts(ka), self.approx_facts(kb)
-                if fa is None or fb is None:
-                    return True
-                if (fa.enum is not None or fb.enum is not None) and self._disjoint(fa, fb):
-                    return True
-                if not (fa.types & fb.types):
-                    return True
+        if t == "object":
             for f, g in ((a, b), (b, a)):
                 for key in f.required:
                     kg = self.key_atoms(g, key)
                     if kg is None:
                         return True
+                    if key in g.required:
+                        kf = self.key_atoms(f, key)
+                        if kf is None:
+                            return True
+                        fa, fb = self.approx_facts(kf), self.approx_facts(kg)
+                        if self._disjoint(fa, fb):
+                            return True
         return False
 
     # -- merge ---------------------------------------------------------------------------------
@@ -1088,12 +1241,16 @@ class _Lowering:
         if f.empty_reason is None:
             f.empty_reason = (ptr, msg)
 
-    def _merge_one(self, f: _Facts, d: dict[str, Any], ptr: str, base: str) -> None:  # noqa: C901
+    def _merge_one(self, f: _Facts, d: dict[str, Any], ptr: str, base: str) -> None:
         def num(kw: str) -> Fraction | None:
             if kw not in d:
                 return None
             v = d[kw]
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or (isinstance(v, float) and not math.isfinite(v)):
+            if (
+                isinstance(v, bool)
+                or not isinstance(v, (int, float))
+                or (isinstance(v, float) and not math.isfinite(v))
+            ):
                 raise SchemaError(f"{kw} must be a number", pointer=_ptr_join(ptr, kw))
             return _fraction(v)
 
@@ -1101,7 +1258,12 @@ class _Lowering:
             if kw not in d:
                 return None
             v = d[kw]
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 or (isinstance(v, float) and not v.is_integer()):
+            if (
+                isinstance(v, bool)
+                or not isinstance(v, (int, float))
+                or v < 0
+                or (isinstance(v, float) and not v.is_integer())
+            ):
                 raise SchemaError(f"{kw} must be a non-negative integer", pointer=_ptr_join(ptr, kw))
             return int(v)
 
@@ -1157,12 +1319,12 @@ class _Lowering:
                 raise SchemaError("multipleOf must be > 0", pointer=_ptr_join(ptr, "multipleOf"))
             f.multiple.append((m, _ptr_join(ptr, "multipleOf")))
         # strings
-        v = count("minLength")
-        if v is not None:
-            f.min_len = max(f.min_len, v)
-        v = count("maxLength")
-        if v is not None:
-            f.max_len = v if f.max_len is None else min(f.max_len, v)
+        cv = count("minLength")
+        if cv is not None:
+            f.min_len = max(f.min_len, cv)
+        cv = count("maxLength")
+        if cv is not None:
+            f.max_len = cv if f.max_len is None else min(f.max_len, cv)
         if "pattern" in d:
             if not isinstance(d["pattern"], str):
                 raise SchemaError("pattern must be a string", pointer=_ptr_join(ptr, "pattern"))
@@ -1190,8 +1352,11 @@ class _Lowering:
                 _ObjPart(
                     props={k: self.sub(s, _ptr_join(ptr, "properties", k), base) for k, s in props.items()},
                     patterns=[
-                        (p, self.sub(s, _ptr_join(ptr, "patternProperties", p), base),
-                         _ptr_join(ptr, "patternProperties", p))
+                        (
+                            p,
+                            self.sub(s, _ptr_join(ptr, "patternProperties", p), base),
+                            _ptr_join(ptr, "patternProperties", p),
+                        )
                         for p, s in pats.items()
                     ],
                     additional=None if addl is None else self.sub(addl, _ptr_join(ptr, "additionalProperties"), base),
@@ -1207,12 +1372,12 @@ class _Lowering:
                     f.required.append(r)
         if "propertyNames" in d:
             f.names.append(self.sub(d["propertyNames"], _ptr_join(ptr, "propertyNames"), base))
-        v = count("minProperties")
-        if v is not None:
-            f.min_props = max(f.min_props, v)
-        v = count("maxProperties")
-        if v is not None:
-            f.max_props = v if f.max_props is None else min(f.max_props, v)
+        cv = count("minProperties")
+        if cv is not None:
+            f.min_props = max(f.min_props, cv)
+        cv = count("maxProperties")
+        if cv is not None:
+            f.max_props = cv if f.max_props is None else min(f.max_props, cv)
         for kw in ("unevaluatedProperties", "unevaluatedItems"):
             if kw in d and d[kw] is not True:
                 self.unsupported(kw, "unevaluated* keywords are not lowered", _ptr_join(ptr, kw))
@@ -1234,18 +1399,22 @@ class _Lowering:
                     items=None if items is None else self.sub(items, _ptr_join(ptr, ikw), base),
                 )
             )
-        v = count("minItems")
-        if v is not None:
-            f.min_items = max(f.min_items, v)
-        v = count("maxItems")
-        if v is not None:
-            f.max_items = v if f.max_items is None else min(f.max_items, v)
+        cv = count("minItems")
+        if cv is not None:
+            f.min_items = max(f.min_items, cv)
+        cv = count("maxItems")
+        if cv is not None:
+            f.max_items = cv if f.max_items is None else min(f.max_items, cv)
         if "contains" in d:
             cmin = count("minContains")
             cmax = count("maxContains")
             f.contains.append(
-                (self.sub(d["contains"], _ptr_join(ptr, "contains"), base), 1 if cmin is None else cmin, cmax,
-                 _ptr_join(ptr, "contains"))
+                (
+                    self.sub(d["contains"], _ptr_join(ptr, "contains"), base),
+                    1 if cmin is None else cmin,
+                    cmax,
+                    _ptr_join(ptr, "contains"),
+                )
             )
         if d.get("uniqueItems") is True:
             f.unique = _ptr_join(ptr, "uniqueItems")
@@ -1283,12 +1452,10 @@ class _Lowering:
 
     def _py_search(self, pattern: str, s: str, ptr: str) -> bool:
         """Decides a pattern on a known string with Python ``re`` -- only where ECMA and Python
-        agree (ASCII subject, pattern without classes whose meaning differs)."""
-        if not s.isascii() or re.search(r"\\[dDwWsSbB]|\\p|\\u|\(\?<|\\c", pattern):
-            # \\d \\w \\s differ for non-ASCII; we only accept ASCII subjects with ASCII flags below.
-            pass
-        if not s.isascii():
-            self.unsupported("pattern", f"cannot decide pattern {pattern!r} on non-ASCII name {s!r}", ptr)
+        agree: an ASCII subject without line breaks (``$``/``.`` differ around newlines), ASCII
+        classes, no Python-only syntax (``{,n}``, ``\\A``, ``\\Z``)."""
+        if not s.isascii() or "\n" in s or "\r" in s or re.search(r"\{,|\\[AZ]", pattern):
+            self.unsupported("pattern", f"cannot decide pattern {pattern!r} on the name {s!r}", ptr)
             return True
         try:
             return re.search(pattern, s, re.ASCII) is not None
@@ -1309,7 +1476,7 @@ class _Lowering:
             return False
         return all(any(self.check_atoms(value, alt, depth + 1) for alt in alts) for alts in disj)
 
-    def check(self, value: Any, f: _Facts, depth: int) -> bool:  # noqa: C901
+    def check(self, value: Any, f: _Facts, depth: int) -> bool:
         """Does ``value`` satisfy the merged pure facts? (Nested schemas via check_atoms.)"""
         t = _json_type(value)
         if t not in f.types:
@@ -1407,15 +1574,17 @@ class _Lowering:
 
     def _check_productive(self) -> None:
         productive: set[str] = set()
-        changed = True
-        memo_nodes: dict[int, bool] = {}
-        while changed:
-            changed = False
-            memo_nodes.clear()
-            for name, node in self.rules.items():
-                if name not in productive and _productive(node, productive):
-                    productive.add(name)
-                    changed = True
+        users: dict[str, list[str]] = {}
+        for name, node in self.rules.items():
+            for ref in _refs_of(node):
+                users.setdefault(ref, []).append(name)
+        queue = collections.deque(self.rules)
+        while queue:  # re-evaluate a rule only when one of its references became productive
+            name = queue.popleft()
+            if name in productive or not _productive(self.rules[name], productive):
+                continue
+            productive.add(name)
+            queue.extend(u for u in users.get(name, ()) if u not in productive)
         if "root" not in productive:
             ptr, msg = self.empty_reasons[0] if self.empty_reasons else ("", "no JSON value satisfies the schema")
             raise SchemaError(f"empty language: {msg}", pointer=ptr, code="schema-empty")
@@ -1449,8 +1618,21 @@ class _Lowering:
 
     def _pure_only(self, atom: int) -> int:
         d, ptr, base = self.schema_of(atom)
-        drop = {"$ref", "$dynamicRef", "$recursiveRef", "allOf", "anyOf", "oneOf", "not", "if", "then", "else",
-                "dependentRequired", "dependentSchemas", "dependencies"}
+        drop = {
+            "$ref",
+            "$dynamicRef",
+            "$recursiveRef",
+            "allOf",
+            "anyOf",
+            "oneOf",
+            "not",
+            "if",
+            "then",
+            "else",
+            "dependentRequired",
+            "dependentSchemas",
+            "dependencies",
+        }
         if not any(k in d for k in drop):
             return atom
         return self.index.synth(("pure", atom), {k: v for k, v in d.items() if k not in drop}, ptr, base)
@@ -1470,15 +1652,53 @@ class _Lowering:
                 if not any(v is val for v in excluded):
                     alts.append(Literal(lit))
         if "fraction" in types or "integer" in types:
-            alts.append(self.emit_number(f))
+            alts.append(self.shared("num", f, self.emit_number))
         if "string" in types:
-            alts.append(self.emit_string(f))
+            alts.append(self.shared("str", f, self.emit_string))
         if "array" in types:
             alts.append(self.emit_array(f))
         if "object" in types:
             alts.append(self.emit_object(f))
         alts = [a for a in alts if a != _EMPTY_LANG]
         return _alt(alts) if alts else _EMPTY_LANG
+
+    def shared(self, kind: str, f: _Facts, build: Callable[[_Facts], Node]) -> Node:
+        """One rule per distinct scalar constraint set: the same string/number constraints written
+        in many places of a schema compile once."""
+        try:
+            excluded = json.dumps(f.not_enum, sort_keys=True)
+        except (RecursionError, ValueError, TypeError):
+            return build(f)
+        if kind == "num":
+            key: tuple[Any, ...] = (
+                kind,
+                "integer" in f.types,
+                "fraction" in f.types,
+                f.lo,
+                f.lo_excl,
+                f.hi,
+                f.hi_excl,
+                tuple(m for m, _ in f.multiple),
+                excluded,
+            )
+        else:
+            key = (
+                kind,
+                f.min_len,
+                f.max_len,
+                tuple(p for p, _ in f.patterns),
+                tuple(x for x, _ in f.formats),
+                excluded,
+            )
+        name = self.shared_memo.get(key)
+        if name is None:
+            node = build(f)
+            if isinstance(node, Ref) or node == _EMPTY_LANG:
+                return node
+            name = f"{kind}{len(self.shared_memo)}"
+            self.shared_memo[key] = name
+            self.rules[name] = node
+        return Ref(name)
 
     def emit_enum(self, f: _Facts) -> Node:
         assert f.enum is not None
@@ -1496,15 +1716,35 @@ class _Lowering:
             if not v:
                 return _seq([Literal(b"{"), self.ws(), Literal(b"}")])
             if 1 < len(v) <= 6:  # key order carries no meaning: accept any order
-                members = [(k, _seq([self.string_literal(k), self.ws(), Literal(b":"), self.ws(),
-                                     self.value_literal(x, depth + 1)]), True) for k, x in v.items()]
+                members = [
+                    (
+                        k,
+                        _seq(
+                            [
+                                self.string_literal(k),
+                                self.ws(),
+                                Literal(b":"),
+                                self.ws(),
+                                self.value_literal(x, depth + 1),
+                            ]
+                        ),
+                        True,
+                    )
+                    for k, x in v.items()
+                ]
                 return self._object_any_order(members, None, 0, None, 0)
             parts: list[Node] = [Literal(b"{")]
             for i, (k, x) in enumerate(v.items()):
                 if i:
                     parts += [self.ws(), Literal(b",")]
-                parts += [self.ws(), self.string_literal(k), self.ws(), Literal(b":"), self.ws(),
-                          self.value_literal(x, depth + 1)]
+                parts += [
+                    self.ws(),
+                    self.string_literal(k),
+                    self.ws(),
+                    Literal(b":"),
+                    self.ws(),
+                    self.value_literal(x, depth + 1),
+                ]
             return _seq([*parts, self.ws(), Literal(b"}")])
         if isinstance(v, list):
             if not v:
@@ -1521,7 +1761,7 @@ class _Lowering:
             return Literal(json.dumps(v).encode())
         if isinstance(v, float) and not math.isfinite(v):
             return _EMPTY_LANG
-        if isinstance(v, float) and v.is_integer() or isinstance(v, int):
+        if (isinstance(v, float) and v.is_integer()) or isinstance(v, int):
             n = int(v)
             forms = {str(n)}
             if abs(n) <= 2**53 or float(n) == n:
@@ -1576,10 +1816,16 @@ class _Lowering:
             modulus = modulus * int(m) // math.gcd(modulus, int(m))
         excluded = [_fraction(v) for v in f.not_enum if _json_type(v) in ("integer", "fraction")]
         if integer_only:
-            lo = None if f.lo is None else (math.floor(f.lo) + 1 if f.lo_excl and f.lo.denominator == 1
-                                            else math.ceil(f.lo))
-            hi = None if f.hi is None else (math.ceil(f.hi) - 1 if f.hi_excl and f.hi.denominator == 1
-                                            else math.floor(f.hi))
+            lo = (
+                None
+                if f.lo is None
+                else (math.floor(f.lo) + 1 if f.lo_excl and f.lo.denominator == 1 else math.ceil(f.lo))
+            )
+            hi = (
+                None
+                if f.hi is None
+                else (math.ceil(f.hi) - 1 if f.hi_excl and f.hi.denominator == 1 else math.floor(f.hi))
+            )
             if lo is not None and hi is not None and lo > hi:
                 self._contradiction(f, "", "integer bounds leave no value")
                 return _EMPTY_LANG
@@ -1597,6 +1843,7 @@ class _Lowering:
         if f.lo is not None or f.hi is not None or f.multiple or f.not_enum:
             self.unsupported("not", "non-integral numbers with bounds are not lowered", "")
             return _EMPTY_LANG
+
         def build() -> Node:
             digits = CharClass(((0x30, 0x39),))
             nz = CharClass(((0x31, 0x39),))
@@ -1604,6 +1851,7 @@ class _Lowering:
             for k in range(1, 15):  # k integer digits, at most 15 - k fraction digits
                 alts.append(_seq([nz, Repeat(digits, k - 1, k - 1), Literal(b"."), Repeat(digits, 0, 14 - k), nz]))
             return _seq([_opt(Literal(b"-")), _alt(alts)])
+
         return self.rule("fraction", build)
 
     def int_node(self, lo: int | None, hi: int | None, modulus: int, excluded: list[Fraction], plain: bool) -> Node:
@@ -1620,15 +1868,17 @@ class _Lowering:
                 pieces.append(_int_range(cur, hi))
             node = _alt(p for p in pieces if p != _EMPTY_LANG) if pieces else _EMPTY_LANG
             if plain and not excl:
-                return self.rule("integer", lambda: _seq([node, _opt(_seq([Literal(b"."), Repeat(Literal(b"0"), 1,
-                                                                                                   None)]))]))
+                return self.rule(
+                    "integer", lambda: _seq([node, _opt(_seq([Literal(b"."), Repeat(Literal(b"0"), 1, None)]))])
+                )
             return node
         if lo is not None and hi is not None:
             first = -(-lo // modulus) * modulus
-            values = range(first, hi + 1, modulus)
-            if len(values) > 4096:
-                self.unsupported("multipleOf", f"{len(values)} multiples in range (max 4096)", "")
+            count = max(0, (hi - first) // modulus + 1)  # not len(range): may exceed ssize_t
+            if count > 4096:
+                self.unsupported("multipleOf", f"{count} multiples in range (max 4096)", "")
                 return _int_range(lo, hi)
+            values = range(first, hi + 1, modulus)
             xs = {int(x) for x in excluded}
             return _alt(Literal(str(v).encode()) for v in values if v not in xs) if values else _EMPTY_LANG
         if excl or modulus > 1000:
@@ -1644,24 +1894,38 @@ class _Lowering:
         if f"{name}_0" not in self.rules:
             digit = [Literal(str(i).encode()) for i in range(10)]
             for r in range(k):
-                alts: list[Node] = [EMPTY] if r == 0 else []
-                alts += [_seq([digit[d], Ref(f"{name}_{(r * 10 + d) % k}")]) for d in range(10)]
-                self.rules[f"{name}_{r}"] = _alt(alts)
+                trans: list[Node] = [EMPTY] if r == 0 else []
+                trans += [_seq([digit[d], Ref(f"{name}_{(r * 10 + d) % k}")]) for d in range(10)]
+                self.rules[f"{name}_{r}"] = _alt(trans)
+
         def mags(a: int, b: int | None) -> Node:  # magnitudes in [a, b] that are multiples of k
             if b is not None:
                 first = -(-a // k) * k
-                vals = range(first, b + 1, k)
-                if len(vals) > 4096:
+                if (b - first) // k + 1 > 4096:
                     self.unsupported("multipleOf", "too many multiples in range", "")
+                    return _nonneg_range(a, b)
+                vals = range(first, b + 1, k)
                 return _alt(Literal(str(v).encode()) for v in vals) if vals else _EMPTY_LANG
             width = len(str(a))
             small = mags(a, 10**width - 1) if a < 10**width else _EMPTY_LANG
-            big = _alt(_seq([Literal(str(d).encode()), Repeat(CharClass(((0x30, 0x39),)), width - 1, width - 1),
-                             ]) for d in range(1, 2)) if False else None
+            big = (
+                _alt(
+                    _seq(
+                        [
+                            Literal(str(d).encode()),
+                            Repeat(CharClass(((0x30, 0x39),)), width - 1, width - 1),
+                        ]
+                    )
+                    for d in range(1, 2)
+                )
+                if False
+                else None
+            )
             del big
             # numbers with > width digits: first digit 1-9, then the automaton from its remainder
             firsts = _alt(_seq([Literal(str(d).encode()), self._mod_after(k, d, width)]) for d in range(1, 10))
             return _alt([small, firsts])
+
         alts: list[Node] = []
         if hi is None or hi >= 0:
             a = 0 if lo is None else max(lo, 0)
@@ -1677,6 +1941,7 @@ class _Lowering:
         """After a first digit ``d``: at least ``width`` more digits ending on remainder 0."""
         # Unroll `width` mandatory digits through remainder states, then the automaton rule.
         name = f"mod{k}_w{width}_r"
+
         def state(r: int, left: int) -> Node:
             rn = f"{name}{r}_{left}"
             if rn not in self.rules:
@@ -1684,9 +1949,11 @@ class _Lowering:
                 if left == 0:
                     self.rules[rn] = Ref(f"mod{k}_{r}")
                 else:
-                    self.rules[rn] = _alt(_seq([Literal(str(x).encode()), state((r * 10 + x) % k, left - 1)])
-                                          for x in range(10))
+                    self.rules[rn] = _alt(
+                        _seq([Literal(str(x).encode()), state((r * 10 + x) % k, left - 1)]) for x in range(10)
+                    )
             return Ref(rn)
+
         if width * k > 20000:
             raise LimitExceeded("max_automaton_states", self.limits.max_automaton_states, "multipleOf automaton")
         return state(d % k, width)
@@ -1700,12 +1967,26 @@ class _Lowering:
         nextafter(v, -inf) / nextafter(v, +inf)."""
         digits = CharClass(((0x30, 0x39),))
         if f.lo is None and f.hi is None and not excluded:
-            return self.rule("number", lambda: _seq([
-                _opt(Literal(b"-")), _alt([Literal(b"0"), _seq([CharClass(((0x31, 0x39),)), Repeat(digits, 0, None)])]),
-                _opt(_seq([Literal(b"."), Repeat(digits, 1, None)])),
-                _opt(_seq([CharClass(((0x45, 0x45), (0x65, 0x65))), _opt(CharClass(((0x2B, 0x2B), (0x2D, 0x2D)))),
-                           Repeat(digits, 1, None)])),
-            ]))
+            return self.rule(
+                "number",
+                lambda: _seq(
+                    [
+                        _opt(Literal(b"-")),
+                        _alt([Literal(b"0"), _seq([CharClass(((0x31, 0x39),)), Repeat(digits, 0, None)])]),
+                        _opt(_seq([Literal(b"."), Repeat(digits, 1, None)])),
+                        _opt(
+                            _seq(
+                                [
+                                    CharClass(((0x45, 0x45), (0x65, 0x65))),
+                                    _opt(CharClass(((0x2B, 0x2B), (0x2D, 0x2D)))),
+                                    Repeat(digits, 1, None),
+                                ]
+                            )
+                        ),
+                    ]
+                ),
+            )
+
         def as_double(v: Fraction, what: str) -> float | None:
             try:
                 x = float(v)
@@ -1715,6 +1996,7 @@ class _Lowering:
                 self.unsupported(what, f"bound {v} is not a double; number comparison would round", "")
                 return None
             return x
+
         lo: Fraction | None = None
         hi: Fraction | None = None
         if f.lo is not None:
@@ -1772,8 +2054,10 @@ class _Lowering:
         ai, af = _dec_parts(a)
         digits = CharClass(((0x30, 0x39),))
         frac_any = _opt(_seq([Literal(b"."), Repeat(digits, 1, None)]))
+
         def lit(n: int) -> Node:
             return Literal(str(n).encode())
+
         if b is None:
             return _alt([_seq([_nonneg_range(ai + 1, None), frac_any]), _seq([lit(ai), self._frac(af, None)])])
         bi, bf = _dec_parts(b)
@@ -1792,6 +2076,7 @@ class _Lowering:
         digits = CharClass(((0x30, 0x39),))
         base = f"fr{len(self.rules)}_"
         lo_s, hi_s = t_lo or "", t_hi or ""
+
         def state(j: int, tl: bool, th: bool) -> Node:
             tl = tl and j < len(lo_s)
             if not tl and not th:
@@ -1804,6 +2089,7 @@ class _Lowering:
             self.rules[name] = _EMPTY_LANG
             self.rules[name] = _alt(state_alts(j, tl, th, with_empty=True)) or _EMPTY_LANG
             return Ref(name)
+
         def state_alts(j: int, tl: bool, th: bool, with_empty: bool) -> list[Node]:
             tl = tl and j < len(lo_s)
             out: list[Node] = []
@@ -1821,12 +2107,16 @@ class _Lowering:
                 cls = CharClass(((0x30 + ds[0], 0x30 + ds[-1]),)) if len(ds) > 1 else Literal(str(ds[0]).encode())
                 out.append(_seq([cls, state(j + 1, tl2, th2)]))
             return out
+
         tl0, th0 = t_lo is not None, t_hi is not None
         if not tl0 and not th0:
             return _opt(_seq([Literal(b"."), Repeat(digits, 1, None)]))
         tl_eff = tl0 and len(lo_s) > 0
-        nonempty = state_alts(0, tl_eff, th0, with_empty=False) if (tl_eff or th0) else [
-            _seq([digits, Repeat(digits, 0, None)])]
+        nonempty = (
+            state_alts(0, tl_eff, th0, with_empty=False)
+            if (tl_eff or th0)
+            else [_seq([digits, Repeat(digits, 0, None)])]
+        )
         empty_ok = not lo_s.strip("0")
         parts: list[Node] = [EMPTY] if empty_ok else []
         if nonempty:
@@ -1834,6 +2124,40 @@ class _Lowering:
         return _alt(parts) if parts else _EMPTY_LANG
 
     # strings --------------------------------------------------------------------------------
+
+    def bounded(self, item: Ref, lo: int, hi: int | None) -> Node:
+        """``item{lo,hi}``; large bounds by binary decomposition (rules item^(2^j)), so the
+        automaton stays O(log n) instead of unrolling n copies. Unambiguous: a length splits
+        into powers of two in decreasing order in exactly one way."""
+        small = 256
+        if lo <= small and (hi is None or hi <= small):
+            return Repeat(item, lo, hi)
+        if lo > 1 << 31:
+            raise LimitExceeded("max_repeat", self.limits.max_repeat, f"minimum length {lo}")
+        if hi is not None and hi > 1 << 31:
+            hi = 1 << 31  # tightening (sound): longer strings cannot be generated anyway
+
+        def power(j: int) -> Node:
+            if (1 << j) <= 64:
+                return Repeat(item, 1 << j, 1 << j)
+            name = f"{item.name}_x{1 << j}"
+            if name not in self.rules:
+                self.rules[name] = _seq([power(j - 1), power(j - 1)])
+            return Ref(name)
+
+        def exact(n: int) -> Node:
+            return _seq(power(j) for j in range(n.bit_length() - 1, -1, -1) if n >> j & 1)
+
+        def upto(m: int) -> Node:
+            if m == 0:
+                return EMPTY
+            k = m.bit_length() - 1
+            below = _seq(_opt(power(j)) for j in range(k - 1, -1, -1))
+            return _alt([below, _seq([power(k), upto(m - (1 << k))])])
+
+        head = exact(lo) if lo > 64 else Repeat(item, lo, lo)
+        tail = Repeat(item, 0, None) if hi is None else upto(hi - lo)
+        return _seq([head, tail])
 
     def char_rule(self) -> Ref:
         """One JSON string character unit: raw, short escape, \\uXXXX or a surrogate pair."""
@@ -1881,6 +2205,7 @@ class _Lowering:
 
     def encode(self, node: Node) -> Node:
         """Code-point-level node -> JSON string content bytes (every encoding decodes back)."""
+
         def leaf(n: Node) -> Node:
             if isinstance(n, CharClass):
                 return self.encode_class(n)
@@ -1891,6 +2216,7 @@ class _Lowering:
             if isinstance(n, ByteClass):
                 raise GrammarError("byte classes cannot appear in a string pattern", code="schema-internal")
             return n
+
         return _map_leaves(node, leaf, self.limits)
 
     def format_node(self, fmt: str) -> Node:
@@ -1924,37 +2250,91 @@ class _Lowering:
                 return _seq([Literal(b'"'), self.encode(_complement_of(excluded)), Literal(b'"')])
             if f.min_len == 0 and f.max_len is None:
                 return self.any_string()
-            if f.max_len is not None and f.max_len > self.limits.max_repeat:
-                raise LimitExceeded("max_repeat", self.limits.max_repeat, f"maxLength {f.max_len}")
-            if f.min_len > self.limits.max_repeat:
-                body: Node = _seq([Repeat(self.char_rule(), f.min_len, f.min_len) if False else
-                                   Repeat(self.char_rule(), self.limits.max_repeat, self.limits.max_repeat)])
-                raise LimitExceeded("max_repeat", self.limits.max_repeat, f"minLength {f.min_len}")
-            body = Repeat(self.char_rule(), f.min_len, f.max_len)
+            body = self.bounded(self.char_rule(), f.min_len, f.max_len)
             return _seq([Literal(b'"'), body, Literal(b'"')])
-        if len(contents) > 1:
-            _, kw, ptr = contents[1]
-            self.unsupported(kw, "several patterns/formats on one string (no regex intersection)", ptr)
         node, kw, ptr = contents[0]
-        if f.min_len > 0 or f.max_len is not None:
+        encoded: Node | None = None
+        if len(contents) > 1:
+            encoded = self.nfa_with_length([c[0] for c in contents], f.min_len, f.max_len)
+            if encoded is None:
+                _, kw2, ptr2 = contents[1]
+                self.unsupported(kw2, "several patterns/formats on one string: intersection too large", ptr2)
+        if encoded is None and (f.min_len > 0 or f.max_len is not None):
             restricted = _restrict_length(node, f.min_len, f.max_len, self.limits)
             if restricted is None:
-                self.unsupported("maxLength" if f.max_len is not None else "minLength",
-                                 f"length bounds combined with this {kw} are not lowered", ptr)
-            else:
+                encoded = self.nfa_with_length([node], f.min_len, f.max_len)
+            if restricted is None and encoded is None:
+                self.unsupported(
+                    "maxLength" if f.max_len is not None else "minLength",
+                    f"length bounds combined with this {kw} are not lowered",
+                    ptr,
+                )
+            elif restricted is not None:
                 node = restricted
         for v in excluded:
-            if kw == "pattern":
-                matches = self._py_search(f.patterns[0][0], v, ptr)
-            else:
-                matches = re.fullmatch(_FORMATS[f.formats[0][0]], v) is not None
+            # An excluded string the grammar cannot produce anyway needs no exclusion.
+            matches = all(self._py_search(p, v, pp) for p, pp in f.patterns) and all(
+                re.fullmatch(_FORMATS[x], v) is not None for x, _ in f.formats
+            )
             if matches:
                 self.unsupported("not", "excluding strings matched by a pattern/format is not lowered", ptr)
                 break
-        if node == _EMPTY_LANG:
+        if node == _EMPTY_LANG or encoded == _EMPTY_LANG:
             self._contradiction(f, ptr, f"{kw} and length bounds leave no string")
             return _EMPTY_LANG
-        return _seq([Literal(b'"'), self.encode(node), Literal(b'"')])
+        return _seq([Literal(b'"'), self.encode(node) if encoded is None else encoded, Literal(b'"')])
+
+    def nfa_with_length(self, nodes: list[Node], lo: int, hi: int | None) -> Node | None:
+        """Encoded content of ``nodes[0] ∩ nodes[1] ∩ ...`` ∩ strings of [lo, hi] code points: the
+        product of Thompson NFAs of the nodes with a length counter, one rule per reachable
+        (states, length). None when the product would exceed a few thousand rules."""
+        nfas = []
+        for node in nodes:
+            nfa = _Nfa.build(node, self.limits)
+            if nfa is None:
+                return None
+            nfas.append(nfa)
+        cap = hi if hi is not None else lo  # lengths above lo are equivalent when hi is open
+        base = f"nl{len(self.rules)}_"
+
+        def name(qs: tuple[int, ...], k: int) -> str:
+            return base + "_".join(map(str, qs)) + f"_{k}"
+
+        start = tuple(n.start for n in nfas)
+        made: set[tuple[tuple[int, ...], int]] = {(start, 0)}
+        work = [(start, 0)]
+        rules: dict[str, Node] = {}
+        while work:
+            qs, k = work.pop()
+            if len(made) > 4000:
+                return None
+            alts: list[Node] = []
+            cls = [n.closure(q) for n, q in zip(nfas, qs, strict=True)]
+            if k >= lo and all(n.accept in c for n, c in zip(nfas, cls, strict=True)):
+                alts.append(EMPTY)
+            if hi is None or k < hi:
+                k2 = min(k + 1, cap) if hi is None else k + 1
+                # moves of the product: a transition of every NFA, labels intersected
+                combos: list[tuple[list[tuple[int, int]], tuple[int, ...]]] = [([(0, 0x10FFFF)], ())]
+                for n, c in zip(nfas, cls, strict=True):
+                    nxt = []
+                    for ranges, targets in combos:
+                        for x in sorted(c):
+                            for lab, t in n.moves[x]:
+                                inter = _intersect_ranges(ranges, list(lab))
+                                if inter:
+                                    nxt.append((inter, (*targets, t)))
+                    combos = nxt
+                    if len(combos) > 4000:
+                        return None
+                for ranges, targets in combos:
+                    if (targets, k2) not in made:
+                        made.add((targets, k2))
+                        work.append((targets, k2))
+                    alts.append(_seq([self.encode_class(CharClass(tuple(ranges))), Ref(name(targets, k2))]))
+            rules[name(qs, k)] = _alt(alts) if alts else _EMPTY_LANG
+        self.rules.update(rules)
+        return Ref(name(start, 0))
 
     # arrays ---------------------------------------------------------------------------------
 
@@ -1974,6 +2354,9 @@ class _Lowering:
             self._contradiction(f, "", "minItems > maxItems")
             return _EMPTY_LANG
         if f.unique is not None and (hi is None or hi > 1):
+            domain = self._finite_domain(rest) if rest is not None and not positions and not f.contains else None
+            if domain is not None:
+                return self._unique_array(domain, lo, hi)
             self.unsupported("uniqueItems", "uniqueItems over arrays that may hold several items", f.unique)
         ws = self.ws()
         sep = _seq([ws, Literal(b","), ws])
@@ -1990,8 +2373,11 @@ class _Lowering:
             if hi is not None and hi - n_pre > self.limits.max_repeat:
                 raise LimitExceeded("max_repeat", self.limits.max_repeat, f"maxItems {hi}")
             rmin = max(0, lo - n_pre)
-            tail = Repeat(_seq([sep, rest_node]), rmin, None if hi is None else hi - n_pre) if rest_node != _EMPTY_LANG \
+            tail = (
+                Repeat(_seq([sep, rest_node]), rmin, None if hi is None else hi - n_pre)
+                if rest_node != _EMPTY_LANG
                 else (EMPTY if rmin == 0 else _EMPTY_LANG)
+            )
         # build the element chain right to left: chain_i = sep? elem_i chain_{i+1}
         n_chain = n_pre if hi is None else min(n_pre, hi)
         chain = tail
@@ -2012,12 +2398,60 @@ class _Lowering:
                 rmin = max(0, lo - 1)
                 more = Repeat(_seq([sep, rest_node]), rmin, None if hi is None else hi - 1)
                 first = _seq([ws, rest_node, more])
-        body = [Literal(b"["), _seq([first, ws, Literal(b"]")]) if lo > 0 else
-                _alt([_seq([first, ws, Literal(b"]")]), _seq([ws, Literal(b"]")])])]
+        body = [
+            Literal(b"["),
+            _seq([first, ws, Literal(b"]")])
+            if lo > 0
+            else _alt([_seq([first, ws, Literal(b"]")]), _seq([ws, Literal(b"]")])]),
+        ]
         return _seq(body)
 
-    def emit_contains(self, f: _Facts, positions: list[frozenset[int] | None], rest: frozenset[int] | None,
-                      lo: int, hi: int | None) -> Node:
+    def _finite_domain(self, atoms: frozenset[int]) -> list[Any] | None:
+        """The item values when the item schema allows at most 10 distinct values, else None."""
+        exp = self.expand(atoms)
+        if exp is None:
+            return []
+        pure, disj = exp
+        if disj:
+            return None
+        f = self.merge(pure)
+        if f.enum is not None:
+            cands = f.enum
+        elif f.types <= {"boolean", "null"}:
+            cands = [v for v, t in ((True, "boolean"), (False, "boolean"), (None, "null")) if t in f.types]
+        else:
+            return None
+        out: list[Any] = []
+        for v in cands:
+            if self.check(v, f, 0) and not any(_json_eq(v, w) for w in out):
+                out.append(v)
+        return out if len(out) <= 10 else None
+
+    def _unique_array(self, domain: list[Any], lo: int, hi: int | None) -> Node:
+        """Arrays of distinct values from a finite domain: one rule per subset of used values (the
+        subset's size is the item count)."""
+        ws = self.ws()
+        sep = _seq([ws, Literal(b",")])
+        lits = [self.value_literal(v, 0) for v in domain]
+        base = f"uq{len(self.rules)}_"
+        n = len(domain)
+        for mask in range((1 << n) - 1, -1, -1):
+            count = bin(mask).count("1")
+            for started in (False, True):
+                lead = _seq([sep, ws]) if started else ws
+                alts: list[Node] = []
+                if count >= lo:
+                    alts.append(EMPTY)
+                if hi is None or count < hi:
+                    for i in range(n):
+                        if not mask >> i & 1:
+                            alts.append(_seq([lead, lits[i], Ref(f"{base}{mask | 1 << i}_1")]))
+                self.rules[f"{base}{mask}_{int(started)}"] = _alt(alts) if alts else _EMPTY_LANG
+        return _seq([Literal(b"["), Ref(f"{base}0_0"), ws, Literal(b"]")])
+
+    def emit_contains(
+        self, f: _Facts, positions: list[frozenset[int] | None], rest: frozenset[int] | None, lo: int, hi: int | None
+    ) -> Node:
         if len(f.contains) > 1 or positions:
             self.unsupported("contains", "several contains, or contains with prefixItems", f.contains[0][3])
             return self._array_plain(lo, hi, rest)
@@ -2040,9 +2474,11 @@ class _Lowering:
         ws = self.ws()
         sep = _seq([ws, Literal(b","), ws])
         base = f"ct{len(self.rules)}_"
+
         # state (c, n, started): c matched count (capped at cap_c), n items so far (capped at need_n)
         def name(c: int, n: int, started: bool) -> str:
             return f"{base}{c}_{n}_{int(started)}"
+
         states = [(c, n, s) for c in range(cap_c + 1) for n in range(need_n + 1) for s in (False, True)]
         for c, n, s in states:
             alts: list[Node] = []
@@ -2070,7 +2506,7 @@ class _Lowering:
 
     # objects --------------------------------------------------------------------------------
 
-    def emit_object(self, f: _Facts) -> Node:  # noqa: C901
+    def emit_object(self, f: _Facts) -> Node:
         ws = self.ws()
         # Known names in schema order, then required-only names.
         order: list[str] = []
@@ -2136,41 +2572,57 @@ class _Lowering:
             counting = False
         base = f"ob{len(self.rules)}_"
         sep = _seq([ws, Literal(b",")])
-        # state (i, started, count): i = next known member index
-        def rname(i: int, started: bool, c: int) -> str:
-            return f"{base}{i}_{int(started)}_{c}"
+
+        # Two state kinds, so that every object text has exactly one parse (no interleaving of
+        # skipped members and additional keys in several ways): P(i) = just after an emission (or at
+        # the start), where additional keys may follow; S(i) = skipping optional members, where only
+        # member i (or a further skip, or the end once i == n) may follow. Linear in n.
+        def rname(kind: str, i: int, started: bool, c: int) -> str:
+            return f"{base}{kind}{i}_{int(started)}_{c}"
+
         counts = range(cap + 1) if counting else range(1)
         for i in range(n, -1, -1):
             for started in (False, True):
                 for c in counts:
                     lead = _seq([sep, ws]) if started else ws
-                    alts: list[Node] = []
                     c2 = min(c + 1, cap) if counting else 0
                     room = not counting or hi is None or c < hi
+                    end_ok = not counting or c >= lo
+                    p_alts: list[Node] = []
+                    s_alts: list[Node] = []
                     if i == n:
-                        if not counting or c >= lo:
-                            alts.append(EMPTY)
+                        if end_ok:
+                            p_alts.append(EMPTY)
+                            s_alts.append(EMPTY)
                     else:
-                        name, member, req = members[i]
+                        _, member, req = members[i]
                         if room:
-                            alts.append(_seq([lead, member, Ref(rname(i + 1, True, c2))]))
+                            emit = _seq([lead, member, Ref(rname("p", i + 1, True, c2))])
+                            p_alts.append(emit)
+                            s_alts.append(emit)
                         if not req:
-                            alts.append(Ref(rname(i + 1, started, c)))
+                            skip = Ref(rname("s", i + 1, started, c))
+                            p_alts.append(skip)
+                            s_alts.append(skip)
                     if other is not None and room:
-                        alts.append(_seq([lead, other, Ref(rname(i, True, c2))]))
-                    self.rules[rname(i, started, c)] = _alt(alts) if alts else _EMPTY_LANG
-        return _seq([Literal(b"{"), Ref(rname(0, False, 0)), ws, Literal(b"}")])
+                        p_alts.append(_seq([lead, other, Ref(rname("p", i, True, c2))]))
+                    self.rules[rname("p", i, started, c)] = _alt(p_alts) if p_alts else _EMPTY_LANG
+                    self.rules[rname("s", i, started, c)] = _alt(s_alts) if s_alts else _EMPTY_LANG
+        return _seq([Literal(b"{"), Ref(rname("p", 0, False, 0)), ws, Literal(b"}")])
 
-    def _object_any_order(self, members: list[tuple[str, Node, bool]], other: Node | None, lo: int,
-                          hi: int | None, cap: int) -> Node:
+    def _object_any_order(
+        self, members: list[tuple[str, Node, bool]], other: Node | None, lo: int, hi: int | None, cap: int
+    ) -> Node:
         ws = self.ws()
         n = len(members)
         base = f"oa{len(self.rules)}_"
         req_mask = sum(1 << i for i, (_, _, r) in enumerate(members) if r)
         counting = cap > 0 or hi is not None
         sep = _seq([ws, Literal(b",")])
+
         def rname(mask: int, started: bool, c: int) -> str:
             return f"{base}{mask}_{int(started)}_{c}"
+
         counts = range(cap + 1) if counting else range(1)
         for mask in range(1 << n):
             for started in (False, True):
@@ -2204,7 +2656,7 @@ class _Lowering:
         all_pats = [(p, pat) for p in f.objs for pat in p.patterns]
         for part, (pattern, atom, pptr) in all_pats:
             vals = {atom}
-            for other_part, (p2, a2, _) in all_pats:
+            for _, (p2, a2, _) in all_pats:
                 if (p2, a2) != (pattern, atom) and not _prefix_disjoint(pattern, p2):
                     vals.add(a2)
             for q in f.objs:
@@ -2214,9 +2666,7 @@ class _Lowering:
                 continue
             key = self._key_language(names_atoms, known, (pattern, pptr))
             out.append((key, self.atoms_ref(vals)))
-        if any(p.additional not in (None, _FALSE) or (p.additional is None and not self.strict) for p in parts_with_pats):
-            # Keys matching no pattern are not generated (needs regex complement): sound, incomplete.
-            pass
+        # Keys matching no pattern are not generated (that needs a regex complement): sound, incomplete.
         return out
 
     def _key_language(self, names_atoms: frozenset[int], known: list[str], pattern: tuple[str, str] | None) -> Node:
@@ -2249,9 +2699,14 @@ class _Lowering:
                 if constrained:
                     self.unsupported("propertyNames", "propertyNames with patternProperties", "")
                     return _EMPTY_LANG
-                sf = _Facts(types={"string"}, min_len=nf.min_len, max_len=nf.max_len, patterns=nf.patterns,
-                            formats=nf.formats, not_enum=[*nf.not_enum, *known] if not (nf.patterns or nf.formats)
-                            else nf.not_enum)
+                sf = _Facts(
+                    types={"string"},
+                    min_len=nf.min_len,
+                    max_len=nf.max_len,
+                    patterns=nf.patterns,
+                    formats=nf.formats,
+                    not_enum=[*nf.not_enum, *known] if not (nf.patterns or nf.formats) else nf.not_enum,
+                )
                 if (nf.patterns or nf.formats) and any(self.check(k, nf, 0) for k in known):
                     self.unsupported("propertyNames", "a listed property matches propertyNames' pattern", "")
                     return _EMPTY_LANG
@@ -2278,24 +2733,137 @@ class _Lowering:
             sep = _seq([ws, Literal(b","), ws])
             member = _seq([self.any_string(), ws, Literal(b":"), ws, Ref("value")])
             self.rules["value"] = _EMPTY_LANG
-            self.rules["any_object"] = _seq([
-                Literal(b"{"), ws, _opt(_seq([member, Repeat(_seq([sep, member]), 0, None), ws])), Literal(b"}")
-            ])
-            self.rules["any_array"] = _seq([
-                Literal(b"["), ws, _opt(_seq([Ref("value"), Repeat(_seq([sep, Ref("value")]), 0, None), ws])),
-                Literal(b"]")
-            ])
+            self.rules["any_object"] = _seq(
+                [Literal(b"{"), ws, _opt(_seq([member, Repeat(_seq([sep, member]), 0, None), ws])), Literal(b"}")]
+            )
+            self.rules["any_array"] = _seq(
+                [
+                    Literal(b"["),
+                    ws,
+                    _opt(_seq([Ref("value"), Repeat(_seq([sep, Ref("value")]), 0, None), ws])),
+                    Literal(b"]"),
+                ]
+            )
             f = _Facts()
-            self.rules["value"] = _alt([
-                Ref("any_object"), Ref("any_array"), self.any_string(), self.number_node(f),
-                Literal(b"true"), Literal(b"false"), Literal(b"null"),
-            ])
+            self.rules["value"] = _alt(
+                [
+                    Ref("any_object"),
+                    Ref("any_array"),
+                    self.any_string(),
+                    self.number_node(f),
+                    Literal(b"true"),
+                    Literal(b"false"),
+                    Literal(b"null"),
+                ]
+            )
         return Ref("value")
 
 
 # ---------------------------------------------------------------------------------------------
 # Node utilities (recursion bounded: nodes come from our own construction or the regex frontend,
 # whose depth is bounded by Limits.max_nesting).
+
+
+class _Nfa:
+    """Thompson NFA over code points of a code-point-level IR node (no byte classes)."""
+
+    def __init__(self) -> None:
+        self.eps: list[list[int]] = []
+        self.moves: list[list[tuple[tuple[tuple[int, int], ...], int]]] = []
+        self.start = 0
+        self.accept = 0
+        self._closures: dict[int, frozenset[int]] = {}
+
+    def state(self) -> int:
+        self.eps.append([])
+        self.moves.append([])
+        if len(self.eps) > 3000:
+            raise _NfaTooLarge
+        return len(self.eps) - 1
+
+    def closure(self, q: int) -> frozenset[int]:
+        """States reachable from q by epsilon moves (memoized)."""
+        hit = self._closures.get(q)
+        if hit is None:
+            seen = {q}
+            stack = [q]
+            while stack:
+                x = stack.pop()
+                for t in self.eps[x]:
+                    if t not in seen:
+                        seen.add(t)
+                        stack.append(t)
+            hit = self._closures[q] = frozenset(seen)
+        return hit
+
+    @classmethod
+    def build(cls, node: Node, limits: Limits) -> _Nfa | None:
+        nfa = cls()
+        try:
+            nfa.start = nfa.state()
+            nfa.accept = nfa.state()
+            nfa._add(node, nfa.start, nfa.accept, limits, 0)
+        except _NfaTooLarge:
+            return None
+        return nfa
+
+    def _add(self, node: Node, a: int, b: int, limits: Limits, depth: int) -> None:
+        """Wire ``node`` from state a to state b (recursion bounded like the other node walks)."""
+        _depth_guard(depth, limits)
+        if isinstance(node, Literal):
+            chars = node.value.decode("utf-8")
+            cur = a
+            for i, ch in enumerate(chars):
+                nxt = b if i == len(chars) - 1 else self.state()
+                self.moves[cur].append((((ord(ch), ord(ch)),), nxt))
+                cur = nxt
+            if not chars:
+                self.eps[a].append(b)
+        elif isinstance(node, CharClass):
+            ranges = tuple(_positive_ranges(node))
+            if ranges:
+                self.moves[a].append((ranges, b))
+        elif isinstance(node, Seq):
+            cur = a
+            for i, item in enumerate(node.items):
+                nxt = b if i == len(node.items) - 1 else self.state()
+                self._add(item, cur, nxt, limits, depth + 1)
+                cur = nxt
+            if not node.items:
+                self.eps[a].append(b)
+        elif isinstance(node, Alt):
+            for item in node.items:
+                s, t = self.state(), self.state()
+                self.eps[a].append(s)
+                self.eps[t].append(b)
+                self._add(item, s, t, limits, depth + 1)
+        elif isinstance(node, Repeat):
+            cur = a
+            for _ in range(node.min):
+                nxt = self.state()
+                self._add(node.item, cur, nxt, limits, depth + 1)
+                cur = nxt
+            if node.max is None:
+                s, t = self.state(), self.state()
+                self.eps[cur].append(s)
+                self.eps[s].append(t)
+                self._add(node.item, s, t, limits, depth + 1)
+                self.eps[t].append(s)
+                self.eps[t].append(b)
+                self.eps[cur].append(b)
+            else:
+                for _ in range(node.max - node.min):
+                    nxt = self.state()
+                    self.eps[cur].append(b)
+                    self._add(node.item, cur, nxt, limits, depth + 1)
+                    cur = nxt
+                self.eps[cur].append(b)
+        else:
+            raise _NfaTooLarge
+
+
+class _NfaTooLarge(Exception):
+    pass
 
 
 def _depth_guard(depth: int, limits: Limits) -> None:
@@ -2369,8 +2937,9 @@ def _restrict_length(node: Node, lo: int, hi: int | None, limits: Limits, depth:
         if len(var) != 1:
             return None
         fixed = sum(x for i, (x, _) in enumerate(ranges) if i != var[0])
-        sub = _restrict_length(node.items[var[0]], max(0, lo - fixed), None if hi is None else hi - fixed, limits,
-                               depth + 1)
+        sub = _restrict_length(
+            node.items[var[0]], max(0, lo - fixed), None if hi is None else hi - fixed, limits, depth + 1
+        )
         if sub is None:
             return None
         items = list(node.items)
@@ -2397,6 +2966,7 @@ def _complement_of(words: list[str]) -> Node:
         for ch in w:
             t = t.setdefault(ch, {})
         t[""] = True
+
     # Iterative post-order build over the trie.
     def build(root: dict[str, Any]) -> Node:
         stack: list[tuple[dict[str, Any], bool]] = [(root, False)]
@@ -2423,26 +2993,55 @@ def _complement_of(words: list[str]) -> Node:
                 alts.append(_seq([Literal(k.encode("utf-8", "surrogatepass")), done[id(t[k])]]))
             done[id(t)] = _alt(alts)
         return done[id(root)]
+
     return build(trie)
+
+
+def _literal_prefix(pattern: str) -> str | None:
+    """The literal text every match of an anchored ``^...`` pattern starts with (None: unanchored)."""
+    if not pattern.startswith("^"):
+        return None
+    out: list[str] = []
+    i = 1
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\" and i + 1 < len(pattern) and not pattern[i + 1].isalnum():
+            lit, step = pattern[i + 1], 2
+        elif ch.isalnum() or ch in "_-:/@ =,;'\"!#%&~<>":
+            lit, step = ch, 1
+        else:
+            break
+        nxt = pattern[i + step] if i + step < len(pattern) else ""
+        if nxt in ("?", "*", "{"):
+            break
+        out.append(lit)
+        if nxt == "+":
+            break
+        i += step
+    return "".join(out)
 
 
 def _prefix_disjoint(p: str, q: str) -> bool:
     """Two patterns are provably disjoint when both are anchored with literal prefixes neither of
     which extends the other."""
-    def lit_prefix(s: str) -> str | None:
-        if not s.startswith("^"):
-            return None
-        out = []
-        for ch in s[1:]:
-            if ch.isalnum() or ch in "_-:/@ ":
-                out.append(ch)
-            else:
-                break
-        return "".join(out)
-    a, b = lit_prefix(p), lit_prefix(q)
+    a, b = _literal_prefix(p), _literal_prefix(q)
     if not a or not b:
         return False
     return not (a.startswith(b) or b.startswith(a))
+
+
+def _refs_of(node: Node) -> set[str]:
+    out: set[str] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, Ref):
+            out.add(n.name)
+        elif isinstance(n, (Seq, Alt)):
+            stack.extend(n.items)
+        elif isinstance(n, Repeat):
+            stack.append(n.item)
+    return out
 
 
 def _productive(node: Node, productive: set[str]) -> bool:
@@ -2539,8 +3138,14 @@ def schema_to_grammar(
     if not isinstance(schema, (dict, bool)):
         raise SchemaError(f"a schema must be an object or a boolean, got {type(schema).__name__}", pointer="")
     low = _Lowering(
-        schema, limits=limits, whitespace=whitespace, max_whitespace=max_whitespace, property_order=property_order,
-        strict=strict, lenient=lenient, oneof=oneof,
+        schema,
+        limits=limits,
+        whitespace=whitespace,
+        max_whitespace=max_whitespace,
+        property_order=property_order,
+        strict=strict,
+        lenient=lenient,
+        oneof=oneof,
     )
     if schema is True:
         return Grammar({"root": low.any_value(), **low.rules}), []

@@ -1,0 +1,515 @@
+"""JSON Schema frontend: per keyword family, valid instances are accepted in full (compact,
+``json.dumps`` default and ``indent=2``) and invalid ones are rejected; errors carry pointers.
+
+The vocabulary is all 256 single bytes plus an EOS token, so a text is accepted exactly when the
+grammar accepts its bytes (no tokenization effects).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+import logitgate as lg
+from logitgate.frontends.json_schema import schema_to_grammar
+
+
+@pytest.fixture(scope="module")
+def compiler() -> lg.Compiler:
+    vocab = lg.Vocabulary.from_tokens([bytes([i]) for i in range(256)] + [b"</s>"], eos_ids=[256])
+    return lg.Compiler(vocab)
+
+
+def accepts(grammar: lg.CompiledGrammar, text: str) -> bool:
+    m = grammar.matcher()
+    return bool(m.accept_bytes(text.encode("utf-8"))) and bool(m.is_complete())
+
+
+def serializations(value: Any) -> list[str]:
+    return [json.dumps(value), json.dumps(value, indent=2), json.dumps(value, separators=(",", ":"))]
+
+
+def check(compiler: lg.Compiler, schema: Any, valid: list[Any], invalid: list[Any], **options: Any) -> None:
+    g = compiler.compile_json_schema(schema, **options)
+    for v in valid:
+        for text in serializations(v):
+            assert accepts(g, text), f"valid instance rejected: {text!r} for {schema}"
+    for v in invalid:
+        text = json.dumps(v)
+        assert not accepts(g, text), f"invalid instance accepted: {text!r} for {schema}"
+
+
+CASES: list[tuple[str, Any, list[Any], list[Any]]] = [
+    # type
+    ("type-string", {"type": "string"}, ["", "abc", 'é\n"\\', "\U0001f600"], [1, None, [], {}]),
+    ("type-array-of-types", {"type": ["string", "null"]}, ["x", None], [1, True, []]),
+    ("type-integer", {"type": "integer"}, [0, -7, 12345678901234567890], [1.5, "1", None]),
+    ("type-number", {"type": "number"}, [0, -7, 1.5, 1e-05, 1e300], ["1", None]),
+    ("type-boolean-null", {"type": ["boolean", "null"]}, [True, False, None], [0, "true"]),
+    ("nullable", {"type": "string", "nullable": True}, ["a", None], [1]),
+    ("true-schema", True, [1, "a", None, [1, {"a": []}], {"x": {"y": [True]}}], []),
+    # enum / const
+    (
+        "enum",
+        {"enum": ["a", 1, None, [1, 2], {"k": "v"}]},
+        ["a", 1, None, [1, 2], {"k": "v"}, 1.0],
+        ["b", 2, [2, 1], {"k": "w"}],
+    ),
+    (
+        "const-object-any-order",
+        {"const": {"a": 1, "b": [True]}},
+        [{"a": 1, "b": [True]}, {"b": [True], "a": 1}],
+        [{"a": 1}, {"a": 1, "b": [False]}],
+    ),
+    ("const-non-ascii", {"const": "naïve ✓"}, ["naïve ✓"], ["naive"]),
+    # integers: exact digit-level ranges
+    (
+        "int-range",
+        {"type": "integer", "minimum": -15, "maximum": 127},
+        [-15, -9, 0, 9, 10, 99, 100, 127],
+        [-16, 128, 1000, -100],
+    ),
+    ("int-exclusive", {"type": "integer", "exclusiveMinimum": 0, "exclusiveMaximum": 1000}, [1, 999], [0, 1000, -1]),
+    ("int-fractional-bounds", {"type": "integer", "minimum": 1.5, "maximum": 3.5}, [2, 3], [1, 4]),
+    ("int-open-high", {"type": "integer", "minimum": 95}, [95, 100, 10**20], [94, 0, -95]),
+    ("int-open-low", {"type": "integer", "maximum": -95}, [-95, -100, -(10**20)], [-94, 0, 95]),
+    ("int-multipleOf", {"type": "integer", "multipleOf": 7}, [0, 7, 14, -21, 700000], [1, 8, -22]),
+    ("int-multipleOf-range", {"type": "integer", "multipleOf": 5, "minimum": 3, "maximum": 22}, [5, 20], [0, 25, 7]),
+    (
+        "int-multipleOf-one-sided",
+        {"type": "integer", "multipleOf": 3, "minimum": 10},
+        [12, 99, 300, 3003],
+        [9, 10, 301],
+    ),
+    # numbers
+    (
+        "num-range",
+        {"type": "number", "minimum": -1.5, "maximum": 2.25},
+        [-1.5, -1, 0, 0.5, 2, 2.25, 2.2],
+        [-1.51, 2.26, 3, -2],
+    ),
+    (
+        "num-exclusive",
+        {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+        [0.5, 0.001, 0.999],
+        [0, 1, 0.0, 1.0, -0.5],
+    ),
+    ("num-minimum-float", {"type": "number", "minimum": 0.1}, [0.1, 0.2, 1, 100], [0.09, 0, -1]),
+    ("not-integer", {"not": {"type": "integer"}}, [1.5, "a", None, []], [1, 0, -3]),
+    # strings
+    (
+        "length",
+        {"type": "string", "minLength": 2, "maxLength": 3},
+        ["ab", "abc", "é\n", "\U0001f600\U0001f600"],
+        ["a", "abcd", ""],
+    ),
+    ("length-large", {"type": "string", "maxLength": 5000}, ["", "a" * 5000], ["a" * 5001]),
+    ("pattern-search", {"type": "string", "pattern": "[0-9]{3}"}, ["123", "ab123cd", "x1234"], ["12", "abc"]),
+    ("pattern-anchored", {"type": "string", "pattern": "^[a-z]+$"}, ["abc", "z"], ["", "abc1", "Abc"]),
+    ("pattern-escapes", {"type": "string", "pattern": '^a"b\\\\c\n$'}, ['a"b\\c\n'], ["ab\\c\n"]),
+    ("pattern-length", {"type": "string", "pattern": "^[a-z]+$", "maxLength": 3}, ["a", "abc"], ["abcd", ""]),
+    (
+        "pattern-length-product",
+        {"type": "string", "pattern": "^[a-z]+(\\.[a-z]+)*$", "minLength": 3, "maxLength": 5},
+        ["abc", "a.b", "ab.cd"],
+        ["ab", "a.", "abcdef", "a..b"],
+    ),
+    (
+        "patterns-intersected",
+        {"type": "string", "allOf": [{"pattern": "^[a-c]+$"}, {"pattern": "ca"}]},
+        ["ca", "bcab"],
+        ["ab", "cad", ""],
+    ),
+    (
+        "pattern-format-intersected",
+        {"type": "string", "format": "ipv4", "pattern": "^10\\."},
+        ["10.0.0.1"],
+        ["11.0.0.1", "10.0.0"],
+    ),
+    ("pattern-non-ascii", {"type": "string", "pattern": "^é+$"}, ["é", "éé"], ["e", ""]),
+    # formats
+    (
+        "date",
+        {"type": "string", "format": "date"},
+        ["2024-02-29", "1999-12-31", "2000-02-29"],
+        ["2023-02-29", "1900-02-29", "2024-13-01", "2024-04-31", "24-01-01", "0000-01-01"],
+    ),
+    (
+        "time",
+        {"type": "string", "format": "time"},
+        ["12:34:56Z", "23:59:60Z", "01:02:03.5+05:30"],
+        ["24:00:00Z", "12:34:56", "12:60:00Z", "22:59:60Z"],
+    ),
+    (
+        "date-time",
+        {"type": "string", "format": "date-time"},
+        ["2024-01-31T12:00:00Z", "2024-01-31t12:00:00.123z"],
+        ["2024-01-32T12:00:00Z", "2024-01-31 12:00:00Z"],
+    ),
+    (
+        "duration",
+        {"type": "string", "format": "duration"},
+        ["P1D", "PT1H", "P1Y2M3DT4H5M6S", "P2W"],
+        ["P", "PT", "P1Y2D", "PT1H2S", "1D"],
+    ),
+    ("email", {"type": "string", "format": "email"}, ["a.b@example.com", "x+y@h"], ["ab", "@x.com", "a@"]),
+    (
+        "hostname",
+        {"type": "string", "format": "hostname"},
+        ["example.com", "a-b.c", "localhost"],
+        ["-a.com", "a..b", "a" * 64, "xn--a"],
+    ),
+    (
+        "ipv4",
+        {"type": "string", "format": "ipv4"},
+        ["127.0.0.1", "255.255.255.255", "0.0.0.0"],
+        ["256.1.1.1", "01.2.3.4", "1.2.3", "1.2.3.4.5"],
+    ),
+    (
+        "ipv6",
+        {"type": "string", "format": "ipv6"},
+        ["::1", "::", "2001:db8::ff00:42:8329", "::ffff:1.2.3.4"],
+        ["1:2:3:4:5:6:7:8:9", "12345::", ":::", "1::2::3"],
+    ),
+    (
+        "uuid",
+        {"type": "string", "format": "uuid"},
+        ["123e4567-e89b-12d3-a456-426614174000"],
+        ["123e4567e89b12d3a456426614174000", "123e4567-e89b-12d3-a456-42661417400g"],
+    ),
+    (
+        "uri",
+        {"type": "string", "format": "uri"},
+        ["https://example.com/a?b=c#d", "urn:isbn:123", "mailto:a@b"],
+        ["//example.com", "/relative", "http://exa mple.com"],
+    ),
+    (
+        "uri-reference",
+        {"type": "string", "format": "uri-reference"},
+        ["/a/b", "../x", "https://e.com", "#frag"],
+        ["\\\\x", "a b"],
+    ),
+    ("unknown-format-ignored", {"type": "string", "format": "x-custom"}, ["anything"], [1]),
+    # arrays
+    ("items", {"type": "array", "items": {"type": "integer"}}, [[], [1, 2, 3]], [[1, "a"], ["a"], {}]),
+    ("min-max-items", {"type": "array", "minItems": 1, "maxItems": 2}, [[1], [1, "a"]], [[], [1, 2, 3]]),
+    (
+        "prefixItems",
+        {"prefixItems": [{"type": "string"}, {"type": "integer"}], "items": False},
+        [[], ["a"], ["a", 1]],
+        [[1], ["a", "b"], ["a", 1, 2]],
+    ),
+    (
+        "prefixItems-open",
+        {"prefixItems": [{"type": "string"}], "items": {"type": "null"}, "minItems": 2},
+        [["a", None], ["a", None, None]],
+        [["a"], ["a", 1], [None, None]],
+    ),
+    ("draft7-items-array", {"items": [{"type": "string"}], "additionalItems": False}, [[], ["a"]], [["a", "b"]]),
+    ("contains", {"type": "array", "contains": {"const": 5}}, [[5], [1, 5, 2], [5, 5]], [[], [1, 2]]),
+    (
+        "min-max-contains",
+        {"type": "array", "contains": {"const": 1}, "minContains": 2, "maxContains": 3},
+        [[1, 1], [1, 2, 1, 1]],
+        [[1], [1, 1, 1, 1], [2, 2]],
+    ),
+    ("uniqueItems-short", {"type": "array", "uniqueItems": True, "maxItems": 1}, [[], [1]], [[1, 1]]),
+    (
+        "uniqueItems-enum",
+        {"type": "array", "items": {"enum": ["a", "b", 1]}, "uniqueItems": True, "minItems": 1},
+        [["a"], ["b", "a"], [1, "a", "b"]],
+        [[], ["a", "a"], ["a", 1, 1], ["c"]],
+    ),
+    (
+        "uniqueItems-boolean",
+        {"type": "array", "items": {"type": "boolean"}, "uniqueItems": True},
+        [[], [True], [False, True]],
+        [[True, True], [None]],
+    ),
+    # objects
+    (
+        "properties",
+        {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}, "required": ["a"]},
+        [{"a": 1}, {"a": 1, "b": "x"}, {"a": 1, "extra": [1, {"z": None}]}],
+        [{}, {"a": "x"}, {"a": 1, "b": 2}],
+    ),
+    (
+        "additionalProperties-false",
+        {"properties": {"a": {}}, "additionalProperties": False},
+        [{}, {"a": [1]}],
+        [{"b": 1}, {"a": 1, "b": 1}],
+    ),
+    (
+        "additionalProperties-schema",
+        {"properties": {"a": {"type": "string"}}, "additionalProperties": {"type": "integer"}},
+        [{"a": "x", "b": 1}, {"c": 2}],
+        [{"b": "x"}, {"a": 1}],
+    ),
+    (
+        "escaped-name-not-additional",
+        {"properties": {"a": {"type": "string"}}, "additionalProperties": {"type": "integer"}},
+        [],
+        [{"\u0061": 1}],
+    ),
+    (
+        "patternProperties",
+        {"patternProperties": {"^x-": {"type": "integer"}}, "additionalProperties": False},
+        [{}, {"x-a": 1}],
+        [{"x-a": "s"}, {"y": 1}],
+    ),
+    ("propertyNames", {"propertyNames": {"maxLength": 3}}, [{}, {"abc": 1}], [{"abcd": 1}]),
+    ("propertyNames-enum", {"propertyNames": {"enum": ["a", "b"]}}, [{"a": 1, "b": 2}], [{"c": 1}]),
+    (
+        "min-max-properties",
+        {"minProperties": 1, "maxProperties": 2},
+        [{"a": 1}, {"a": 1, "b": 2}],
+        [{}, {"a": 1, "b": 2, "c": 3}],
+    ),
+    (
+        "dependentRequired",
+        {"dependentRequired": {"a": ["b"]}},
+        [{}, {"b": 1}, {"a": 1, "b": 2}, {"b": 2, "a": 1}],
+        [{"a": 1}],
+    ),
+    ("dependentSchemas", {"dependentSchemas": {"a": {"required": ["b"]}}}, [{}, {"a": 1, "b": 2}], [{"a": 1}]),
+    (
+        "draft7-dependencies",
+        {"dependencies": {"a": ["b"], "c": {"properties": {"d": {"type": "string"}}}}},
+        [{"a": 1, "b": 1}, {"c": 1, "d": "x"}],
+        [{"a": 1}, {"c": 1, "d": 1}],
+    ),
+    # combinators
+    (
+        "anyOf",
+        {"anyOf": [{"type": "string", "maxLength": 1}, {"type": "integer", "minimum": 10}]},
+        ["a", 10],
+        ["ab", 9],
+    ),
+    ("oneOf-disjoint", {"oneOf": [{"type": "string"}, {"type": "integer"}]}, ["a", 1], [None, 1.5]),
+    (
+        "oneOf-discriminator",
+        {
+            "oneOf": [
+                {"properties": {"kind": {"const": "a"}, "x": {"type": "integer"}}, "required": ["kind"]},
+                {"properties": {"kind": {"const": "b"}, "y": {"type": "string"}}, "required": ["kind"]},
+            ]
+        },
+        [{"kind": "a", "x": 1}, {"kind": "b", "y": "s"}],
+        [{"kind": "a", "x": "s"}, {"kind": "c"}],
+    ),
+    ("oneOf-complemented", {"type": "integer", "oneOf": [{"minimum": 5}, {"maximum": 10}]}, [4, 11], [5, 10, 7]),
+    (
+        "allOf",
+        {
+            "allOf": [
+                {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
+                {"properties": {"b": {"type": "string"}}, "required": ["b"]},
+            ]
+        },
+        [{"a": 1, "b": "x"}, {"b": "x", "a": 1}],
+        [{"a": 1}, {"a": "x", "b": "x"}],
+    ),
+    ("allOf-bounds", {"allOf": [{"minimum": 2}, {"maximum": 4}], "type": "integer"}, [2, 4], [1, 5]),
+    ("not-const", {"type": "string", "not": {"enum": ["a", "b"]}}, ["", "c", "ab", "aa"], ["a", "b"]),
+    ("not-required", {"type": "object", "not": {"required": ["a"]}}, [{}, {"b": 1}], [{"a": 1}]),
+    (
+        "if-then-else",
+        {"if": {"type": "integer"}, "then": {"minimum": 0}, "else": {"type": "string"}},
+        [0, 5, "x"],
+        [-1, None],
+    ),
+    # references
+    (
+        "ref-defs",
+        {"$defs": {"pos": {"type": "integer", "minimum": 1}}, "properties": {"a": {"$ref": "#/$defs/pos"}}},
+        [{"a": 1}],
+        [{"a": 0}],
+    ),
+    (
+        "ref-recursive",
+        {
+            "$defs": {
+                "node": {
+                    "type": "object",
+                    "properties": {"v": {"type": "integer"}, "next": {"$ref": "#/$defs/node"}},
+                    "additionalProperties": False,
+                }
+            },
+            "$ref": "#/$defs/node",
+        },
+        [{"v": 1, "next": {"v": 2, "next": {}}}],
+        [{"v": 1, "next": {"v": "x"}}],
+    ),
+    (
+        "ref-anchor",
+        {"$defs": {"a": {"$anchor": "thing", "type": "null"}}, "items": {"$ref": "#thing"}},
+        [[None]],
+        [[1]],
+    ),
+    (
+        "ref-id-relative",
+        {
+            "$id": "https://example.com/root.json",
+            "$defs": {"b": {"$id": "b.json", "type": "boolean"}},
+            "items": {"$ref": "b.json"},
+        },
+        [[True]],
+        [[1]],
+    ),
+    ("ref-definitions-pointer", {"definitions": {"a~b": {"type": "string"}}, "$ref": "#/definitions/a~0b"}, ["x"], [1]),
+    (
+        "annotations-ignored",
+        {"title": "t", "description": "d", "examples": [1], "default": 2, "$comment": "c", "type": "integer"},
+        [1],
+        ["a"],
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "schema", "valid", "invalid"), CASES, ids=[c[0] for c in CASES])
+def test_keyword_family(compiler: lg.Compiler, name: str, schema: Any, valid: list[Any], invalid: list[Any]) -> None:
+    check(compiler, schema, valid, invalid)
+
+
+def test_schema_as_json_text(compiler: lg.Compiler) -> None:
+    g = compiler.compile_json_schema('{"type": "integer", "maximum": 3}')
+    assert accepts(g, "3") and not accepts(g, "4")
+
+
+def test_string_escapes_count_as_one_code_point(compiler: lg.Compiler) -> None:
+    g = compiler.compile_json_schema({"type": "string", "maxLength": 2})
+    for text in ['"\\n\\u00e9"', '"\\ud83d\\ude00x"', '"\\"\\\\"']:
+        assert accepts(g, text), text
+    assert not accepts(g, '"\\n\\u00e9x"')
+    assert not accepts(g, '"\\ud83d"')  # a lone surrogate escape is not generated
+
+
+def test_whitespace_policies(compiler: lg.Compiler) -> None:
+    schema = {"type": "object", "properties": {"a": {"type": "array"}}}
+    value = {"a": [1, 2]}
+    flexible = compiler.compile_json_schema(schema)
+    compact = compiler.compile_json_schema(schema, whitespace="compact")
+    assert accepts(compact, json.dumps(value, separators=(",", ":")))
+    assert not accepts(compact, json.dumps(value))
+    assert accepts(flexible, json.dumps(value, indent=4))
+    assert not accepts(flexible, '{"a":' + " " * 21 + "[]}")  # run longer than max_whitespace=20
+    assert not accepts(flexible, '{"a":\n\n[]}')  # at most one newline per gap
+    wide = compiler.compile_json_schema(schema, max_whitespace=30)
+    assert accepts(wide, '{"a":' + " " * 30 + "[]}")
+
+
+def test_property_order(compiler: lg.Compiler) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+        "additionalProperties": False,
+    }
+    ordered = compiler.compile_json_schema(schema)
+    anyorder = compiler.compile_json_schema(schema, property_order="any")
+    assert accepts(ordered, '{"a": 1, "b": 2}') and not accepts(ordered, '{"b": 2, "a": 1}')
+    assert accepts(anyorder, '{"a": 1, "b": 2}') and accepts(anyorder, '{"b": 2, "a": 1}')
+    assert not accepts(anyorder, '{"a": 1, "a": 2}')
+
+
+def test_strict_forbids_unlisted_properties(compiler: lg.Compiler) -> None:
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
+    assert accepts(compiler.compile_json_schema(schema), '{"a": 1, "b": 2}')
+    strict = compiler.compile_json_schema(schema, strict=True)
+    assert accepts(strict, '{"a": 1}') and not accepts(strict, '{"a": 1, "b": 2}')
+
+
+def test_oneof_option(compiler: lg.Compiler) -> None:
+    schema = {"oneOf": [{"type": "string", "pattern": "a"}, {"type": "string", "pattern": "b"}]}
+    with pytest.raises(lg.UnsupportedSchemaError) as e:
+        compiler.compile_json_schema(schema)
+    assert e.value.keyword == "oneOf" and e.value.pointer == "/oneOf"
+    g = compiler.compile_json_schema(schema, oneof="anyof")
+    assert accepts(g, '"a"') and accepts(g, '"b"')
+
+
+def test_lenient_lists_dropped(compiler: lg.Compiler) -> None:
+    schema = {"type": "object", "properties": {"tags": {"type": "array", "uniqueItems": True}}}
+    with pytest.raises(lg.UnsupportedSchemaError) as e:
+        compiler.compile_json_schema(schema)
+    assert e.value.keyword == "uniqueItems" and e.value.pointer == "/properties/tags/uniqueItems"
+    g = compiler.compile_json_schema(schema, lenient=True)
+    assert g.dropped and g.dropped[0].startswith("/properties/tags/uniqueItems: uniqueItems: ")
+    assert compiler.compile_json_schema({"type": "string"}).dropped == ()
+
+
+@pytest.mark.parametrize(
+    ("schema", "error", "pointer"),
+    [
+        ({"type": "strin"}, lg.SchemaError, "/type"),
+        ({"properties": {"a": {"minLength": "3"}}}, lg.SchemaError, "/properties/a/minLength"),
+        ({"required": "a"}, lg.SchemaError, "/required"),
+        ({"items": {"$ref": "#/$defs/missing"}}, lg.SchemaError, "/items/$ref"),
+        ({"$ref": "#nowhere"}, lg.SchemaError, "/$ref"),
+        ({"$ref": "https://example.com/other.json"}, lg.UnsupportedSchemaError, "/$ref"),
+        ({"anyOf": []}, lg.SchemaError, "/anyOf"),
+        (
+            {"properties": {"a": {"unevaluatedProperties": False}}},
+            lg.UnsupportedSchemaError,
+            "/properties/a/unevaluatedProperties",
+        ),
+        ({"type": "string", "format": "iri"}, lg.UnsupportedSchemaError, "/format"),
+        ({"type": "number", "multipleOf": 0.1}, lg.UnsupportedSchemaError, "/multipleOf"),
+        (False, lg.SchemaError, ""),
+        ({"type": "string", "minLength": 5, "maxLength": 2}, lg.SchemaError, ""),
+        ({"not": {}}, lg.SchemaError, ""),
+        ({"type": "object", "required": ["a"], "properties": {"a": False}}, lg.SchemaError, ""),
+    ],
+)
+def test_errors_carry_pointers(compiler: lg.Compiler, schema: Any, error: type, pointer: str) -> None:
+    with pytest.raises(error) as e:
+        compiler.compile_json_schema(schema)
+    assert type(e.value) is error
+    assert e.value.pointer == pointer
+
+
+def test_empty_language_code(compiler: lg.Compiler) -> None:
+    with pytest.raises(lg.SchemaError) as e:
+        compiler.compile_json_schema({"type": "integer", "minimum": 5, "maximum": 4})
+    assert e.value.code == "schema-empty" and "empty language" in str(e.value)
+
+
+def test_nesting_limit() -> None:
+    schema: dict[str, Any] = {"type": "null"}
+    for _ in range(300):
+        schema = {"items": schema}
+    with pytest.raises(lg.LimitExceeded) as e:
+        schema_to_grammar(schema, limits=lg.Limits(max_nesting=200))
+    assert e.value.limit == "max_nesting"
+
+
+def test_deep_recursion_via_refs_is_not_python_recursion(compiler: lg.Compiler) -> None:
+    schema = {"$defs": {"l": {"type": "array", "items": {"$ref": "#/$defs/l"}}}, "$ref": "#/$defs/l"}
+    g = compiler.compile_json_schema(schema, whitespace="compact")
+    assert accepts(g, "[" * 150 + "]" * 150)
+    assert not accepts(g, "[1]")
+
+
+def test_bad_options() -> None:
+    with pytest.raises(ValueError):
+        schema_to_grammar({}, limits=lg.Limits(), whitespace="pretty")
+    with pytest.raises(ValueError):
+        schema_to_grammar({}, limits=lg.Limits(), property_order="sorted")
+
+
+def test_pydantic_model(compiler: lg.Compiler) -> None:
+    pydantic = pytest.importorskip("pydantic")
+
+    class Item(pydantic.BaseModel):
+        name: str
+        qty: int = pydantic.Field(ge=1, le=99)
+        tags: list[str] = pydantic.Field(default_factory=list)
+        note: str | None = None
+
+    g = compiler.compile_pydantic(Item)
+    ok = Item(name="x", qty=3, tags=["a"], note=None).model_dump()
+    for text in serializations(ok):
+        assert accepts(g, text)
+    assert not accepts(g, json.dumps({"name": "x", "qty": 0}))
+    assert not accepts(g, json.dumps({"qty": 3}))
