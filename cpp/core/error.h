@@ -41,7 +41,7 @@ struct CoreError : std::runtime_error {
 // Mirrors logitgate.Limits (python/logitgate/limits.py); see docs/limits.md.
 struct CoreLimits {
   int64_t max_nesting = 200;
-  int64_t max_repeat = 10000;
+  int64_t max_repeat = 100000;
   int64_t max_automaton_states = 2000000;
   int64_t max_stack_depth = 2000;
   int64_t max_parse_heads = 20000;

@@ -28,7 +28,7 @@ class Limits:
 
     max_source_bytes: int = 8 * 1024 * 1024
     max_nesting: int = 200
-    max_repeat: int = 10_000
+    max_repeat: int = 100_000
     max_automaton_states: int = 2_000_000
     max_stack_depth: int = 2_000
     max_parse_heads: int = 20_000

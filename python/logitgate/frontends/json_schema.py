@@ -2126,10 +2126,13 @@ class _Lowering:
     # strings --------------------------------------------------------------------------------
 
     def bounded(self, item: Ref, lo: int, hi: int | None) -> Node:
-        """``item{lo,hi}``; large bounds by binary decomposition (rules item^(2^j)), so the
-        automaton stays O(log n) instead of unrolling n copies. Unambiguous: a length splits
-        into powers of two in decreasing order in exactly one way."""
-        small = 256
+        """``item{lo,hi}``. Up to a few thousand, plain repetition: ``item`` is a rule, so each
+        copy costs two automaton states, and the parser steps through one configuration per
+        position (which the mask walk's chain shortcut handles well). Larger bounds use a
+        binary decomposition (rules item^(2^j)) so the automaton stays O(log n); it is
+        unambiguous as a parse, but a prefix fits several decompositions, so masks there cost
+        more."""
+        small = min(40000, self.limits.max_repeat)
         if lo <= small and (hi is None or hi <= small):
             return Repeat(item, lo, hi)
         if lo > 1 << 31:
