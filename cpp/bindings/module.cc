@@ -179,7 +179,12 @@ NB_MODULE(_core, m) {
           },
           nb::arg("max_bytes") = 4096, "Bytes the grammar forces next (empty when there is a choice).")
       .def("fork", &Matcher::Fork, "An independent copy of this matcher, state and memoized work included.")
-      .def_prop_ro("num_accepted", &Matcher::num_accepted);
+      .def_prop_ro("num_accepted", &Matcher::num_accepted)
+      .def("__repr__", [](const Matcher& self) {
+        return "Matcher(accepted=" + std::to_string(self.num_accepted()) +
+               ", complete=" + (self.IsComplete() ? "True" : "False") +
+               ", terminated=" + (self.IsTerminated() ? "True" : "False") + ")";
+      });
 
   m.def("fill_masks", &FillMasks, nb::arg("matchers"), nb::arg("bits").noconvert(), nb::arg("threads"),
         "Fill row i of `bits` for matchers[i], on `threads` threads with the GIL released.");
