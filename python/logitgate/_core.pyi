@@ -30,7 +30,9 @@ class CompiledGrammar:
     @property
     def memory_bytes(self) -> int: ...
 
-def compile(vocab: Vocabulary, program: Sequence[int], rule_names: Sequence[str], limits: Sequence[int]) -> CompiledGrammar:
+def compile(
+    vocab: Vocabulary, program: Sequence[int], rule_names: Sequence[str], limits: Sequence[int]
+) -> CompiledGrammar:
     """Compiles a grammar program into an automaton (GIL released)."""
 
 class Matcher:

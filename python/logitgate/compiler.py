@@ -32,7 +32,12 @@ class CompiledGrammar:
     """
 
     def __init__(
-        self, core: _core.CompiledGrammar, grammar: Grammar, vocab: Vocabulary, limits: Limits, dropped: tuple[str, ...] = ()
+        self,
+        core: _core.CompiledGrammar,
+        grammar: Grammar,
+        vocab: Vocabulary,
+        limits: Limits,
+        dropped: tuple[str, ...] = (),
     ) -> None:
         self._core = core
         self.grammar = grammar

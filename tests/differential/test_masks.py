@@ -156,7 +156,9 @@ SHORTCUT_PATTERNS = [
 @pytest.mark.parametrize("pattern", SHORTCUT_PATTERNS)
 def test_walk_shortcuts_match_reference(pattern: str, smollm2_vocab: Any) -> None:
     compiled = _compile(smollm2_vocab, lambda c: c.compile_regex(pattern))
-    run_differential(f"regex {pattern!r}", compiled, vocab_view(smollm2_vocab), walks=3, max_tokens=12, checks_per_walk=4)
+    run_differential(
+        f"regex {pattern!r}", compiled, vocab_view(smollm2_vocab), walks=3, max_tokens=12, checks_per_walk=4
+    )
 
 
 SYNTHETIC_TEXTS = [

@@ -32,7 +32,7 @@ import re
 from dataclasses import dataclass, field
 
 from logitgate.errors import GrammarError, LimitExceeded
-from logitgate.grammar.ir import MAX_CODE_POINT, Alt, CharClass, Grammar, Literal, Node, Ref, Repeat, Seq
+from logitgate.grammar.ir import MAX_CODE_POINT, Alt, CharClass, Grammar, Literal, Node, Ref, Repeat, Seq, merge_ranges
 from logitgate.limits import DEFAULT_LIMITS, Limits
 
 __all__ = ["parse_gbnf"]
@@ -126,18 +126,6 @@ def _flatten(kind: type[Seq | Alt], parts: list[tuple[Node, int]]) -> tuple[Node
     if len(flat) == 1:
         return flat[0], depths[0]
     return kind(tuple(flat)), 1 + max(depths, default=-1)
-
-
-def _merge_ranges(ranges: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
-    """Sort and merge overlapping or adjacent inclusive ranges."""
-    out: list[tuple[int, int]] = []
-    for lo, hi in sorted(ranges):
-        if out and lo <= out[-1][1] + 1:
-            if hi > out[-1][1]:
-                out[-1] = (out[-1][0], hi)
-        else:
-            out.append((lo, hi))
-    return tuple(out)
 
 
 class _Parser:
@@ -423,7 +411,7 @@ class _Parser:
                 if hi < lo:
                     raise self._error(f"class range {lo:#x}-{hi:#x} is reversed", CODE_BAD_RANGE, lo_offset)
             ranges.append((lo, hi))
-        return CharClass(_merge_ranges(ranges), negated), pos
+        return CharClass(merge_ranges(ranges), negated), pos
 
     def _class_char(self, pos: int, start: int) -> tuple[int, int]:
         if pos >= self.n:

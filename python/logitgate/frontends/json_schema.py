@@ -39,7 +39,20 @@ from typing import Any
 
 from logitgate.errors import GrammarError, LimitExceeded, SchemaError, UnsupportedSchemaError
 from logitgate.frontends.regex import regex_to_node
-from logitgate.grammar.ir import EMPTY, Alt, ByteClass, CharClass, Grammar, Literal, Node, Ref, Repeat, Seq
+from logitgate.grammar.ir import (
+    EMPTY,
+    Alt,
+    ByteClass,
+    CharClass,
+    Grammar,
+    Literal,
+    Node,
+    Ref,
+    Repeat,
+    Seq,
+    complement_ranges,
+    merge_ranges,
+)
 from logitgate.limits import Limits
 
 __all__ = ["schema_to_grammar"]
@@ -562,24 +575,8 @@ _ESCAPES = {
 
 
 def _positive_ranges(cc: CharClass) -> list[tuple[int, int]]:
-    rs = sorted(cc.ranges)
-    merged: list[tuple[int, int]] = []
-    for lo, hi in rs:
-        if merged and lo <= merged[-1][1] + 1:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], hi))
-        else:
-            merged.append((lo, hi))
-    if not cc.negated:
-        return merged
-    out: list[tuple[int, int]] = []
-    prev = 0
-    for lo, hi in merged:
-        if lo > prev:
-            out.append((prev, lo - 1))
-        prev = hi + 1
-    if prev <= 0x10FFFF:
-        out.append((prev, 0x10FFFF))
-    return out
+    merged = list(merge_ranges(cc.ranges))
+    return list(complement_ranges(merged)) if cc.negated else merged
 
 
 def _intersect_ranges(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> list[tuple[int, int]]:

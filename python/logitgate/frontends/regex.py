@@ -33,10 +33,22 @@ from __future__ import annotations
 
 import functools
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from logitgate.errors import GrammarError, LimitExceeded
-from logitgate.grammar.ir import EMPTY, Alt, CharClass, Grammar, Literal, Node, Repeat, Seq
+from logitgate.grammar.ir import (
+    EMPTY,
+    Alt,
+    CharClass,
+    Grammar,
+    Literal,
+    Node,
+    Repeat,
+    Seq,
+    complement_ranges,
+    merge_ranges,
+)
 from logitgate.limits import Limits
 
 __all__ = ["parse_regex", "regex_to_node"]
@@ -118,29 +130,12 @@ class _Frame:
 # Range arithmetic.
 
 
-def _normalize(ranges: list[tuple[int, int]] | Ranges) -> Ranges:
-    """Sort and merge overlapping or adjacent ranges."""
-    out: list[tuple[int, int]] = []
-    for lo, hi in sorted(ranges):
-        if out and lo <= out[-1][1] + 1:
-            if hi > out[-1][1]:
-                out[-1] = (out[-1][0], hi)
-        else:
-            out.append((lo, hi))
-    return tuple(out)
+def _normalize(ranges: Iterable[tuple[int, int]]) -> Ranges:
+    return merge_ranges(ranges)
 
 
 def _complement(ranges: Ranges) -> Ranges:
-    """Complement within [0, 0x10FFFF] of normalized ranges (surrogates kept: the core drops them)."""
-    out: list[tuple[int, int]] = []
-    nxt = 0
-    for lo, hi in ranges:
-        if lo > nxt:
-            out.append((nxt, lo - 1))
-        nxt = hi + 1
-    if nxt <= 0x10FFFF:
-        out.append((nxt, 0x10FFFF))
-    return tuple(out)
+    return complement_ranges(ranges)
 
 
 def _fold_ascii(ranges: Ranges) -> Ranges:

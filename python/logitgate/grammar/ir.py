@@ -26,7 +26,7 @@ digits ::= [0-9]{1,3}
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 __all__ = [
@@ -111,6 +111,31 @@ class Ref:
     """Reference to the rule called ``name``."""
 
     name: str
+
+
+def merge_ranges(ranges: Iterable[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    """Sorts inclusive ranges and merges overlapping or adjacent ones."""
+    out: list[tuple[int, int]] = []
+    for lo, hi in sorted(ranges):
+        if out and lo <= out[-1][1] + 1:
+            if hi > out[-1][1]:
+                out[-1] = (out[-1][0], hi)
+        else:
+            out.append((lo, hi))
+    return tuple(out)
+
+
+def complement_ranges(ranges: Iterable[tuple[int, int]], top: int = MAX_CODE_POINT) -> tuple[tuple[int, int], ...]:
+    """The ranges of [0, top] not covered by ``ranges`` (surrogates are kept: the core drops them)."""
+    out: list[tuple[int, int]] = []
+    nxt = 0
+    for lo, hi in merge_ranges(ranges):
+        if lo > nxt:
+            out.append((nxt, lo - 1))
+        nxt = hi + 1
+    if nxt <= top:
+        out.append((nxt, top))
+    return tuple(out)
 
 
 Node = Literal | CharClass | ByteClass | Seq | Alt | Repeat | Ref
