@@ -90,6 +90,9 @@ void Matcher::Walk(int32_t config, uint32_t* words) {
   Parser& parser = *parser_;
   walk_config_[0] = config;
   walk_row_[0] = parser.Row(config);
+  // The root's step successor (its transitions on live bytes are needed by the walk anyway):
+  // first bytes leading there may start a chain worth the subtree shortcut.
+  root_successor_ = parser.Steps(config, false).successor;
   // Only the first bytes some head can consume start a subtree worth walking.
   const uint64_t* live = parser.LiveBytes(config);
   for (int first = 0; first < 256; ++first) {
@@ -120,11 +123,11 @@ void Matcher::WalkSubtree(int32_t root, int32_t config, uint32_t* words) {
     }
     const uint64_t* below = v.trie_descendant_bytes(i);
     // The shortcut is tried where it is likely to pay: the configuration came back to itself
-    // (the node's byte loops, or a whole character led back to the walk's start), the node is
-    // a first byte, or the node's byte was a step of its parent's chain (bounded repetitions);
-    // and the subtree is big enough to be worth a few hundred transitions for the step sets.
+    // (the node's byte loops, or a whole character led back to the walk's start), or the
+    // node's byte was a step of its parent's chain (bounded repetitions); and the subtree is
+    // big enough to be worth a few hundred transitions for the step sets.
     if (below != nullptr && subtree_end[i] - i >= kShortcutMinNodes &&
-        (c == parent || c == config || d == 1 || parser.KnownStepSuccessor(parent) == c) &&
+        (c == parent || c == config || (d == 1 ? c == root_successor_ : parser.KnownStepSuccessor(parent) == c)) &&
         SubtreeAllowed(c, i, below)) {
       for (int32_t k = tok_begin[i]; k < tok_begin[subtree_end[i]]; ++k) {
         words[toks[k] >> 5] |= 1u << (toks[k] & 31);

@@ -67,6 +67,7 @@ class Matcher {
   Parser* parser_;  // owned by grammar_
   std::vector<Step> history_;
   std::vector<int32_t> walk_config_;
+  int32_t root_successor_ = Parser::kDead;
   std::vector<const std::atomic<int32_t>*> walk_row_;
 };
 
