@@ -14,7 +14,7 @@ from dataclasses import astuple
 from typing import Any
 
 from . import _core
-from .errors import GrammarError
+from .errors import GrammarError, SchemaError
 from .grammar.ir import Alt, Grammar, Literal
 from .grammar.program import serialize
 from .limits import DEFAULT_LIMITS, Limits
@@ -123,8 +123,15 @@ class Compiler:
         property order, ``strict``, ``lenient``)."""
         from .frontends.json_schema import schema_to_grammar
 
-        grammar, dropped = schema_to_grammar(schema, limits=self.limits, **options)
-        compiled = self.compile_grammar(grammar)
+        grammar, dropped = schema_to_grammar(schema, limits=self.limits, check_empty=False, **options)
+        try:
+            compiled = self.compile_grammar(grammar)
+        except GrammarError as e:
+            if e.code != "empty-language":
+                raise
+            # Rare: lower again with the frontend's own check, which names the JSON pointer.
+            schema_to_grammar(schema, limits=self.limits, **options)
+            raise SchemaError(f"empty language: {e.message}", pointer="", code="schema-empty") from None
         if dropped:
             compiled = CompiledGrammar(compiled._core, grammar, self.vocab, self.limits, tuple(dropped))
         return compiled

@@ -28,6 +28,7 @@ into a recorded entry of the returned ``dropped`` list and lowers the rest.
 from __future__ import annotations
 
 import collections
+import functools
 import json
 import math
 import re
@@ -589,6 +590,38 @@ def _intersect(ranges: list[tuple[int, int]], lo: int, hi: int) -> list[tuple[in
 
 def _hex4(lo: int, hi: int) -> Node:
     return _seq([Literal(b"\\u"), _digits_node(_split_fixed(lo, hi, 4, 16), 16, _hex_class)])
+
+
+@functools.lru_cache(maxsize=4096)
+def _encoded_class(cc: CharClass) -> Node:
+    """The JSON string spellings of one character of ``cc``: raw (where JSON allows it), short
+    escapes, ``\\uXXXX`` and surrogate pairs. Pure and immutable, so cached across compiles."""
+    ranges = _positive_ranges(cc)
+    raw: list[tuple[int, int]] = []
+    for lo, hi in ranges:
+        for a, b in ((lo, min(hi, 0x21)), (max(lo, 0x23), min(hi, 0x5B)), (max(lo, 0x5D), hi)):
+            a = max(a, 0x20)
+            if a <= b:
+                raw.append((a, b))
+    alts: list[Node] = []
+    if raw:
+        alts.append(CharClass(tuple(raw)))
+    for cp, esc in _ESCAPES.items():
+        if any(lo <= cp <= hi for lo, hi in ranges):
+            alts.append(Literal(esc))
+    for lo, hi in _intersect(ranges, 0, 0xD7FF) + _intersect(ranges, 0xE000, 0xFFFF):
+        alts.append(_hex4(lo, hi))
+    for lo, hi in _intersect(ranges, 0x10000, 0x10FFFF):
+        ha, la = 0xD800 + ((lo - 0x10000) >> 10), 0xDC00 + ((lo - 0x10000) & 0x3FF)
+        hb, lb = 0xD800 + ((hi - 0x10000) >> 10), 0xDC00 + ((hi - 0x10000) & 0x3FF)
+        if ha == hb:
+            alts.append(_seq([_hex4(ha, ha), _hex4(la, lb)]))
+        else:
+            alts.append(_seq([_hex4(ha, ha), _hex4(la, 0xDFFF)]))
+            if ha + 1 <= hb - 1:
+                alts.append(_seq([_hex4(ha + 1, hb - 1), _hex4(0xDC00, 0xDFFF)]))
+            alts.append(_seq([_hex4(hb, hb), _hex4(0xDC00, lb)]))
+    return _alt(alts) if alts else _EMPTY_LANG
 
 
 class _Lowering:
@@ -1556,7 +1589,7 @@ class _Lowering:
 
     # -- driver ----------------------------------------------------------------------------------
 
-    def run(self) -> Grammar:
+    def run(self, check_empty: bool = True) -> Grammar:
         root_atom = self.index.atom(self.index.root, "", _DEFAULT_BASE)
         if root_atom == _FALSE:
             raise SchemaError("empty language: the schema is false", pointer="", code="schema-empty")
@@ -1566,7 +1599,8 @@ class _Lowering:
             atoms, name = self.work.pop()
             self.rules[name] = self.lower_set(atoms)
         self.rules["root"] = body
-        self._check_productive()
+        if check_empty:
+            self._check_productive()
         return Grammar(dict(self.rules))
 
     def _check_productive(self) -> None:
@@ -2170,33 +2204,8 @@ class _Lowering:
         hit = self.enc_memo.get(cc)
         if hit is not None:
             return hit
-        ranges = _positive_ranges(cc)
-        raw: list[tuple[int, int]] = []
-        for lo, hi in ranges:
-            for a, b in ((lo, min(hi, 0x21)), (max(lo, 0x23), min(hi, 0x5B)), (max(lo, 0x5D), hi)):
-                a = max(a, 0x20)
-                if a <= b:
-                    raw.append((a, b))
-        alts: list[Node] = []
-        if raw:
-            alts.append(CharClass(tuple(raw)))
-        for cp, esc in _ESCAPES.items():
-            if any(lo <= cp <= hi for lo, hi in ranges):
-                alts.append(Literal(esc))
-        for lo, hi in _intersect(ranges, 0, 0xD7FF) + _intersect(ranges, 0xE000, 0xFFFF):
-            alts.append(_hex4(lo, hi))
-        for lo, hi in _intersect(ranges, 0x10000, 0x10FFFF):
-            ha, la = 0xD800 + ((lo - 0x10000) >> 10), 0xDC00 + ((lo - 0x10000) & 0x3FF)
-            hb, lb = 0xD800 + ((hi - 0x10000) >> 10), 0xDC00 + ((hi - 0x10000) & 0x3FF)
-            if ha == hb:
-                alts.append(_seq([_hex4(ha, ha), _hex4(la, lb)]))
-            else:
-                alts.append(_seq([_hex4(ha, ha), _hex4(la, 0xDFFF)]))
-                if ha + 1 <= hb - 1:
-                    alts.append(_seq([_hex4(ha + 1, hb - 1), _hex4(0xDC00, 0xDFFF)]))
-                alts.append(_seq([_hex4(hb, hb), _hex4(0xDC00, lb)]))
-        node = _alt(alts) if alts else _EMPTY_LANG
-        if len(alts) > 2:
+        node = _encoded_class(cc)
+        if isinstance(node, Alt) and len(node.items) > 2:
             name = f"cls{len(self.enc_memo)}"
             self.rules[name] = node
             node = Ref(name)
@@ -3117,8 +3126,13 @@ def schema_to_grammar(
     strict: bool = False,
     lenient: bool = False,
     oneof: str = "exact",
+    check_empty: bool = True,
 ) -> tuple[Grammar, list[str]]:
     """The grammar of JSON texts valid against ``schema``, and the dropped constraints.
+
+    ``check_empty=False`` skips the (costly) search for an empty language here: the compiler
+    passes it because the core finds an empty root language anyway, and only then asks this
+    function again for the error with its JSON pointer.
 
     Options (see docs/json_schema.md): ``whitespace`` "flexible" (any JSON whitespace between
     tokens, runs bounded by ``max_whitespace`` spaces/tabs after at most one newline) or
@@ -3149,5 +3163,5 @@ def schema_to_grammar(
     )
     if schema is True:
         return Grammar({"root": low.any_value(), **low.rules}), []
-    grammar = low.run()
+    grammar = low.run(check_empty)
     return grammar, list(low.dropped)
