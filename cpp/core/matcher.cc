@@ -93,6 +93,7 @@ void Matcher::Walk(int32_t config, uint32_t* words) {
   // The root's step successor (its transitions on live bytes are needed by the walk anyway):
   // first bytes leading there may start a chain worth the subtree shortcut.
   root_successor_ = parser.Steps(config, false).successor;
+  walk_nodes_ = 0;
   // Only the first bytes some head can consume start a subtree worth walking.
   const uint64_t* live = parser.LiveBytes(config);
   for (int first = 0; first < 256; ++first) {
@@ -113,7 +114,7 @@ void Matcher::WalkSubtree(int32_t root, int32_t config, uint32_t* words) {
   constexpr int32_t kShortcutMinNodes = 16;
   Parser& parser = *parser_;
   const int32_t n = subtree_end[root];
-  for (int32_t i = root; i < n;) {
+  for (int32_t i = root; i < n; ++walk_nodes_) {
     const int32_t d = depth[i];
     const int32_t parent = walk_config_[d - 1];
     const int32_t c = parser.NextInRow(walk_row_[d - 1], parent, byte[i]);
@@ -132,6 +133,7 @@ void Matcher::WalkSubtree(int32_t root, int32_t config, uint32_t* words) {
       for (int32_t k = tok_begin[i]; k < tok_begin[subtree_end[i]]; ++k) {
         words[toks[k] >> 5] |= 1u << (toks[k] & 31);
       }
+      walk_nodes_ += tok_begin[subtree_end[i]] - tok_begin[i];  // the bits cost like nodes
       i = subtree_end[i];
       continue;
     }
@@ -202,7 +204,9 @@ void Matcher::FillMask(uint32_t* words) {
   if (parser_->accepting(config)) {
     for (int32_t id : v.eos_ids()) words[id >> 5] |= 1u << (id & 31);
   }
-  parser_->StoreMask(config, words, n_words);
+  // A walk that did more work (nodes visited, bits set by shortcuts) than copying the mask
+  // would cost is worth memoizing at once.
+  parser_->StoreMask(config, words, n_words, walk_nodes_ > static_cast<int64_t>(n_words));
 }
 
 }  // namespace logitgate

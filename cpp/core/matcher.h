@@ -68,6 +68,7 @@ class Matcher {
   std::vector<Step> history_;
   std::vector<int32_t> walk_config_;
   int32_t root_successor_ = Parser::kDead;
+  int64_t walk_nodes_ = 0;  // trie nodes the last walk visited
   std::vector<const std::atomic<int32_t>*> walk_row_;
 };
 

@@ -122,6 +122,7 @@ int32_t Parser::Intern(bool accepting) {
     for (size_t i = 0; i < n; ++i) block->transitions[i].store(kUnknown, std::memory_order_relaxed);
     for (auto& f : block->flags) f.store(0, std::memory_order_relaxed);
     for (auto& m : block->masks) m.store(nullptr, std::memory_order_relaxed);
+    for (auto& f : block->mask_fills) f.store(0, std::memory_order_relaxed);
     for (auto& l : block->steps) l.store(0, std::memory_order_relaxed);
     for (auto& l : block->step_successor) l.store(kDead, std::memory_order_relaxed);
     for (auto& r : block->steps_ready) r.store(0, std::memory_order_relaxed);
@@ -262,9 +263,13 @@ Parser::StepSet Parser::Steps(int32_t config, bool with_leads) {
   return {successor, words};
 }
 
-void Parser::StoreMask(int32_t config, const uint32_t* words, size_t n_words) {
+void Parser::StoreMask(int32_t config, const uint32_t* words, size_t n_words, bool expensive) {
+  // A cheap walk is memoized on the configuration's second fill only: most configurations are
+  // filled once, and copying a vocabulary-sized mask costs about as much as a small walk.
+  Block* block = BlockOf(config);
+  if (block->mask_fills[config & kBlockMask].exchange(1, std::memory_order_relaxed) == 0 && !expensive) return;
   std::lock_guard<std::mutex> lock(mu_);
-  auto& slot = BlockOf(config)->masks[config & kBlockMask];
+  auto& slot = block->masks[config & kBlockMask];
   if (slot.load(std::memory_order_relaxed) != nullptr || masks_stored_ >= limits_.mask_cache_entries) return;
   uint32_t* copy = new uint32_t[n_words];
   std::copy(words, words + n_words, copy);

@@ -89,8 +89,9 @@ class Parser {
   const uint32_t* CachedMask(int32_t config) const {
     return BlockOf(config)->masks[config & kBlockMask].load(std::memory_order_acquire);
   }
-  // Memoizes `words` (n_words) as the mask of `config` unless the cache is full. Thread-safe.
-  void StoreMask(int32_t config, const uint32_t* words, size_t n_words);
+  // Memoizes `words` (n_words) as the mask of `config` unless the cache is full: at once when
+  // the walk was `expensive`, else from the configuration's second fill on. Thread-safe.
+  void StoreMask(int32_t config, const uint32_t* words, size_t n_words, bool expensive);
 
   int32_t num_configurations() const { return num_configs_.load(std::memory_order_acquire); }
   // Approximate bytes held by memoized configurations, transitions and masks.
@@ -109,6 +110,7 @@ class Parser {
     std::unique_ptr<std::atomic<int32_t>[]> transitions;  // kBlockSize * num_classes
     std::atomic<uint8_t> flags[kBlockSize];
     std::atomic<const uint32_t*> masks[kBlockSize];
+    std::atomic<uint8_t> mask_fills[kBlockSize];  // 1 once the configuration was walked
     std::atomic<uint64_t> steps[4 * kBlockSize];  // Steps(): valid once steps_ready is set
     std::atomic<int32_t> step_successor[kBlockSize];
     std::atomic<uint8_t> steps_ready[kBlockSize];
