@@ -4,6 +4,7 @@
     python bench/conformance_jsts.py                                  # byte-level vocabulary, all sections
     python bench/conformance_jsts.py --tokenizer smollm2,llama3,gemma3  # the same run per real tokenizer
     python bench/conformance_jsts.py --sections core --files allOf,ref --show under,over
+    python bench/conformance_jsts.py --tokenizer bytes --engines logitgate,llguidance,xgrammar   # peers live
 
 Prints a per-file table and per-section totals next to llguidance's published results (in tests and in
 cases), plus every under-constrained test. With several tokenizers, also the tests whose verdict differs
@@ -16,7 +17,10 @@ import argparse
 import json
 import sys
 import time
+from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -39,6 +43,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--show", default="under", help="list tests with these results (under, over, compile_error...)")
     ap.add_argument("--no-per-file", action="store_true", help="print only the section totals")
+    ap.add_argument(
+        "--engines",
+        default="logitgate",
+        help="comma list of logitgate, xgrammar, llguidance; peers run once, with the first real tokenizer given "
+        "(smollm2 if only bytes), through bench/engines.py",
+    )
     ap.add_argument("--out", default="bench/results/conformance", help="folder for jsts-<tokenizer>.json")
     args = ap.parse_args(argv)
     sections = tuple(s for s in args.sections.split(",") if s)
@@ -47,7 +57,13 @@ def main(argv: list[str] | None = None) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     first: dict | None = None
     any_under = False
-    for name in [t for t in args.tokenizer.split(",") if t]:
+    tokenizers = [t for t in args.tokenizer.split(",") if t]
+    engines = [e for e in args.engines.split(",") if e]
+    runs = [("logitgate", t) for t in tokenizers] if "logitgate" in engines else []
+    peer_tok = next((t for t in tokenizers if t != "bytes"), "smollm2")
+    runs += [(e, peer_tok) for e in engines if e != "logitgate"]
+    side_by_side: dict[str, dict[str, Any]] = {}
+    for engine, name in runs:
         t0 = time.monotonic()
         results = jsts.run_jsts(
             sections,
@@ -57,11 +73,20 @@ def main(argv: list[str] | None = None) -> int:
             mask_every=args.mask_every,
             only=only,
             progress=True,
+            engine=engine,
         )
         summary = jsts.summarize(results)
         comparison = jsts.llguidance_comparison(results)
-        print(f"\n## JSON-Schema-Test-Suite draft2020-12, tokenizer {name} ({time.monotonic() - t0:.1f}s)\n")
+        side_by_side[f"{engine}/{name}"] = summary["sections"]
+        print(f"\n## JSON-Schema-Test-Suite draft2020-12, {engine}, tokenizer {name} ({time.monotonic() - t0:.1f}s)\n")
         print(jsts.render_markdown(summary, comparison, per_file=not args.no_per_file))
+        notes = {sec: b.get("compile_error_all_invalid", 0) for sec, b in summary["sections"].items()}
+        internal = {sec: b.get("internal_errors", 0) for sec, b in summary["sections"].items()}
+        print(
+            f"\ncompile_error cases whose tests are all invalid (empty language; llguidance's "
+            f"compile_error_all_invalid): {notes}"
+        )
+        print(f"internal errors (an exception that is not a LogitgateError): {internal}")
         for kind in [k for k in args.show.split(",") if k]:
             lines = jsts.failures(results, kind)
             print(f"\n{kind}: {len(lines)} tests")
@@ -72,6 +97,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\nmask/accept disagreements: {len(mism)} cases")
             for line in mism[:20]:
                 print("  " + line)
+        if engine != "logitgate":
+            path = out_dir / f"jsts-{engine}-{name}.json"
+            path.write_text(json.dumps({"engine": engine, "tokenizer": name, "summary": summary}, indent=1))
+            continue
         any_under |= any(t["result"] == "under" for r in results.values() for t in r.get("tests", []))
         verdicts = {(k, i): t["result"] for k, r in results.items() for i, t in enumerate(r.get("tests", []))}
         if first is None:
@@ -95,7 +124,30 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
         print(f"\nresults: {path}", file=sys.stderr)
+    if len(side_by_side) > 1:
+        print("\n## Side by side (cases passed/over/under/unsupported/error; tests passed)\n")
+        print("| engine/tokenizer | " + " | ".join(sections) + " | total |")
+        print("|---|" + "---|" * (len(sections) + 1))
+        for key, secs in side_by_side.items():
+            cells = []
+            tot: Counter[str] = Counter()
+            tot_t = 0
+            for sec in sections:
+                c = secs.get(sec, {}).get("cases", {})
+                tp = secs.get(sec, {}).get("tests", {}).get("pass", 0)
+                tot.update(c)
+                tot_t += tp
+                cells.append(_cell(c, tp))
+            cells.append(_cell(tot, tot_t))
+            print(f"| {key} | " + " | ".join(cells) + " |")
     return 1 if any_under else 0
+
+
+def _cell(c: Mapping[str, int], tests_passed: int) -> str:
+    err = sum(c.get(k, 0) for k in ("compile_error", "runtime_error", "timeout", "crash"))
+    return (
+        f"{c.get('passed', 0)}/{c.get('over', 0)}/{c.get('under', 0)}/{c.get('unsupported', 0)}/{err}; {tests_passed}"
+    )
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ Regenerate after an improvement (the tests print when one is due)::
 
     python tests/conformance/baselines.py            # fast subsets only (a minute)
     python tests/conformance/baselines.py --full     # also every JSTS section and the 998-schema sample
+    python tests/conformance/baselines.py --from bench/results/conformance   # full counts from CLI results
 """
 
 from __future__ import annotations
@@ -69,9 +70,29 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--full", action="store_true")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument(
+        "--from",
+        dest="from_dir",
+        default="",
+        help="take the full counts from a folder of CLI results (jsts-bytes.json, maskbench-smollm2.json: the "
+        "998 sample, seed 0) instead of running them again; implies --full",
+    )
     args = ap.parse_args(argv)
-    sections = jsts.SECTIONS if args.full else ("core",)
-    res = jsts.run_jsts(sections, tokenizer="bytes", jobs=args.jobs, timeout=60, progress=True)
+    full_mb: dict[str, dict[str, int]] | None = None
+    if args.from_dir:
+        args.full = True
+        src = Path(args.from_dir)
+        jd = json.loads((src / "jsts-bytes.json").read_text(encoding="utf-8"))
+        res = {(c["section"], c["file"], c["index"]): c for c in jd["cases"]}
+        md = json.loads((src / "maskbench-smollm2.json").read_text(encoding="utf-8"))
+        if md.get("sample") != FULL_MASKBENCH_SAMPLE or md.get("seed") != 0:
+            raise SystemExit(
+                f"{src / 'maskbench-smollm2.json'} is not the {FULL_MASKBENCH_SAMPLE}-schema seed-0 sample"
+            )
+        full_mb = maskbench_counts({(r["split"], r["id"]): r for r in md["results"]["logitgate"]})
+    else:
+        sections = jsts.SECTIONS if args.full else ("core",)
+        res = jsts.run_jsts(sections, tokenizer="bytes", jobs=args.jobs, timeout=60, progress=True)
     data = load(JSTS_BASELINE)
     data.update({"tokenizer": "bytes", "files": {**data.get("files", {}), **jsts_counts(res)}})
     JSTS_BASELINE.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
@@ -79,6 +100,9 @@ def main(argv: list[str] | None = None) -> int:
     mb["tokenizer"] = "smollm2"
     for name, n in (("fast", FAST_MASKBENCH_SAMPLE), ("full", FULL_MASKBENCH_SAMPLE)):
         if name == "full" and not args.full:
+            continue
+        if name == "full" and full_mb is not None:
+            mb[name] = {"sample": n, "seed": 0, "splits": full_mb}
             continue
         chosen = maskbench.stratified_sample(n, 0)
         r = maskbench.run_maskbench(

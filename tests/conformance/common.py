@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib.util
 import multiprocessing as mp
 import os
+import re
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -357,6 +358,18 @@ def progress_printer(total: int, label: str, every: float = 5.0) -> Callable[[in
             )
 
     return cb
+
+
+_PEER_UNSUPPORTED_RX = re.compile(
+    r"not supported|unsupported|unknown format|unimplemented|not implemented", re.IGNORECASE
+)
+
+
+def peer_compile_outcome(exc: BaseException) -> tuple[str, str]:
+    """(outcome, detail) for a peer's compile failure: peers have no "unsupported" error type, so a message
+    saying a feature is not supported / unknown / unimplemented counts as unsupported."""
+    detail = f"{type(exc).__name__}: {exc}"[:300]
+    return (UNSUPPORTED if _PEER_UNSUPPORTED_RX.search(detail) else COMPILE_ERROR), detail
 
 
 def classify_compile_error(exc: BaseException) -> tuple[str, str]:

@@ -36,6 +36,7 @@ from tests.conformance.common import (
     check_ids,
     classify_compile_error,
     load_tok,
+    peer_compile_outcome,
 )
 
 SUITE_DIR = CORPORA_DIR / "json-schema-test-suite" / "tests" / "draft2020-12"
@@ -81,25 +82,41 @@ _STATE: dict[str, Any] = {}
 
 
 def init_worker(arg: dict[str, Any]) -> None:
-    tok = load_tok(arg.get("tokenizer", "bytes"))
-    _STATE["eng"] = LogitgateAdapter(tok, **arg.get("options", {}))
     _STATE["mask_every"] = int(arg.get("mask_every", 1))
+    _STATE["engine"] = engine = arg.get("engine", "logitgate")
+    if engine == "logitgate":
+        tok = load_tok(arg.get("tokenizer", "bytes"))
+        _STATE["eng"] = LogitgateAdapter(tok, **arg.get("options", {}))
+        _STATE["tok"] = tok
+        return
+    from tests.conformance import maskbench  # a peer, set up through bench/engines.py as in MaskBench
+
+    maskbench.init_worker({**arg, "engine": engine})
+    _STATE["eng"] = maskbench._STATE["eng"]
+    _STATE["tok"] = maskbench._STATE["tok"]
 
 
 def run_case(payload: dict[str, Any]) -> dict[str, Any]:
     """One test-suite case; see the module docstring for the statuses."""
     if "eng" not in _STATE:
         init_worker({})
-    eng: LogitgateAdapter = _STATE["eng"]
+    eng = _STATE["eng"]
+    tok = _STATE["tok"]
     tests = payload["tests"]
+    is_lg = _STATE["engine"] == "logitgate"
     try:
-        compiled = eng.compile(payload["schema"])
+        compiled = (
+            eng.compile(payload["schema"]) if is_lg else eng.compile("json_schema", json.dumps(payload["schema"]))
+        )
     except Exception as exc:
-        status, detail = classify_compile_error(exc)
+        if is_lg:
+            status, detail = classify_compile_error(exc)
+        else:
+            status, detail = peer_compile_outcome(exc)
         return {
             "status": status,
             "detail": detail,
-            "internal": not isinstance(exc, eng.lg.LogitgateError),
+            "internal": is_lg and not isinstance(exc, eng.lg.LogitgateError),
             "tests": [{"description": t["description"], "valid": t["valid"], "result": status} for t in tests],
         }
     results = []
@@ -107,8 +124,8 @@ def run_case(payload: dict[str, Any]) -> dict[str, Any]:
     runtime_errors: list[str] = []
     for t in tests:
         text = json.dumps(t["data"])
-        ids = eng.tok.encode(text)
-        if eng.tok.spell(ids) != text.encode("utf-8"):
+        ids = tok.encode(text)
+        if tok.spell(ids) != text.encode("utf-8"):
             results.append({"description": t["description"], "valid": t["valid"], "result": "tokenize_mismatch"})
             continue
         try:
@@ -156,6 +173,10 @@ def summarize(results: dict[tuple[str, str, int], dict[str, Any]]) -> dict[str, 
                 bucket["mask_mismatch"] = bucket.get("mask_mismatch", 0) + 1
             if res.get("internal"):
                 bucket["internal_errors"] = bucket.get("internal_errors", 0) + 1
+            tests_ = res.get("tests", [])
+            if res["status"] == COMPILE_ERROR and tests_ and not any(t["valid"] for t in tests_):
+                # every instance is invalid: the language is empty, and a SchemaError is the documented verdict
+                bucket["compile_error_all_invalid"] = bucket.get("compile_error_all_invalid", 0) + 1
     for bucket in list(files.values()) + list(sections.values()):
         bucket["cases"] = dict(bucket["cases"])
         bucket["tests"] = dict(bucket["tests"])
@@ -295,17 +316,19 @@ def run_jsts(
     only: set[str] | None = None,
     options: dict[str, Any] | None = None,
     progress: bool = False,
+    engine: str = "logitgate",
 ) -> dict[tuple[str, str, int], dict[str, Any]]:
-    """Runs the suite in worker processes; ``{(section, file_key, index): case result}``."""
+    """Runs the suite in worker processes; ``{(section, file_key, index): case result}``.
+    ``engine`` may be a peer (xgrammar, llguidance; needs a real tokenizer), run with the same ids."""
     from tests.conformance.common import progress_printer, run_pool
 
     cases = list(iter_cases(sections, only))
     descriptions = {key: payload["description"] for key, payload in cases}
     init = (
         "tests.conformance.jsts:init_worker",
-        {"tokenizer": tokenizer, "mask_every": mask_every, "options": options or {}},
+        {"tokenizer": tokenizer, "mask_every": mask_every, "options": options or {}, "engine": engine},
     )
-    cb = progress_printer(len(cases), f"jsts/{tokenizer}") if progress else None
+    cb = progress_printer(len(cases), f"jsts/{engine}/{tokenizer}") if progress else None
     results: dict[tuple[str, str, int], dict[str, Any]] = {}
     for key, res in run_pool(
         "tests.conformance.jsts:run_case", cases, jobs=jobs, timeout=timeout, progress=cb, init=init

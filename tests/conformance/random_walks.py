@@ -59,6 +59,18 @@ def _is_date_time(s: object) -> bool:
     return not (m[9] is not None and (int(m[9]) > 23 or int(m[10]) > 59))
 
 
+def _is_date(s: object) -> bool:
+    if not isinstance(s, str):
+        return True
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", s, re.ASCII):
+        return False
+    try:
+        datetime.date(int(s[:4]), int(s[5:7]), int(s[8:10]))
+    except ValueError:
+        return False
+    return True
+
+
 def _is_time(s: object) -> bool:
     if not isinstance(s, str):
         return True
@@ -102,12 +114,17 @@ def _is_uri(s: object) -> bool:
     return bool(colon) and bool(_SCHEME.match(scheme))
 
 
-def format_checker() -> Any:
-    from jsonschema import FormatChecker
+def format_checker(base: Any = None) -> Any:
+    """The draft's own format checker (``FormatChecker()`` without arguments mixes every draft's checkers,
+    e.g. draft 3's ``time`` = ``%H:%M:%S``) plus stand-ins for the formats it cannot check here."""
+    from jsonschema import Draft202012Validator, FormatChecker
 
-    fc = FormatChecker()
+    src = base if base is not None else Draft202012Validator.FORMAT_CHECKER
+    fc = FormatChecker(formats=())
+    fc.checkers = dict(src.checkers)
     extra = {
         "date-time": _is_date_time,
+        "date": _is_date,
         "time": _is_time,
         "duration": _is_duration,
         "hostname": _is_hostname,
@@ -126,7 +143,7 @@ def validate(schema: Any, value: Any) -> list[str]:
     from jsonschema.validators import validator_for
 
     cls = validator_for(schema, default=Draft202012Validator) if isinstance(schema, dict) else Draft202012Validator
-    validator = cls(schema, format_checker=format_checker())
+    validator = cls(schema, format_checker=format_checker(getattr(cls, "FORMAT_CHECKER", None)))
     return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}"[:300] for e in validator.iter_errors(value)]
 
 

@@ -143,3 +143,43 @@ def test_sample_is_stratified_and_seeded() -> None:
     assert a == maskbench.stratified_sample(100, 0)
     assert a != maskbench.stratified_sample(100, 1)
     assert all(len(v) >= 1 for v in a.values())
+
+
+def test_check_ids_needs_every_token_and_eos() -> None:
+    from tests.conformance.common import LogitgateAdapter, check_ids, load_tok
+
+    tok = load_tok("bytes")
+    eng = LogitgateAdapter(tok)
+    compiled = eng.compiler.compile_regex("ab")
+    assert check_ids(eng, compiled, tok.encode("ab")).accepted
+    short = check_ids(eng, compiled, tok.encode("a"))  # every token accepted, EOS not allowed
+    assert not short.accepted and short.step == 1
+    long = check_ids(eng, compiled, tok.encode("abc"))
+    assert not long.accepted and long.step == 2
+    assert not check_ids(eng, compiled, tok.encode("ab"), mask_every=0).mask_mismatch
+
+
+@pytest.mark.parametrize(
+    ("fmt", "good", "bad"),
+    [
+        ("date-time", "1963-06-19T08:30:06.283185Z", "1963-02-30T08:30:06Z"),
+        ("date-time", "2024-01-01T23:59:60+01:00", "2024-01-01T24:00:00Z"),
+        ("time", "08:30:06-05:00", "08:30"),
+        ("duration", "P4DT12H30M5S", "PT1D"),
+        ("hostname", "www.example.com", "-bad-.com"),
+        ("uri", "http://example.com/a?b#c", "//no-scheme"),
+        ("uri-reference", "../a%20b", "a b"),
+    ],
+)
+def test_walk_format_checkers(fmt: str, good: str, bad: str) -> None:
+    schema = {"type": "string", "format": fmt}
+    assert random_walks.validate(schema, good) == []
+    assert random_walks.validate(schema, bad) != []
+
+
+def test_walk_validator_uses_the_schema_draft() -> None:
+    # draft-04: 9.0 is not an integer; draft 2020-12: it is.
+    assert random_walks.validate({"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer"}, 9.0)
+    assert random_walks.validate({"type": "integer"}, 9.0) == []
+    d4_date = {"$schema": "http://json-schema.org/draft-04/schema#", "format": "date"}
+    assert random_walks.validate(d4_date, "2023-02-29") and not random_walks.validate(d4_date, "2024-02-29")

@@ -513,3 +513,19 @@ def test_pydantic_model(compiler: lg.Compiler) -> None:
         assert accepts(g, text)
     assert not accepts(g, json.dumps({"name": "x", "qty": 0}))
     assert not accepts(g, json.dumps({"qty": 3}))
+
+
+def test_draft04_integer_excludes_zero_fractions() -> None:
+    """Draft-04 counts only integer literals as "integer"; draft-06 and later accept 9.0 (found by
+    the conformance random walks on Github_medium/o74447)."""
+    import logitgate as lg
+
+    vocab = lg.Vocabulary.from_tokens([bytes([i]) for i in range(256)] + [b"</s>"], eos_ids=[256])
+    compiler = lg.Compiler(vocab)
+    for declared, accepted in (("http://json-schema.org/draft-04/schema#", False), (None, True)):
+        schema: dict[str, object] = {"type": "integer"}
+        if declared:
+            schema["$schema"] = declared
+        m = compiler.compile_json_schema(schema).matcher()
+        assert (m.accept_bytes(b"9.0") and m.is_complete()) is accepted
+        assert compiler.compile_json_schema(schema).matcher().accept_bytes(b"9")

@@ -653,6 +653,10 @@ class _Lowering:
         self.strict = strict
         self.lenient = lenient
         self.oneof_anyof = oneof == "anyof"
+        # Draft-04 (and 03) count only integer literals as "integer" (9.0 is a number there);
+        # from draft-06 on, any number with a zero fraction is an integer.
+        declared = root.get("$schema", "") if isinstance(root, dict) else ""
+        self.integer_fraction_ok = not (isinstance(declared, str) and re.search(r"draft-0[34]", declared))
         self.dropped: list[str] = []
         self.rules: dict[str, Node] = {}
         self.names: dict[frozenset[int], str] = {}
@@ -1898,7 +1902,7 @@ class _Lowering:
             if cur is None or hi is None or cur <= hi:
                 pieces.append(_int_range(cur, hi))
             node = _alt(p for p in pieces if p != _EMPTY_LANG) if pieces else _EMPTY_LANG
-            if plain and not excl:
+            if plain and not excl and self.integer_fraction_ok:
                 return self.rule(
                     "integer", lambda: _seq([node, _opt(_seq([Literal(b"."), Repeat(Literal(b"0"), 1, None)]))])
                 )
