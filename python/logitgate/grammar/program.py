@@ -2,7 +2,8 @@
 core compiles (cpp/core/automaton.h documents the opcodes; keep both in sync).
 
 Layout: ``[n_rules, root_index, body(rule 0), body(rule 1), ...]`` with each body in prefix
-form. The walk uses an explicit stack: IR depth is user-driven.
+form. The walk uses an explicit stack (IR depth is user-driven) and dispatches on the node's
+exact type: this runs once per node of every compiled grammar, so it is kept tight.
 """
 
 from __future__ import annotations
@@ -24,41 +25,53 @@ def serialize(grammar: Grammar, limits: Limits) -> tuple[array, list[str]]:
     if grammar.root not in grammar.rules:
         raise GrammarError(f"the root rule {grammar.root!r} is not defined", code="missing-root", rule=grammar.root)
     index = {n: i for i, n in enumerate(names)}
-    out = array("i", [len(names), index[grammar.root]])
+    out: list[int] = [len(names), index[grammar.root]]
+    emit = out.append
+    extend = out.extend
+    max_nesting, max_repeat = limits.max_nesting, limits.max_repeat
     for name in names:
         # Stack of (node, depth); children pushed in reverse so they come out in order.
         stack: list[tuple[Node, int]] = [(grammar.rules[name], 0)]
+        pop, push = stack.pop, stack.append
         while stack:
-            node, depth = stack.pop()
-            if depth > limits.max_nesting:
-                raise LimitExceeded("max_nesting", limits.max_nesting, f"rule {name!r} nests too deeply")
-            if isinstance(node, Literal):
-                out.append(OP_LITERAL)
-                out.append(len(node.value))
-                out.extend(node.value)
-            elif isinstance(node, (CharClass, ByteClass)):
-                out.append(OP_CHAR_CLASS if isinstance(node, CharClass) else OP_BYTE_CLASS)
-                out.append(int(node.negated))
-                out.append(len(node.ranges))
-                for lo, hi in node.ranges:
-                    out.append(lo)
-                    out.append(hi)
-            elif isinstance(node, (Seq, Alt)):
-                out.append(OP_SEQ if isinstance(node, Seq) else OP_ALT)
-                out.append(len(node.items))
-                stack.extend((item, depth + 1) for item in reversed(node.items))
-            elif isinstance(node, Repeat):
-                if node.min > limits.max_repeat or (node.max or 0) > limits.max_repeat:
-                    raise LimitExceeded("max_repeat", limits.max_repeat, f"repetition in rule {name!r}")
-                out.append(OP_REPEAT)
-                out.append(node.min)
-                out.append(-1 if node.max is None else node.max)
-                stack.append((node.item, depth + 1))
-            elif isinstance(node, Ref):
-                if node.name not in index:
-                    raise GrammarError(f"undefined rule {node.name!r}", code="undefined-rule", rule=name)
-                out.append(OP_REF)
-                out.append(index[node.name])
+            node, depth = pop()
+            if depth > max_nesting:
+                raise LimitExceeded("max_nesting", max_nesting, f"rule {name!r} nests too deeply")
+            t = type(node)
+            if t is Literal:
+                value = node.value  # type: ignore[union-attr]
+                emit(OP_LITERAL)
+                emit(len(value))
+                extend(value)
+            elif t is Seq or t is Alt:
+                items = node.items  # type: ignore[union-attr]
+                emit(OP_SEQ if t is Seq else OP_ALT)
+                emit(len(items))
+                d = depth + 1
+                for item in reversed(items):
+                    push((item, d))
+            elif t is Ref:
+                target = index.get(node.name)  # type: ignore[union-attr]
+                if target is None:
+                    raise GrammarError(f"undefined rule {node.name!r}", code="undefined-rule", rule=name)  # type: ignore[union-attr]
+                emit(OP_REF)
+                emit(target)
+            elif t is CharClass or t is ByteClass:
+                ranges = node.ranges  # type: ignore[union-attr]
+                emit(OP_CHAR_CLASS if t is CharClass else OP_BYTE_CLASS)
+                emit(int(node.negated))  # type: ignore[union-attr]
+                emit(len(ranges))
+                for lo, hi in ranges:
+                    emit(lo)
+                    emit(hi)
+            elif t is Repeat:
+                lo, hi = node.min, node.max  # type: ignore[union-attr]
+                if lo > max_repeat or (hi or 0) > max_repeat:
+                    raise LimitExceeded("max_repeat", max_repeat, f"repetition in rule {name!r}")
+                emit(OP_REPEAT)
+                emit(lo)
+                emit(-1 if hi is None else hi)
+                push((node.item, depth + 1))  # type: ignore[union-attr]
             else:
                 raise TypeError(f"not an IR node: {node!r}")
-    return out, names
+    return array("i", out), names
