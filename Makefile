@@ -53,9 +53,11 @@ bench: $(BUILD_STAMP)
 	$(BIN)/pip install -q -c bench/constraints.txt -r bench/requirements.txt
 	$(BIN)/python bench/run.py
 
+# Ten minutes each: the GBNF and regex frontends alone, then both through the core.
 fuzz: $(BUILD_STAMP)
 	$(BIN)/python tests/fuzz/fuzz_gbnf.py --minutes 10
 	$(BIN)/python tests/fuzz/fuzz_regex.py --minutes 10
+	$(BIN)/python tests/fuzz/fuzz_core.py --minutes 10
 
 clean:
 	rm -rf build $(VENV)
