@@ -77,11 +77,12 @@ std::string Matcher::ForcedBytes(int64_t max_bytes) {
 }
 
 // Walks the vocabulary trie in depth-first order, advancing the parser one byte per trie
-// node; a dead node skips its whole subtree. Shortcut: when every byte below a node is in
-// the loop set of the node's configuration (ASCII bytes that map it to itself, lead bytes
-// whose characters all lead back to it) and the paths below are valid UTF-8, every token in
-// the subtree is allowed: string bodies and free text cost one bit per token instead of one
-// transition per trie node. Sets text tokens only.
+// node; a dead node skips its whole subtree, and only first bytes some parse head can consume
+// are visited. Shortcut (SubtreeAllowed): when every byte below a node keeps the parse on its
+// chain of step successors (a loop such as a string body, or the positions of a bounded
+// repetition) and the paths below are valid UTF-8, every token in the subtree is allowed:
+// such subtrees cost one bit per token instead of one transition per trie node. Sets text
+// tokens only.
 void Matcher::Walk(int32_t config, uint32_t* words) {
   const Vocabulary& v = *grammar_->vocab;
   const size_t levels = static_cast<size_t>(v.max_token_length()) + 1;
