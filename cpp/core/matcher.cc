@@ -205,9 +205,9 @@ void Matcher::FillMask(uint32_t* words) {
   if (parser_->accepting(config)) {
     for (int32_t id : v.eos_ids()) words[id >> 5] |= 1u << (id & 31);
   }
-  // A walk that did more work (nodes visited, bits set by shortcuts) than copying the mask
-  // would cost is worth memoizing at once.
-  parser_->StoreMask(config, words, n_words, walk_nodes_ > static_cast<int64_t>(n_words));
+  // A walk that did more work (nodes visited, bits set by shortcuts) than a few mask copies
+  // would cost is worth memoizing at once; a very cheap one only when its state recurs.
+  parser_->StoreMask(config, words, n_words, walk_nodes_ > static_cast<int64_t>(n_words / 4));
 }
 
 }  // namespace logitgate
