@@ -19,7 +19,6 @@ import datetime as dt
 import json
 import math
 import os
-import random
 import selectors
 import subprocess
 import sys
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # the repo root: tests.conformance
 
 from common import (
     BENCH_DIR,
@@ -89,35 +89,13 @@ def regex_cases(tok: Any) -> list[dict[str, Any]]:
 
 
 def maskbench_cases(tok: Any, sample: int | None, seed: int = 0) -> list[dict[str, Any]]:
-    """Stratified sample: per split, proportional to its schemas with ≥1 valid instance (≥1 each), seeded."""
-    eligible: dict[str, list[str]] = {}
-    for split_dir in sorted(p for p in MASKBENCH.iterdir() if p.is_dir()):
-        ids = []
-        with (split_dir / "tests.jsonl").open() as fh:
-            for line in fh:
-                row = json.loads(line)
-                if any(t.get("valid") for t in row["tests"]):
-                    ids.append(row["id"])
-        if ids:
-            eligible[split_dir.name] = ids
-    total = sum(len(v) for v in eligible.values())
-    chosen: dict[str, set[str]] = {}
-    if sample is None or sample >= total:
-        chosen = {k: set(v) for k, v in eligible.items()}
-    else:
-        quota = {k: max(1, math.floor(sample * len(v) / total)) for k, v in eligible.items()}
-        rest = sorted(eligible, key=lambda k: -(sample * len(eligible[k]) / total % 1))
-        i = 0
-        while sum(quota.values()) < sample:
-            k = rest[i % len(rest)]
-            if quota[k] < len(eligible[k]):
-                quota[k] += 1
-            i += 1
-        while sum(quota.values()) > sample:  # more splits than the sample: drop the largest quotas first
-            k = max(quota, key=lambda s: quota[s])
-            quota[k] -= 1
-        rng = random.Random(seed)
-        chosen = {k: set(rng.sample(v, min(quota[k], len(v)))) for k, v in eligible.items() if quota[k] > 0}
+    """Stratified sample: per split, proportional to its schemas with ≥1 valid instance (≥1 each), seeded.
+
+    The draw is the conformance runner's (tests/conformance/maskbench.py), so both measure the same schemas.
+    """
+    from tests.conformance.maskbench import stratified_sample
+
+    chosen = stratified_sample(sample, seed)
     cases = []
     for split, picked in sorted(chosen.items()):
         split_dir = MASKBENCH / split
