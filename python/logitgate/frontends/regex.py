@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import functools
 import unicodedata
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from logitgate.errors import GrammarError, LimitExceeded
@@ -130,14 +129,6 @@ class _Frame:
 # Range arithmetic.
 
 
-def _normalize(ranges: Iterable[tuple[int, int]]) -> Ranges:
-    return merge_ranges(ranges)
-
-
-def _complement(ranges: Ranges) -> Ranges:
-    return complement_ranges(ranges)
-
-
 def _fold_ascii(ranges: Ranges) -> Ranges:
     """Add the other ASCII case of every ASCII letter in ``ranges``."""
     extra: list[tuple[int, int]] = []
@@ -146,7 +137,7 @@ def _fold_ascii(ranges: Ranges) -> Ranges:
             s, e = max(lo, a), min(hi, b)
             if s <= e:
                 extra.append((s + shift, e + shift))
-    return _normalize(list(ranges) + extra) if extra else ranges
+    return merge_ranges(list(ranges) + extra) if extra else ranges
 
 
 # ---------------------------------------------------------------------------------------------
@@ -187,13 +178,13 @@ def _category_table() -> dict[str, Ranges]:
 def _category_ranges(short: str) -> Ranges:
     table = _category_table()
     if short == "LC":
-        return _normalize(list(table.get("Lu", ())) + list(table.get("Ll", ())) + list(table.get("Lt", ())))
+        return merge_ranges(list(table.get("Lu", ())) + list(table.get("Ll", ())) + list(table.get("Lt", ())))
     if len(short) == 1:
         merged: list[tuple[int, int]] = []
         for cat, rs in table.items():
             if cat[0] == short:
                 merged.extend(rs)
-        return _normalize(merged)
+        return merge_ranges(merged)
     return table.get(short, ())
 
 
@@ -209,7 +200,7 @@ def _property_ranges(name: str) -> Ranges | None:
     if name == "ASCII":
         return ((0, 0x7F),)
     if name == "Assigned":
-        return _complement(_category_ranges("Cn"))
+        return complement_ranges(_category_ranges("Cn"))
     short = _GC_LONG.get(name, name)
     if short in _GC_SHORT:
         return _category_ranges(short)
@@ -395,7 +386,7 @@ class _Parser:
         return _Char(cp)
 
     def set_item(self, ranges: Ranges, negated: bool = False) -> _Set:
-        ranges = _normalize(ranges)
+        ranges = merge_ranges(ranges)
         if self.icase:
             ranges = _fold_ascii(ranges)
         return _Set(ranges, negated)
@@ -444,7 +435,7 @@ class _Parser:
             return "cp", simple[c]
         if c in "dDwWsS":
             base = {"d": _DIGIT, "w": _WORD, "s": _SPACE}[c.lower()]
-            return "set", (base if c.islower() else _complement(base))
+            return "set", (base if c.islower() else complement_ranges(base))
         if c == "b":
             if in_class:
                 return "cp", 0x08
@@ -524,7 +515,7 @@ class _Parser:
                 "unicode property", start, f"\\p{{{name}}}: only General_Category, Any, ASCII, Assigned"
             )
         self.i = end + 1
-        return _complement(ranges) if negated else ranges
+        return complement_ranges(ranges) if negated else ranges
 
     def char_class(self) -> _Set:
         p, start = self.p, self.i
