@@ -129,7 +129,9 @@ NB_MODULE(_core, m) {
 
   nb::class_<CompiledGrammar>(m, "CompiledGrammar")
       .def_prop_ro("num_states", [](const CompiledGrammar& g) { return g.automaton->num_states(); })
+      .def_prop_ro("num_byte_classes", [](const CompiledGrammar& g) { return g.automaton->num_byte_classes(); })
       .def_prop_ro("num_configurations", [](const CompiledGrammar& g) { return g.parser->num_configurations(); })
+      .def_prop_ro("num_transitions", [](const CompiledGrammar& g) { return g.parser->num_transitions(); })
       .def_prop_ro("memory_bytes", [](const CompiledGrammar& g) { return g.parser->memory_bytes(); });
   m.def(
       "compile",
@@ -180,6 +182,8 @@ NB_MODULE(_core, m) {
           nb::arg("max_bytes") = 4096, "Bytes the grammar forces next (empty when there is a choice).")
       .def("fork", &Matcher::Fork, "An independent copy of this matcher, state and memoized work included.")
       .def_prop_ro("num_accepted", &Matcher::num_accepted)
+      .def_prop_ro("last_walk_nodes", &Matcher::last_walk_nodes,
+                   "Trie nodes the last mask walk visited (0 when the mask was a copy); for profiling.")
       .def("__repr__", [](const Matcher& self) {
         return "Matcher(accepted=" + std::to_string(self.num_accepted()) +
                ", complete=" + (self.IsComplete() ? "True" : "False") +

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <unordered_map>
 
 #include "utf8_ranges.h"
 
@@ -26,7 +27,9 @@ Automaton::Automaton(const std::vector<int32_t>& program, std::vector<std::strin
   Build(program);
   CheckLeftRecursion();
   PruneDead();
+  Determinize();
   ComputeKernels();
+  MarkTailCalls();
   ComputeByteClasses();
 }
 
@@ -417,6 +420,186 @@ void Automaton::ComputeKernels() {
   kernel_offset_[n] = static_cast<int32_t>(kernel_.size());
   eps_.clear();
   eps_.shrink_to_fit();
+}
+
+void Automaton::MarkTailCalls() {
+  for (auto& calls : calls_) {
+    for (CallEdge& c : calls) {
+      bool only_end = true;
+      for (const int32_t* k = kernel_begin(c.ret); k != kernel_end(c.ret); ++k) {
+        only_end = only_end && bytes_[*k].empty() && calls_[*k].empty();
+      }
+      c.tail = only_end;
+    }
+  }
+}
+
+namespace {
+struct IntVecHash {
+  size_t operator()(const std::vector<int32_t>& v) const {
+    uint64_t h = 0xcbf29ce484222325ull ^ v.size();
+    for (int32_t x : v) h = (h ^ static_cast<uint32_t>(x)) * 0x100000001b3ull;
+    return static_cast<size_t>(h ^ (h >> 29));
+  }
+};
+}  // namespace
+
+// Subset construction per rule over its epsilon-free kernel states. A DFA state is the sorted
+// set of NFA states with byte edges, calls or the final flag reached by epsilon edges; its
+// byte edges go, per maximal byte interval, to the closure of every member's targets; its
+// calls are grouped by callee, returning to the closure of the members' return states. Each
+// member is live, so every DFA state is live too. A rule whose DFA would outgrow
+// 4x its NFA (+64) is copied unchanged; the parser handles both forms alike.
+void Automaton::Determinize() {
+  const int32_t n = num_states();
+  const int32_t n_rules = static_cast<int32_t>(rule_start_.size());
+  std::vector<std::vector<int32_t>> states_of(n_rules);
+  for (int32_t s = 0; s < n; ++s) {
+    if (state_rule_[s] >= 0) states_of[state_rule_[s]].push_back(s);
+  }
+  std::vector<std::vector<ByteEdge>> out_bytes;
+  std::vector<std::vector<int32_t>> out_eps;
+  std::vector<std::vector<CallEdge>> out_calls;
+  std::vector<bool> out_final;
+  std::vector<int32_t> out_rule, out_start(n_rules, -1);
+  auto relevant = [&](int32_t s) { return !bytes_[s].empty() || !calls_[s].empty() || final_[s]; };
+
+  std::vector<int32_t> stamp(n, -1), work, remap(n, -1);
+  int32_t epoch = 0;
+  // Adds the kernel states of the epsilon closure of s to `acc` (visited: stamp == epoch).
+  auto closure_into = [&](int32_t s, std::vector<int32_t>& acc) {
+    if (stamp[s] == epoch) return;
+    stamp[s] = epoch;
+    work.assign(1, s);
+    while (!work.empty()) {
+      const int32_t t = work.back();
+      work.pop_back();
+      if (relevant(t)) acc.push_back(t);
+      for (int32_t u : eps_[t]) {
+        if (stamp[u] != epoch) {
+          stamp[u] = epoch;
+          work.push_back(u);
+        }
+      }
+    }
+  };
+  auto new_out = [&](int32_t rule) {
+    out_bytes.emplace_back();
+    out_eps.emplace_back();
+    out_calls.emplace_back();
+    out_final.push_back(false);
+    out_rule.push_back(rule);
+    return static_cast<int32_t>(out_bytes.size() - 1);
+  };
+
+  std::unordered_map<std::vector<int32_t>, int32_t, IntVecHash> index;
+  std::vector<std::vector<int32_t>> sets;
+  std::vector<int32_t> set, points;
+  struct Span {
+    int lo, hi;
+    int32_t target;
+  };
+  std::vector<Span> spans;
+  std::vector<std::pair<int32_t, int32_t>> calls;
+  for (int32_t r = 0; r < n_rules; ++r) {
+    const size_t base = out_bytes.size();
+    const int64_t room = limits_.max_automaton_states - static_cast<int64_t>(base);
+    const int64_t cap = std::min<int64_t>(4 * static_cast<int64_t>(states_of[r].size()) + 64, room);
+    index.clear();
+    sets.clear();
+    bool overflow = false;
+    // Interns `set` (sorted here) as a DFA state of rule r; -1 once over the cap.
+    auto intern = [&](std::vector<int32_t>& v) -> int32_t {
+      std::sort(v.begin(), v.end());
+      auto it = index.find(v);
+      if (it != index.end()) return it->second;
+      if (static_cast<int64_t>(sets.size()) >= cap) {
+        overflow = true;
+        return -1;
+      }
+      const int32_t id = new_out(r);
+      index.emplace(v, id);
+      sets.push_back(v);
+      return id;
+    };
+    ++epoch;
+    set.clear();
+    closure_into(rule_start_[r], set);
+    out_start[r] = intern(set);
+    for (size_t i = 0; i < sets.size() && !overflow; ++i) {
+      const int32_t d = static_cast<int32_t>(base + i);
+      const std::vector<int32_t> members = sets[i];  // copy: `sets` grows below
+      bool fin = false;
+      calls.clear();
+      spans.clear();
+      points.clear();
+      for (int32_t s : members) {
+        fin = fin || final_[s];
+        for (const CallEdge& c : calls_[s]) calls.push_back({c.rule, c.ret});
+        for (const ByteEdge& e : bytes_[s]) {
+          spans.push_back({e.lo, e.hi, e.target});
+          points.push_back(e.lo);
+          points.push_back(e.hi + 1);
+        }
+      }
+      out_final[d] = fin;
+      std::sort(calls.begin(), calls.end());
+      for (size_t k = 0; k < calls.size() && !overflow;) {
+        const int32_t callee = calls[k].first;
+        ++epoch;
+        set.clear();
+        for (; k < calls.size() && calls[k].first == callee; ++k) closure_into(calls[k].second, set);
+        const int32_t ret = intern(set);
+        if (ret >= 0) out_calls[d].push_back({callee, ret});
+      }
+      std::sort(points.begin(), points.end());
+      points.erase(std::unique(points.begin(), points.end()), points.end());
+      for (size_t k = 0; k + 1 < points.size() && !overflow; ++k) {
+        const int lo = points[k], hi = points[k + 1] - 1;
+        ++epoch;
+        set.clear();
+        for (const Span& sp : spans) {
+          if (sp.lo <= lo && hi <= sp.hi) closure_into(sp.target, set);
+        }
+        if (set.empty()) continue;
+        const int32_t t = intern(set);
+        if (t < 0) break;
+        auto& edges = out_bytes[d];
+        if (!edges.empty() && edges.back().target == t && edges.back().hi + 1 == lo) {
+          edges.back().hi = static_cast<uint8_t>(hi);
+        } else {
+          edges.push_back({static_cast<uint8_t>(lo), static_cast<uint8_t>(hi), t});
+        }
+      }
+    }
+    if (!overflow) continue;
+    // Too big as a DFA: copy the rule's NFA states unchanged (epsilon edges included).
+    out_bytes.resize(base);
+    out_eps.resize(base);
+    out_calls.resize(base);
+    out_final.resize(base);
+    out_rule.resize(base);
+    if (static_cast<int64_t>(base + states_of[r].size()) > limits_.max_automaton_states) {
+      throw CoreError::Limit("max_automaton_states", limits_.max_automaton_states,
+                             "the grammar's automaton is too large (large bounded repetitions?)");
+    }
+    for (size_t k = 0; k < states_of[r].size(); ++k) remap[states_of[r][k]] = static_cast<int32_t>(base + k);
+    for (int32_t s : states_of[r]) {
+      const int32_t d = new_out(r);
+      for (ByteEdge e : bytes_[s]) out_bytes[d].push_back({e.lo, e.hi, remap[e.target]});
+      for (int32_t t : eps_[s]) out_eps[d].push_back(remap[t]);
+      for (const CallEdge& c : calls_[s]) out_calls[d].push_back({c.rule, remap[c.ret]});
+      out_final[d] = final_[s];
+    }
+    out_start[r] = remap[rule_start_[r]];
+  }
+  bytes_ = std::move(out_bytes);
+  eps_ = std::move(out_eps);
+  calls_ = std::move(out_calls);
+  final_ = std::move(out_final);
+  state_rule_ = std::move(out_rule);
+  rule_start_ = std::move(out_start);
+  rule_final_.clear();  // a determinized rule may have several final states
 }
 
 }  // namespace logitgate

@@ -9,8 +9,14 @@
 //   be completed: "viable prefix" equals "configuration non-empty";
 // - no rule can reach a call of itself without consuming a byte (left recursion is rejected),
 //   so the closure of any configuration is finite;
+// - each rule is determinized (subset construction, calls as symbols) unless that would grow it
+//   past a budget: alternatives that share a prefix share states, and calls of one rule from
+//   several alternatives become one call that returns to the union of their continuations,
+//   so a configuration holds one head per rule and frame where the NFA held many;
 // - kernel(s) lists the states reachable from s by epsilon edges that matter at run time:
-//   states with byte edges, call edges, or the final flag.
+//   states with byte edges, call edges, or the final flag;
+// - a call whose return state can only end the rule is a tail call (no frame is pushed), so
+//   right recursion and chains of rules in tail position do not deepen the stack.
 #pragma once
 
 #include <cstdint>
@@ -39,7 +45,8 @@ struct ByteEdge {
 
 struct CallEdge {
   int32_t rule;
-  int32_t ret;  // state to continue at once the rule finishes
+  int32_t ret;        // state to continue at once the rule finishes
+  bool tail = false;  // nothing but the caller's end can follow: call without pushing a frame
 };
 
 class Automaton {
@@ -66,7 +73,9 @@ class Automaton {
   void Build(const std::vector<int32_t>& program);
   void CheckLeftRecursion();
   void PruneDead();
+  void Determinize();
   void ComputeKernels();
+  void MarkTailCalls();
   void ComputeByteClasses();
 
   CoreLimits limits_;

@@ -4,6 +4,16 @@
 
 namespace logitgate {
 
+namespace {
+// Word-wise mask updates (vectorizable: the arrays never overlap).
+void Or(uint32_t* __restrict dst, const uint32_t* __restrict src, size_t n) {
+  for (size_t i = 0; i < n; ++i) dst[i] |= src[i];
+}
+void AndNot(uint32_t* __restrict dst, const uint32_t* __restrict src, size_t n) {
+  for (size_t i = 0; i < n; ++i) dst[i] &= ~src[i];
+}
+}  // namespace
+
 Matcher::Matcher(std::shared_ptr<const CompiledGrammar> grammar)
     : grammar_(std::move(grammar)), parser_(grammar_->parser.get()) {
   history_.push_back({parser_->initial(), false});
@@ -81,8 +91,10 @@ std::string Matcher::ForcedBytes(int64_t max_bytes) {
 // are visited. Shortcut (SubtreeAllowed): when every byte below a node keeps the parse on its
 // chain of step successors (a loop such as a string body, or the positions of a bounded
 // repetition) and the paths below are valid UTF-8, every token in the subtree is allowed:
-// such subtrees cost one bit per token instead of one transition per trie node. Sets text
-// tokens only.
+// such subtrees cost one bit per token instead of one transition per trie node. Where most of
+// the vocabulary is allowed the bits are not set one by one: the walk starts from every text
+// token (or, per first byte that starts many tokens, from that byte's precomputed mask) and
+// clears dead subtrees, so shortcut subtrees cost nothing at all. Writes text tokens only.
 void Matcher::Walk(int32_t config, uint32_t* words) {
   const Vocabulary& v = *grammar_->vocab;
   const size_t levels = static_cast<size_t>(v.max_token_length()) + 1;
@@ -95,16 +107,87 @@ void Matcher::Walk(int32_t config, uint32_t* words) {
   // first bytes leading there may start a chain worth the subtree shortcut.
   root_successor_ = parser.Steps(config, false).successor;
   walk_nodes_ = 0;
-  // Only the first bytes some head can consume start a subtree worth walking.
   const uint64_t* live = parser.LiveBytes(config);
+  const size_t n_words = static_cast<size_t>(v.mask_words());
+  const int32_t* tok_begin = v.trie_token_begin().data();
+  const int32_t* toks = v.trie_tokens().data();
+  const int32_t* subtree_end = v.trie_subtree_end().data();
+  int64_t unreachable = 0;  // tokens whose first byte no head consumes
+  for (int b = 0; b < 256; ++b) {
+    if (!(live[b >> 6] >> (b & 63) & 1)) unreachable += v.tokens_with_first_byte(static_cast<uint8_t>(b));
+  }
+  if (8 * unreachable < v.num_text_tokens() && 2 * ReachableEstimate(config) > v.num_text_tokens()) {
+    // Most of the vocabulary is allowed: start from every text token and clear.
+    std::memcpy(words, v.text_mask(), n_words * sizeof(uint32_t));
+    for (int first = 0; first < 256; ++first) {
+      const int32_t root = v.trie_root_child(static_cast<uint8_t>(first));
+      if (root < 0) continue;
+      if (live[first >> 6] >> (first & 63) & 1) {
+        WalkSubtree<true>(root, config, words);
+      } else if (const uint32_t* m = v.first_byte_mask(static_cast<uint8_t>(first))) {
+        AndNot(words, m, n_words);
+      } else {
+        for (int32_t k = tok_begin[root], end = tok_begin[subtree_end[root]]; k < end; ++k) {
+          words[toks[k] >> 5] &= ~(1u << (toks[k] & 31));
+        }
+      }
+    }
+    return;
+  }
+  // Otherwise subtree by subtree: a first byte that starts many tokens is set word by word
+  // from its precomputed mask and walked in clearing mode, the others walked in setting mode.
+  std::memset(words, 0, n_words * sizeof(uint32_t));
   for (int first = 0; first < 256; ++first) {
     if (!(live[first >> 6] >> (first & 63) & 1)) continue;
     const int32_t root = v.trie_root_child(static_cast<uint8_t>(first));
-    if (root >= 0) WalkSubtree(root, config, words);
+    if (root < 0) continue;
+    const uint32_t* m = v.first_byte_mask(static_cast<uint8_t>(first));
+    if (m != nullptr && 2 * ReachableWithFirstByte(config, static_cast<uint8_t>(first)) > v.tokens_with_first_byte(static_cast<uint8_t>(first))) {
+      Or(words, m, n_words);
+      WalkSubtree<true>(root, config, words);
+    } else {
+      WalkSubtree<false>(root, config, words);
+    }
   }
 }
 
+// An upper bound on the tokens `config` may allow, from their first two bytes: tokens whose
+// first byte no head consumes are out, and for frequent first bytes (a leading space starts
+// half of many vocabularies) so are those whose second byte the next configuration cannot
+// consume. The depth-1 transitions it takes are the walk's own.
+int64_t Matcher::ReachableEstimate(int32_t config) {
+  const Vocabulary& v = *grammar_->vocab;
+  const uint64_t* live = parser_->LiveBytes(config);
+  const int64_t frequent = v.num_text_tokens() / 64;
+  int64_t reachable = 0;
+  for (int q = 0; q < 4; ++q) {
+    for (uint64_t w = live[q]; w != 0; w &= w - 1) {
+      const auto b = static_cast<uint8_t>(64 * q + __builtin_ctzll(w));
+      const int32_t count = v.tokens_with_first_byte(b);
+      reachable += count <= frequent ? count : ReachableWithFirstByte(config, b);
+    }
+  }
+  return reachable;
+}
+
+// An upper bound on the tokens starting with byte b that `config` may allow: those whose
+// second byte the configuration after b can consume (and the one-byte tokens b).
+int64_t Matcher::ReachableWithFirstByte(int32_t config, uint8_t b) {
+  const Vocabulary& v = *grammar_->vocab;
+  const int32_t next = parser_->Next(config, b);
+  if (next == Parser::kDead) return 0;
+  int64_t pairs = 1;
+  const uint64_t* live = parser_->LiveBytes(next);
+  for (int q = 0; q < 4; ++q) {
+    for (uint64_t w = live[q]; w != 0; w &= w - 1) {
+      pairs += v.tokens_with_first_bytes(b, static_cast<uint8_t>(64 * q + __builtin_ctzll(w)));
+    }
+  }
+  return pairs;
+}
+
 // Walks the subtree of depth-1 node `root` (see Walk).
+template <bool kClear>
 void Matcher::WalkSubtree(int32_t root, int32_t config, uint32_t* words) {
   const Vocabulary& v = *grammar_->vocab;
   const uint8_t* byte = v.trie_byte().data();
@@ -120,6 +203,12 @@ void Matcher::WalkSubtree(int32_t root, int32_t config, uint32_t* words) {
     const int32_t parent = walk_config_[d - 1];
     const int32_t c = parser.NextInRow(walk_row_[d - 1], parent, byte[i]);
     if (c == Parser::kDead) {
+      if (kClear) {
+        for (int32_t k = tok_begin[i], end = tok_begin[subtree_end[i]]; k < end; ++k) {
+          words[toks[k] >> 5] &= ~(1u << (toks[k] & 31));
+        }
+        walk_nodes_ += tok_begin[subtree_end[i]] - tok_begin[i];  // the bits cost like nodes
+      }
       i = subtree_end[i];
       continue;
     }
@@ -131,17 +220,21 @@ void Matcher::WalkSubtree(int32_t root, int32_t config, uint32_t* words) {
     if (below != nullptr && subtree_end[i] - i >= kShortcutMinNodes &&
         (c == parent || c == config || (d == 1 ? c == root_successor_ : parser.KnownStepSuccessor(parent) == c)) &&
         SubtreeAllowed(c, i, below)) {
-      for (int32_t k = tok_begin[i]; k < tok_begin[subtree_end[i]]; ++k) {
-        words[toks[k] >> 5] |= 1u << (toks[k] & 31);
+      if (!kClear) {
+        for (int32_t k = tok_begin[i], end = tok_begin[subtree_end[i]]; k < end; ++k) {
+          words[toks[k] >> 5] |= 1u << (toks[k] & 31);
+        }
+        walk_nodes_ += tok_begin[subtree_end[i]] - tok_begin[i];  // the bits cost like nodes
       }
-      walk_nodes_ += tok_begin[subtree_end[i]] - tok_begin[i];  // the bits cost like nodes
       i = subtree_end[i];
       continue;
     }
     walk_config_[d] = c;
     walk_row_[d] = parser.Row(c);
-    for (int32_t k = tok_begin[i]; k < tok_begin[i + 1]; ++k) {
-      words[toks[k] >> 5] |= 1u << (toks[k] & 31);
+    if (!kClear) {
+      for (int32_t k = tok_begin[i]; k < tok_begin[i + 1]; ++k) {
+        words[toks[k] >> 5] |= 1u << (toks[k] & 31);
+      }
     }
     ++i;
   }
@@ -182,6 +275,7 @@ bool Matcher::SubtreeAllowed(int32_t c, int32_t i, const uint64_t* below) {
 
 bool Matcher::TryFillMaskFast(uint32_t* words) {
   const Vocabulary& v = *grammar_->vocab;
+  walk_nodes_ = 0;
   const size_t n_words = static_cast<size_t>(v.mask_words());
   if (terminated()) {
     std::memset(words, 0, n_words * sizeof(uint32_t));
@@ -199,7 +293,6 @@ void Matcher::FillMask(uint32_t* words) {
   if (TryFillMaskFast(words)) return;
   const Vocabulary& v = *grammar_->vocab;
   const size_t n_words = static_cast<size_t>(v.mask_words());
-  std::memset(words, 0, n_words * sizeof(uint32_t));
   const int32_t config = current();
   Walk(config, words);
   if (parser_->accepting(config)) {

@@ -50,6 +50,9 @@ class Matcher {
   // Steps accepted since the start (EOS included).
   int64_t num_accepted() const { return static_cast<int64_t>(history_.size()) - 1; }
   const CompiledGrammar& grammar() const { return *grammar_; }
+  // Trie nodes the last FillMask walked (bits set by subtree shortcuts count as nodes); 0 when
+  // that fill was a copy. For profiling.
+  int64_t last_walk_nodes() const { return walk_nodes_; }
 
  private:
   struct Step {
@@ -58,7 +61,14 @@ class Matcher {
   };
   int32_t current() const { return history_.back().config; }
   bool terminated() const { return history_.back().terminated; }
+  // Fills `words` (all of it) with the text tokens allowed from `config`.
   void Walk(int32_t config, uint32_t* words);
+  int64_t ReachableEstimate(int32_t config);
+  int64_t ReachableWithFirstByte(int32_t config, uint8_t b);
+  // kClear: `words` starts as every text token and the walk clears what is not allowed (for
+  // configurations that allow most of the vocabulary); otherwise it starts empty and the walk
+  // sets what is allowed.
+  template <bool kClear>
   void WalkSubtree(int32_t root, int32_t config, uint32_t* words);
   bool SubtreeAllowed(int32_t c, int32_t i, const uint64_t* below);
   int32_t Advance(int32_t config, const std::string& data);

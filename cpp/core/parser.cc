@@ -10,6 +10,17 @@ inline uint64_t Pack(int32_t state, int32_t frame) {
 }
 inline int32_t StateOf(uint64_t head) { return static_cast<int32_t>(head & 0xFFFFFFFFu); }
 inline int32_t FrameOf(uint64_t head) { return static_cast<int32_t>(head >> 32); }
+
+// Bit b of word b/64 for every byte b in [lo, hi].
+inline uint64_t WordRange(int q, int lo, int hi) {
+  const int a = std::max(lo, 64 * q), b = std::min(hi, 64 * q + 63);
+  if (a > b) return 0;
+  const int n = b - a + 1;
+  return (n == 64 ? ~0ull : ((1ull << n) - 1)) << (a - 64 * q);
+}
+inline void AddByteRange(int lo, int hi, uint64_t* bits) {
+  for (int q = lo >> 6; q <= hi >> 6; ++q) bits[q] |= WordRange(q, lo, hi);
+}
 }  // namespace
 
 size_t Parser::VecHash::operator()(const std::vector<uint64_t>& v) const {
@@ -89,7 +100,9 @@ void Parser::Closure(int32_t state0, int32_t frame0) {
                                  "the grammar is too ambiguous at this point of the output");
         }
       }
-      for (const CallEdge& c : a.calls(s)) work_.push_back(Pack(a.rule_start(c.rule), PushFrame(c.ret, frame)));
+      for (const CallEdge& c : a.calls(s)) {
+        work_.push_back(Pack(a.rule_start(c.rule), c.tail ? frame : PushFrame(c.ret, frame)));
+      }
       if (a.is_final(s)) {
         if (frame == 0) {
           accepting_scratch_ = true;
@@ -107,9 +120,10 @@ int32_t Parser::Intern(bool accepting) {
   const int32_t existing = num_configs_.load(std::memory_order_relaxed);
   if (existing > 0 && out_.empty() && !accepting) return kDead;
   out_.push_back(accepting ? ~1ull : ~2ull);  // the accepting bit is part of the key
-  auto it = config_index_.find(out_);
-  if (it != config_index_.end()) return it->second;
+  auto [it, inserted] = config_index_.try_emplace(out_, existing);
+  if (!inserted) return it->second;
   if (existing >= limits_.max_configurations) {
+    config_index_.erase(it);
     throw CoreError::Limit("max_configurations", limits_.max_configurations,
                            "this grammar built too many parser configurations");
   }
@@ -119,7 +133,7 @@ int32_t Parser::Intern(bool accepting) {
     block = new Block();
     const size_t n = static_cast<size_t>(kBlockSize) * num_classes_;
     block->transitions.reset(new std::atomic<int32_t>[n]);
-    for (size_t i = 0; i < n; ++i) block->transitions[i].store(kUnknown, std::memory_order_relaxed);
+    // Rows are written when their configuration is interned (below), not here.
     for (auto& f : block->flags) f.store(0, std::memory_order_relaxed);
     for (auto& m : block->masks) m.store(nullptr, std::memory_order_relaxed);
     for (auto& f : block->mask_fills) f.store(0, std::memory_order_relaxed);
@@ -135,24 +149,23 @@ int32_t Parser::Intern(bool accepting) {
   config_heads_.push_back({static_cast<uint32_t>(heads_.size()), count});
   heads_.insert(heads_.end(), out_.begin(), out_.end() - 1);
   // Byte classes no head can consume are dead: store them now, so the mask walk never takes
-  // the lock for them. (Classes are contiguous byte ranges, numbered in byte order.)
+  // the lock for them; the others are computed on first use.
   {
     const Automaton& a = *automaton_;
-    live_classes_.assign(static_cast<size_t>(num_classes_), false);
     uint64_t live[4] = {0, 0, 0, 0};
     for (uint32_t i = 0; i < count; ++i) {
-      for (const ByteEdge& e : a.bytes(StateOf(out_[i]))) {
-        for (int32_t c = a.byte_class(e.lo); c <= a.byte_class(e.hi); ++c) live_classes_[c] = true;
-        for (int b = e.lo; b <= e.hi; ++b) live[b >> 6] |= 1ull << (b & 63);
-      }
+      for (const ByteEdge& e : a.bytes(StateOf(out_[i]))) AddByteRange(e.lo, e.hi, live);
     }
     for (int q = 0; q < 4; ++q) block->live[4 * (id & kBlockMask) + q].store(live[q], std::memory_order_relaxed);
     std::atomic<int32_t>* row = &block->transitions[static_cast<size_t>(id & kBlockMask) * num_classes_];
-    for (int32_t c = 0; c < num_classes_; ++c) {
-      if (!live_classes_[c]) row[c].store(kDead, std::memory_order_relaxed);
+    for (int32_t c = 0; c < num_classes_; ++c) row[c].store(kDead, std::memory_order_relaxed);
+    for (int q = 0; q < 4; ++q) {
+      for (uint64_t w = live[q]; w != 0; w &= w - 1) {
+        const auto b = static_cast<uint8_t>(64 * q + __builtin_ctzll(w));
+        row[a.byte_class(b)].store(kUnknown, std::memory_order_relaxed);
+      }
     }
   }
-  config_index_.emplace(out_, id);
   num_configs_.store(id + 1, std::memory_order_release);
   return id;
 }
@@ -162,6 +175,7 @@ int32_t Parser::ComputeLocked(int32_t config, uint8_t b) {
   std::atomic<int32_t>& slot = Slot(config, automaton_->byte_class(b));
   int32_t next = slot.load(std::memory_order_relaxed);
   if (next != kUnknown) return next;  // another thread computed it meanwhile
+  num_transitions_.store(num_transitions_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);  // under mu_
   const Automaton& a = *automaton_;
   out_.clear();
   visited_.Clear();
@@ -190,7 +204,13 @@ Parser::StepSet Parser::Steps(int32_t config, bool with_leads) {
   std::vector<std::pair<int32_t, int32_t>> counts;  // (successor, how many bytes)
   const uint64_t* live = LiveBytes(config);
   for (int b = 0; b < 0x80; ++b) {
-    next_of[b] = (live[b >> 6] >> (b & 63) & 1) ? Next(config, static_cast<uint8_t>(b)) : kDead;
+    // Bytes of one class share their transition: compute it at the class's first byte.
+    const int32_t cls = automaton_->byte_class(static_cast<uint8_t>(b));
+    if (b > 0 && automaton_->byte_class(static_cast<uint8_t>(b - 1)) == cls) {
+      next_of[b] = next_of[b - 1];
+    } else {
+      next_of[b] = (live[b >> 6] >> (b & 63) & 1) ? Next(config, static_cast<uint8_t>(b)) : kDead;
+    }
     if (next_of[b] == kDead) continue;
     auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& p) { return p.first == next_of[b]; });
     if (it == counts.end()) {

@@ -94,11 +94,13 @@ class Parser {
   void StoreMask(int32_t config, const uint32_t* words, size_t n_words, bool expensive);
 
   int32_t num_configurations() const { return num_configs_.load(std::memory_order_acquire); }
+  // Transitions computed so far (each one a closure and an interning); for profiling.
+  int64_t num_transitions() const { return num_transitions_.load(std::memory_order_relaxed); }
   // Approximate bytes held by memoized configurations, transitions and masks.
   int64_t memory_bytes() const;
 
  private:
-  static constexpr int32_t kBlockBits = 8;
+  static constexpr int32_t kBlockBits = 6;
   static constexpr int32_t kBlockSize = 1 << kBlockBits;
   static constexpr int32_t kBlockMask = kBlockSize - 1;
   static constexpr uint8_t kAccepting = 1;
@@ -144,6 +146,7 @@ class Parser {
   std::unique_ptr<std::atomic<Block*>[]> blocks_;
   int64_t max_blocks_;
   std::atomic<int32_t> num_configs_{0};
+  std::atomic<int64_t> num_transitions_{0};
   int32_t initial_ = 0;
 
   // Everything below is guarded by mu_.
@@ -156,7 +159,6 @@ class Parser {
   int64_t masks_stored_ = 0;
   int64_t mask_words_hint_ = 0;
   std::vector<uint64_t> out_, work_;
-  std::vector<bool> live_classes_;
   StampSet visited_;
   bool accepting_scratch_ = false;
 };

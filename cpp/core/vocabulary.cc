@@ -40,6 +40,25 @@ Vocabulary::Vocabulary(std::vector<std::string> tokens, std::vector<bool> has_by
     text_[i] = has_bytes[i] && !tokens_[i].empty() && !special_[i] && !eos_[i];
   }
   BuildTrie();
+  text_mask_.assign(static_cast<size_t>(mask_words()), 0);
+  pair_tokens_.assign(1 << 16, 0);
+  for (int32_t i = 0; i < width; ++i) {
+    if (!text_[i]) continue;
+    text_mask_[i >> 5] |= 1u << (i & 31);
+    const auto b1 = static_cast<uint8_t>(tokens_[i][0]);
+    ++first_byte_tokens_[b1];
+    if (tokens_[i].size() >= 2) ++pair_tokens_[b1 << 8 | static_cast<uint8_t>(tokens_[i][1])];
+  }
+  int32_t n_masks = 0;
+  for (int b = 0; b < 256; ++b) {
+    first_byte_mask_index_[b] = 4 * first_byte_tokens_[b] >= mask_words() ? n_masks++ : -1;
+  }
+  first_byte_masks_.assign(static_cast<size_t>(n_masks) * mask_words(), 0);
+  for (int32_t i = 0; i < width; ++i) {
+    if (!text_[i]) continue;
+    const int32_t k = first_byte_mask_index_[static_cast<uint8_t>(tokens_[i][0])];
+    if (k >= 0) first_byte_masks_[static_cast<size_t>(k) * mask_words() + (i >> 5)] |= 1u << (i & 31);
+  }
 }
 
 void Vocabulary::BuildTrie() {

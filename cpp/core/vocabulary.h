@@ -51,6 +51,20 @@ class Vocabulary {
   bool trie_utf8_below(int32_t i) const { return trie_utf8_below_[i]; }
   // Length in bytes of the longest path below node i (0 for a leaf).
   int32_t trie_height(int32_t i) const { return trie_height_[i]; }
+  // The mask of every text token (mask_words() words): where a mask walk that expects to allow
+  // most of the vocabulary starts before clearing what is not allowed.
+  const uint32_t* text_mask() const { return text_mask_.data(); }
+  // Number of tokens whose first byte is b, and whose first two bytes are b1 b2.
+  int32_t tokens_with_first_byte(uint8_t b) const { return first_byte_tokens_[b]; }
+  int32_t tokens_with_first_bytes(uint8_t b1, uint8_t b2) const { return pair_tokens_[b1 << 8 | b2]; }
+  int32_t num_text_tokens() const { return static_cast<int32_t>(trie_tokens_.size()); }
+  // The mask (mask_words() words) of the tokens whose first byte is b, for the first bytes that
+  // start many tokens (clearing them word by word beats clearing them token by token), or
+  // nullptr.
+  const uint32_t* first_byte_mask(uint8_t b) const {
+    const int32_t k = first_byte_mask_index_[b];
+    return k < 0 ? nullptr : first_byte_masks_.data() + static_cast<size_t>(k) * mask_words();
+  }
 
  private:
   void BuildTrie();
@@ -71,6 +85,11 @@ class Vocabulary {
   std::vector<uint16_t> trie_height_;
   int32_t max_token_length_ = 0;
   int32_t trie_root_child_[256];
+  int32_t first_byte_tokens_[256] = {};
+  std::vector<uint32_t> text_mask_;
+  std::vector<int32_t> pair_tokens_;
+  int32_t first_byte_mask_index_[256];
+  std::vector<uint32_t> first_byte_masks_;
 };
 
 }  // namespace logitgate

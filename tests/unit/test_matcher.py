@@ -106,12 +106,22 @@ def test_recursion_and_stack(vocab: lg.Vocabulary) -> None:
 
 
 def test_stack_depth_limit(vocab: lg.Vocabulary) -> None:
-    g = Grammar({"root": Alt((Literal(b"b"), Seq((Literal(b"a"), Ref("root")))))})
+    g = Grammar({"root": Alt((Literal(b"b"), Seq((Literal(b"a"), Ref("root"), Literal(b"c")))))})
     compiler = lg.Compiler(vocab, limits=lg.Limits(max_stack_depth=50))
     m = compiler.compile_grammar(g).matcher()
     with pytest.raises(lg.LimitExceeded) as e:
         m.accept_bytes(b"a" * 100)
     assert e.value.limit == "max_stack_depth" and e.value.value == 50
+
+
+def test_tail_calls_do_not_deepen_the_stack(vocab: lg.Vocabulary) -> None:
+    # `root ::= "b" | "a" root`: the call is the rule's last step, so no frame is pushed and
+    # the depth limit never applies, however long the output.
+    g = Grammar({"root": Alt((Literal(b"b"), Seq((Literal(b"a"), Ref("root")))))})
+    compiler = lg.Compiler(vocab, limits=lg.Limits(max_stack_depth=50))
+    m = compiler.compile_grammar(g).matcher()
+    assert m.accept_bytes(b"a" * 1000) and not m.is_complete()
+    assert m.accept_bytes(b"b") and m.is_terminated()
 
 
 def test_fill_masks_matches_single_fills(vocab: lg.Vocabulary) -> None:

@@ -111,6 +111,8 @@ _SCHEMA_VALUES = frozenset(
 )
 _MAX_BRANCHES = 256  # disjunction product bound per schema set
 _MAX_RULES = 200_000
+# Members per block of an ordered object's key alternatives (see emit_object).
+_OBJECT_KEY_BLOCK = 8
 _MAX_ORDER_ANY = 8  # property_order="any" tracks subsets of at most this many known properties
 
 # Atoms: a schema object's id() (int), or one of these markers.
@@ -2585,43 +2587,59 @@ class _Lowering:
             counting = False
         base = f"ob{len(self.rules)}_"
         sep = _seq([ws, Literal(b",")])
+        # P(i) is the position after the members before i were emitted or skipped (optional
+        # ones only), with additional keys allowed in between. Its alternatives put the keys of
+        # every member that may come next into one rule, so that the compiled automaton reads a
+        # key through one trie instead of one path per member: the members of i's block are
+        # inlined, later blocks come through a chain of tail calls T(b). Every object text has
+        # exactly one parse (listed keys fix the member, other keys stay at i). Size O(n * block).
+        block = _OBJECT_KEY_BLOCK
+        n_blocks = (n + block - 1) // block
+        required = [r for _, _, r in members]
+        # optional_until[i] = the first required member at or after i (n when none).
+        optional_until = [n] * (n + 1)
+        for i in range(n - 1, -1, -1):
+            optional_until[i] = i if required[i] else optional_until[i + 1]
 
-        # Two state kinds, so that every object text has exactly one parse (no interleaving of
-        # skipped members and additional keys in several ways): P(i) = just after an emission (or at
-        # the start), where additional keys may follow; S(i) = skipping optional members, where only
-        # member i (or a further skip, or the end once i == n) may follow. Linear in n.
-        def rname(kind: str, i: int, started: bool, c: int) -> str:
-            return f"{base}{kind}{i}_{int(started)}_{c}"
+        def pname(i: int, started: bool, c: int) -> str:
+            return f"{base}p{i}_{int(started)}_{c}"
+
+        def tname(b: int, c: int) -> str:
+            return f"{base}t{b}_{c}"
+
+        def nexts(i: int, c: int) -> list[Node]:
+            """Members that may come next from position i within i's block, then the chain."""
+            c2 = min(c + 1, cap) if counting else 0
+            b = i // block
+            last = min((b + 1) * block, n)
+            out: list[Node] = []
+            for j in range(i, min(last, optional_until[i] + 1)):
+                out.append(_seq([members[j][1], Ref(pname(j + 1, True, c2))]))
+            if optional_until[i] >= last and b + 1 < n_blocks:
+                out.append(Ref(tname(b + 1, c)))
+            return out
 
         counts = range(cap + 1) if counting else range(1)
-        for i in range(n, -1, -1):
-            for started in (False, True):
-                for c in counts:
+        for c in counts:
+            room = not counting or hi is None or c < hi
+            end_ok = not counting or c >= lo
+            c2 = min(c + 1, cap) if counting else 0
+            for b in range(1, n_blocks):
+                self.rules[tname(b, c)] = _alt(nexts(b * block, c)) if room else _EMPTY_LANG
+            for i in range(n, -1, -1):
+                for started in (False, True):
                     lead = _seq([sep, ws]) if started else ws
-                    c2 = min(c + 1, cap) if counting else 0
-                    room = not counting or hi is None or c < hi
-                    end_ok = not counting or c >= lo
-                    p_alts: list[Node] = []
-                    s_alts: list[Node] = []
-                    if i == n:
-                        if end_ok:
-                            p_alts.append(EMPTY)
-                            s_alts.append(EMPTY)
-                    else:
-                        _, member, req = members[i]
-                        if room:
-                            emit = _seq([lead, member, Ref(rname("p", i + 1, True, c2))])
-                            p_alts.append(emit)
-                            s_alts.append(emit)
-                        if not req:
-                            skip = Ref(rname("s", i + 1, started, c))
-                            p_alts.append(skip)
-                            s_alts.append(skip)
-                    if other is not None and room:
-                        p_alts.append(_seq([lead, other, Ref(rname("p", i, True, c2))]))
-                    self.rules[rname("p", i, started, c)] = _alt(p_alts) if p_alts else _EMPTY_LANG
-                    self.rules[rname("s", i, started, c)] = _alt(s_alts) if s_alts else _EMPTY_LANG
-        return _seq([Literal(b"{"), Ref(rname("p", 0, False, 0)), ws, Literal(b"}")])
+                    alts: list[Node] = []
+                    if optional_until[i] == n and end_ok:
+                        alts.append(EMPTY)
+                    if room:
+                        choices = nexts(i, c) if i < n else []
+                        if other is not None:
+                            choices.append(_seq([other, Ref(pname(i, True, c2))]))
+                        if choices:
+                            alts.append(_seq([lead, _alt(choices)]))
+                    self.rules[pname(i, started, c)] = _alt(alts) if alts else _EMPTY_LANG
+        return _seq([Literal(b"{"), Ref(pname(0, False, 0)), ws, Literal(b"}")])
 
     def _object_any_order(
         self, members: list[tuple[str, Node, bool]], other: Node | None, lo: int, hi: int | None, cap: int
