@@ -219,7 +219,7 @@ void Matcher::WalkSubtree(int32_t root, int32_t config, uint32_t* words) {
     // big enough to be worth a few hundred transitions for the step sets.
     if (below != nullptr && subtree_end[i] - i >= kShortcutMinNodes &&
         (c == parent || c == config || (d == 1 ? c == root_successor_ : parser.KnownStepSuccessor(parent) == c)) &&
-        SubtreeAllowed(c, i, below)) {
+        SubtreeAllowed(c, i, below, c == parent)) {
       if (!kClear) {
         for (int32_t k = tok_begin[i], end = tok_begin[subtree_end[i]]; k < end; ++k) {
           words[toks[k] >> 5] |= 1u << (toks[k] & 31);
@@ -245,7 +245,7 @@ void Matcher::WalkSubtree(int32_t root, int32_t config, uint32_t* words) {
 // the configuration the chain of step successors has reached by then. A path of h bytes takes
 // at most h steps, so the sets of the first height(i) configurations of the chain suffice;
 // a loop (successor == itself) ends the chain early.
-bool Matcher::SubtreeAllowed(int32_t c, int32_t i, const uint64_t* below) {
+bool Matcher::SubtreeAllowed(int32_t c, int32_t i, const uint64_t* below, bool loops) {
   // Chains longer than this are not followed (each new position costs transitions); loops
   // end the chain at once, so they are unaffected.
   constexpr int32_t kMaxChain = 16;
@@ -254,6 +254,17 @@ bool Matcher::SubtreeAllowed(int32_t c, int32_t i, const uint64_t* below) {
   Parser& parser = *parser_;
   const bool ascii_only = (below[2] | below[3]) == 0;
   if (!ascii_only && !v.trie_utf8_below(i)) return false;
+  if (loops && parser.KnownStepSuccessor(c) == Parser::kUnknown) {
+    // The node's byte led back to c: most likely c loops on every byte below. Check the ASCII
+    // bytes below one by one before paying for c's whole step set (a transition per byte
+    // class, most of which the walk never needs when the check fails).
+    for (int q = 0; q < 2; ++q) {
+      for (uint64_t w = below[q]; w != 0; w &= w - 1) {
+        if (parser.Next(c, static_cast<uint8_t>(64 * q + __builtin_ctzll(w))) != c) return false;
+      }
+    }
+    if (ascii_only) return true;
+  }
   Parser::StepSet step = parser.Steps(c, !ascii_only);
   uint64_t allowed[4] = {step.bytes[0], step.bytes[1], step.bytes[2] | kContinuation, step.bytes[3]};
   int32_t at = c;

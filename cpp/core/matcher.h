@@ -70,7 +70,8 @@ class Matcher {
   // sets what is allowed.
   template <bool kClear>
   void WalkSubtree(int32_t root, int32_t config, uint32_t* words);
-  bool SubtreeAllowed(int32_t c, int32_t i, const uint64_t* below);
+  // `loops`: the node's byte led from c back to c.
+  bool SubtreeAllowed(int32_t c, int32_t i, const uint64_t* below, bool loops);
   int32_t Advance(int32_t config, const std::string& data);
 
   std::shared_ptr<const CompiledGrammar> grammar_;
