@@ -30,6 +30,7 @@ Automaton::Automaton(const std::vector<int32_t>& program, std::vector<std::strin
   Determinize();
   ComputeKernels();
   MarkTailCalls();
+  ComputeUniversal();
   ComputeByteClasses();
 }
 
@@ -95,11 +96,125 @@ void Automaton::Build(const std::vector<int32_t>& program) {
 
   // Emits the node at `pos` starting from state `from`; returns its end state. Recursion depth
   // is the IR nesting depth, bounded by limits_.max_nesting (checked before descending).
+  // Small rules without calls of their own (after inlining theirs) are inlined at their call
+  // sites instead of called: no frame push and pop per use (a string's character rule is used
+  // once per character), and the caller's determinized DFA reads them directly.
+  struct RuleShape {
+    size_t pos = 0;
+    int64_t size = 0;         // estimated automaton states of the body
+    int64_t depth = 0;        // IR nesting depth of the body
+    std::vector<int32_t> refs;
+    bool inlinable = false;
+    int64_t inlined_size = 0;   // with inlinable callees expanded
+    int64_t inlined_depth = 0;
+  };
+  std::vector<RuleShape> shapes(static_cast<size_t>(n_rules));
+  {
+    size_t pos = 2;
+    for (int32_t r = 0; r < n_rules; ++r) {
+      RuleShape& sh = shapes[r];
+      sh.pos = pos;
+      // Prefix-order scan of the body: per open node, the children still to read and how many
+      // copies of them the automaton will hold (bounded repetitions multiply). `size` estimates
+      // the rule's automaton states.
+      struct Open {
+        int64_t left, copies;
+      };
+      std::vector<Open> open(1, {1, 1});
+      size_t p = pos;
+      auto add = [&](int64_t n, int64_t copies) { sh.size = std::min<int64_t>(sh.size + n * copies, 1 << 30); };
+      while (!open.empty()) {
+        if (open.back().left == 0) {
+          open.pop_back();
+          continue;
+        }
+        --open.back().left;
+        const int64_t copies = open.back().copies;
+        sh.depth = std::max<int64_t>(sh.depth, static_cast<int64_t>(open.size()));
+        switch (rd.At(p)) {
+          case kOpLiteral:
+            add(std::max(0, rd.At(p + 1)), copies);
+            p += 2 + static_cast<size_t>(std::max(0, rd.At(p + 1)));
+            break;
+          case kOpCharClass:
+          case kOpByteClass:
+            add(1 + std::max(0, rd.At(p + 2)), copies);
+            p += 3 + 2 * static_cast<size_t>(std::max(0, rd.At(p + 2)));
+            break;
+          case kOpSeq:
+          case kOpAlt:
+            add(1, copies);
+            open.push_back({std::max(0, rd.At(p + 1)), copies});
+            p += 2;
+            break;
+          case kOpRepeat: {
+            const int32_t lo = std::max(0, rd.At(p + 1)), hi = rd.At(p + 2);
+            add(1, copies);
+            open.push_back({1, std::min<int64_t>(copies * (hi < 0 ? lo + 1 : std::max(hi, 1)), 1 << 30)});
+            p += 3;
+            break;
+          }
+          case kOpRef:
+            add(1, copies);
+            sh.refs.push_back(rd.At(p + 1));
+            p += 2;
+            break;
+          default: throw CoreError::Grammar("bad-program", "unknown opcode in grammar program");
+        }
+      }
+      pos = skip(pos);
+    }
+    // Post-order over the reference graph (iterative): a rule is inlinable when it is small,
+    // on no cycle, and every rule it references is inlinable.
+    constexpr int64_t kInlineMaxSize = 512;  // estimated states
+    std::vector<uint8_t> colour(static_cast<size_t>(n_rules), 0);
+    std::vector<std::pair<int32_t, size_t>> stack;
+    for (int32_t r0 = 0; r0 < n_rules; ++r0) {
+      if (colour[r0] != 0) continue;
+      stack.push_back({r0, 0});
+      colour[r0] = 1;
+      while (!stack.empty()) {
+        auto& [r, k] = stack.back();
+        RuleShape& sh = shapes[r];
+        if (k < sh.refs.size()) {
+          const int32_t callee = sh.refs[k++];
+          if (callee >= 0 && callee < n_rules && colour[callee] == 0) {
+            colour[callee] = 1;
+            stack.push_back({callee, 0});
+          }
+          continue;
+        }
+        bool ok = true;
+        int64_t size = sh.size, depth = 0;
+        for (int32_t callee : sh.refs) {
+          // colour 1: on the current path (a cycle); out of range: Emit reports it.
+          if (callee < 0 || callee >= n_rules || colour[callee] != 2 || !shapes[callee].inlinable) {
+            ok = false;
+            break;
+          }
+          size += shapes[callee].inlined_size;
+          depth = std::max(depth, shapes[callee].inlined_depth);
+        }
+        sh.inlinable = ok && size <= kInlineMaxSize;
+        sh.inlined_size = size;
+        sh.inlined_depth = sh.depth + depth;
+        colour[r] = 2;
+        stack.pop_back();
+      }
+    }
+  }
+  // Inlining adds at most about as many states as the program has ints (64k for small grammars).
+  int64_t inline_budget = std::max<int64_t>(static_cast<int64_t>(program.size()), 1 << 16);
+  static constexpr int64_t kInlineMaxExpansion = 4096;  // estimated states per call site, copies included
+  static constexpr int64_t kInlineTiny = 16;
+
   struct Emitter {
     Automaton* a;
     ProgramReader rd;
     decltype(skip)& skip_fn;
     int32_t rule;
+    const std::vector<RuleShape>& shapes;
+    int64_t& inline_budget;
 
     int32_t New() {
       int32_t s = a->NewState();
@@ -107,7 +222,9 @@ void Automaton::Build(const std::vector<int32_t>& program) {
       return s;
     }
 
-    int32_t Emit(size_t pos, int32_t from, int64_t depth) {
+    // `copies`: how many times this node is emitted (bounded repetitions above it multiply);
+    // `looped`: the node is under a repetition.
+    int32_t Emit(size_t pos, int32_t from, int64_t depth, int64_t copies = 1, bool looped = false) {
       if (depth > a->limits_.max_nesting) {
         throw CoreError::Limit("max_nesting", a->limits_.max_nesting, "grammar nesting is too deep");
       }
@@ -183,7 +300,7 @@ void Automaton::Build(const std::vector<int32_t>& program) {
           size_t child = pos + 2;
           int32_t cur = from;
           for (int32_t i = 0; i < n; ++i) {
-            cur = Emit(child, cur, depth + 1);
+            cur = Emit(child, cur, depth + 1, copies, looped);
             child = skip_fn(child);
           }
           return cur;
@@ -195,7 +312,7 @@ void Automaton::Build(const std::vector<int32_t>& program) {
           for (int32_t i = 0; i < n; ++i) {
             int32_t s = New();
             a->eps_[from].push_back(s);
-            a->eps_[Emit(child, s, depth + 1)].push_back(end);
+            a->eps_[Emit(child, s, depth + 1, copies, looped)].push_back(end);
             child = skip_fn(child);
           }
           return end;
@@ -207,18 +324,19 @@ void Automaton::Build(const std::vector<int32_t>& program) {
           if (lo > a->limits_.max_repeat || hi > a->limits_.max_repeat) {
             throw CoreError::Limit("max_repeat", a->limits_.max_repeat, "repetition bound too large");
           }
+          const int64_t child_copies = std::min<int64_t>(copies * (hi < 0 ? lo + 1 : std::max(hi, 1)), 1 << 30);
           int32_t cur = from;
           for (int32_t i = 0; i < lo; ++i) {
             int32_t s = New();  // a fresh entry keeps each copy's loops local to it
             a->eps_[cur].push_back(s);
-            cur = Emit(child, s, depth + 1);
+            cur = Emit(child, s, depth + 1, child_copies, true);
           }
           if (hi < 0) {
             int32_t loop = New();
             a->eps_[cur].push_back(loop);
             int32_t body = New();
             a->eps_[loop].push_back(body);
-            a->eps_[Emit(child, body, depth + 1)].push_back(loop);
+            a->eps_[Emit(child, body, depth + 1, child_copies, true)].push_back(loop);
             return loop;
           }
           int32_t end = New();
@@ -226,7 +344,7 @@ void Automaton::Build(const std::vector<int32_t>& program) {
             a->eps_[cur].push_back(end);
             int32_t s = New();
             a->eps_[cur].push_back(s);
-            cur = Emit(child, s, depth + 1);
+            cur = Emit(child, s, depth + 1, child_copies, true);
           }
           a->eps_[cur].push_back(end);
           return end;
@@ -235,6 +353,15 @@ void Automaton::Build(const std::vector<int32_t>& program) {
           int32_t r = rd.At(pos + 1);
           if (r < 0 || r >= static_cast<int32_t>(a->rule_start_.size())) {
             throw CoreError::Grammar("bad-program", "rule reference out of range");
+          }
+          const RuleShape& callee = shapes[r];
+          // Tiny rules everywhere; small ones where they repeat (a string's characters), so that
+          // the loop is one DFA; never where a bounded repetition would copy them many times.
+          if (callee.inlinable && (callee.inlined_size <= kInlineTiny || looped) &&
+              callee.inlined_size <= inline_budget && callee.inlined_size * copies <= kInlineMaxExpansion &&
+              depth + 1 + callee.inlined_depth <= a->limits_.max_nesting) {
+            inline_budget -= callee.inlined_size;
+            return Emit(callee.pos, from, depth + 1, copies, looped);
           }
           int32_t ret = New();
           a->calls_[from].push_back({r, ret});
@@ -248,7 +375,7 @@ void Automaton::Build(const std::vector<int32_t>& program) {
 
   size_t pos = 2;
   for (int32_t r = 0; r < n_rules; ++r) {
-    Emitter em{this, rd, skip, r};
+    Emitter em{this, rd, skip, r, shapes, inline_budget};
     rule_start_[r] = em.New();
     int32_t end = em.Emit(pos, rule_start_[r], 0);
     final_[end] = true;
@@ -336,19 +463,55 @@ void Automaton::CheckLeftRecursion() {
   }
 }
 
+namespace {
+// Adjacency lists in one array (compressed rows): rows[r] is items[offset[r] .. offset[r+1]).
+template <typename T>
+struct Rows {
+  std::vector<int32_t> offset;
+  std::vector<T> items;
+  // Two passes over the same edges: count(row), then add(row, item).
+  explicit Rows(size_t n) : offset(n + 1, 0) {}
+  void Count(int32_t r) { ++offset[static_cast<size_t>(r) + 1]; }
+  void Allocate() {
+    for (size_t i = 1; i < offset.size(); ++i) offset[i] += offset[i - 1];
+    items.resize(static_cast<size_t>(offset.back()));
+    fill_ = std::vector<int32_t>(offset.begin(), offset.end() - 1);
+  }
+  void Add(int32_t r, const T& item) { items[static_cast<size_t>(fill_[r]++)] = item; }
+  const T* begin(int32_t r) const { return items.data() + offset[r]; }
+  const T* end(int32_t r) const { return items.data() + offset[static_cast<size_t>(r) + 1]; }
+
+ private:
+  std::vector<int32_t> fill_;
+};
+}  // namespace
+
 void Automaton::PruneDead() {
   const int32_t n = num_states();
   const int32_t n_rules = static_cast<int32_t>(rule_start_.size());
-  std::vector<std::vector<int32_t>> rev(n);
-  std::vector<std::vector<std::pair<int32_t, int32_t>>> by_callee(n_rules), by_ret(n);
+  Rows<int32_t> rev(n);                                 // predecessors by byte or epsilon edge
+  Rows<std::pair<int32_t, int32_t>> by_callee(n_rules);  // (caller state, return state)
+  Rows<std::pair<int32_t, int32_t>> by_ret(n);           // (caller state, callee)
   std::vector<int32_t> start_rule(n, -1);
   for (int32_t r = 0; r < n_rules; ++r) start_rule[rule_start_[r]] = r;
-  for (int32_t s = 0; s < n; ++s) {
-    for (const ByteEdge& e : bytes_[s]) rev[e.target].push_back(s);
-    for (int32_t t : eps_[s]) rev[t].push_back(s);
-    for (const CallEdge& c : calls_[s]) {
-      by_callee[c.rule].push_back({s, c.ret});
-      by_ret[c.ret].push_back({s, c.rule});
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int32_t s = 0; s < n; ++s) {
+      for (const ByteEdge& e : bytes_[s]) pass ? rev.Add(e.target, s) : rev.Count(e.target);
+      for (int32_t t : eps_[s]) pass ? rev.Add(t, s) : rev.Count(t);
+      for (const CallEdge& c : calls_[s]) {
+        if (pass) {
+          by_callee.Add(c.rule, {s, c.ret});
+          by_ret.Add(c.ret, {s, c.rule});
+        } else {
+          by_callee.Count(c.rule);
+          by_ret.Count(c.ret);
+        }
+      }
+    }
+    if (pass == 0) {
+      rev.Allocate();
+      by_callee.Allocate();
+      by_ret.Allocate();
     }
   }
   std::vector<bool> live(n, false), productive(n_rules, false);
@@ -363,15 +526,15 @@ void Automaton::PruneDead() {
   while (!work.empty()) {
     int32_t t = work.back();
     work.pop_back();
-    for (int32_t s : rev[t]) mark(s);
-    for (auto [s, callee] : by_ret[t]) {
-      if (productive[callee]) mark(s);
+    for (const int32_t* s = rev.begin(t); s != rev.end(t); ++s) mark(*s);
+    for (const auto* p = by_ret.begin(t); p != by_ret.end(t); ++p) {
+      if (productive[p->second]) mark(p->first);
     }
     int32_t r = start_rule[t];
     if (r >= 0 && !productive[r]) {
       productive[r] = true;
-      for (auto [s, ret] : by_callee[r]) {
-        if (live[ret]) mark(s);
+      for (const auto* p = by_callee.begin(r); p != by_callee.end(r); ++p) {
+        if (live[p->second]) mark(p->first);
       }
     }
   }
@@ -483,7 +646,9 @@ void Automaton::Determinize() {
       }
     }
   };
+  std::vector<bool> out_det;
   auto new_out = [&](int32_t rule) {
+    out_det.push_back(true);
     out_bytes.emplace_back();
     out_eps.emplace_back();
     out_calls.emplace_back();
@@ -492,9 +657,11 @@ void Automaton::Determinize() {
     return static_cast<int32_t>(out_bytes.size() - 1);
   };
 
-  std::unordered_map<std::vector<int32_t>, int32_t, IntVecHash> index;
-  std::vector<std::vector<int32_t>> sets;
-  std::vector<int32_t> set, points;
+  // DFA states of the current rule: their member sets end to end in `pool` (set k is
+  // pool[span[k] .. span[k+1])), found by an open-addressing table of set ids.
+  std::vector<int32_t> pool, span, table;
+  std::vector<uint64_t> set_hash;
+  std::vector<int32_t> set, points, members;
   struct Span {
     int lo, hi;
     int32_t target;
@@ -505,30 +672,53 @@ void Automaton::Determinize() {
     const size_t base = out_bytes.size();
     const int64_t room = limits_.max_automaton_states - static_cast<int64_t>(base);
     const int64_t cap = std::min<int64_t>(4 * static_cast<int64_t>(states_of[r].size()) + 64, room);
-    index.clear();
-    sets.clear();
+    pool.clear();
+    span.assign(1, 0);
+    set_hash.clear();
+    table.assign(64, -1);
     bool overflow = false;
+    auto n_sets = [&] { return span.size() - 1; };
     // Interns `set` (sorted here) as a DFA state of rule r; -1 once over the cap.
     auto intern = [&](std::vector<int32_t>& v) -> int32_t {
       std::sort(v.begin(), v.end());
-      auto it = index.find(v);
-      if (it != index.end()) return it->second;
-      if (static_cast<int64_t>(sets.size()) >= cap) {
+      const uint64_t h = IntVecHash()(v);
+      size_t mask = table.size() - 1;
+      size_t slot = h & mask;
+      for (; table[slot] >= 0; slot = (slot + 1) & mask) {
+        const int32_t k = table[slot];
+        if (set_hash[k] == h && span[k + 1] - span[k] == static_cast<int32_t>(v.size()) &&
+            std::equal(v.begin(), v.end(), pool.begin() + span[k])) {
+          return static_cast<int32_t>(base + k);
+        }
+      }
+      if (static_cast<int64_t>(n_sets()) >= cap) {
         overflow = true;
         return -1;
       }
+      const int32_t k = static_cast<int32_t>(n_sets());
+      table[slot] = k;
+      set_hash.push_back(h);
+      pool.insert(pool.end(), v.begin(), v.end());
+      span.push_back(static_cast<int32_t>(pool.size()));
+      if (2 * n_sets() > table.size()) {  // grow: rehash every set
+        table.assign(2 * table.size(), -1);
+        mask = table.size() - 1;
+        for (size_t j = 0; j < n_sets(); ++j) {
+          size_t t = set_hash[j] & mask;
+          while (table[t] >= 0) t = (t + 1) & mask;
+          table[t] = static_cast<int32_t>(j);
+        }
+      }
       const int32_t id = new_out(r);
-      index.emplace(v, id);
-      sets.push_back(v);
       return id;
     };
     ++epoch;
     set.clear();
     closure_into(rule_start_[r], set);
     out_start[r] = intern(set);
-    for (size_t i = 0; i < sets.size() && !overflow; ++i) {
+    for (size_t i = 0; i < n_sets() && !overflow; ++i) {
       const int32_t d = static_cast<int32_t>(base + i);
-      const std::vector<int32_t> members = sets[i];  // copy: `sets` grows below
+      members.assign(pool.begin() + span[i], pool.begin() + span[i + 1]);  // `pool` grows below
       bool fin = false;
       calls.clear();
       spans.clear();
@@ -579,6 +769,7 @@ void Automaton::Determinize() {
     out_calls.resize(base);
     out_final.resize(base);
     out_rule.resize(base);
+    out_det.resize(base);
     if (static_cast<int64_t>(base + states_of[r].size()) > limits_.max_automaton_states) {
       throw CoreError::Limit("max_automaton_states", limits_.max_automaton_states,
                              "the grammar's automaton is too large (large bounded repetitions?)");
@@ -586,6 +777,7 @@ void Automaton::Determinize() {
     for (size_t k = 0; k < states_of[r].size(); ++k) remap[states_of[r][k]] = static_cast<int32_t>(base + k);
     for (int32_t s : states_of[r]) {
       const int32_t d = new_out(r);
+      out_det[d] = false;
       for (ByteEdge e : bytes_[s]) out_bytes[d].push_back({e.lo, e.hi, remap[e.target]});
       for (int32_t t : eps_[s]) out_eps[d].push_back(remap[t]);
       for (const CallEdge& c : calls_[s]) out_calls[d].push_back({c.rule, remap[c.ret]});
@@ -597,9 +789,81 @@ void Automaton::Determinize() {
   eps_ = std::move(out_eps);
   calls_ = std::move(out_calls);
   final_ = std::move(out_final);
+  deterministic_ = std::move(out_det);
   state_rule_ = std::move(out_rule);
   rule_start_ = std::move(out_start);
   rule_final_.clear();  // a determinized rule may have several final states
+}
+
+// Greatest fixpoint over determinized states (their byte edges are sorted and disjoint):
+// start from every state with byte edges, drop a state when some plain byte or character does
+// not lead to a state still in the set, and recheck its predecessors.
+void Automaton::ComputeUniversal() {
+  const int32_t n = num_states();
+  universal_.assign(n, false);
+  std::vector<std::vector<int32_t>> preds(n);
+  std::vector<int32_t> work;
+  auto reads = [&](int32_t s, int b) {
+    for (const ByteEdge& e : bytes_[s]) {
+      if (e.lo <= b && b <= e.hi) return true;
+    }
+    return false;
+  };
+  for (int32_t s = 0; s < n; ++s) {
+    // Quick rejection first: most states (literals, digits) miss one of these plain bytes.
+    if (!deterministic_[s] || !reads(s, 'a') || !reads(s, ' ') || !reads(s, 0xE1) || !reads(s, 0xF1)) continue;
+    universal_[s] = true;
+    work.push_back(s);
+  }
+  for (int32_t s = 0; s < n; ++s) {
+    if (!universal_[s]) continue;
+    for (const ByteEdge& e : bytes_[s]) preds[e.target].push_back(s);
+  }
+  struct Range {
+    int lo, hi;
+  };
+  // The plain ASCII bytes, then the valid UTF-8 sequences as byte ranges.
+  static const Range kAscii[] = {{0x20, 0x21}, {0x23, 0x5B}, {0x5D, 0x7E}};
+  static const std::vector<std::vector<Range>> kUtf8 = {
+      {{0xC2, 0xDF}, {0x80, 0xBF}},
+      {{0xE0, 0xE0}, {0xA0, 0xBF}, {0x80, 0xBF}},
+      {{0xE1, 0xEC}, {0x80, 0xBF}, {0x80, 0xBF}},
+      {{0xED, 0xED}, {0x80, 0x9F}, {0x80, 0xBF}},
+      {{0xEE, 0xEF}, {0x80, 0xBF}, {0x80, 0xBF}},
+      {{0xF0, 0xF0}, {0x90, 0xBF}, {0x80, 0xBF}, {0x80, 0xBF}},
+      {{0xF1, 0xF3}, {0x80, 0xBF}, {0x80, 0xBF}, {0x80, 0xBF}},
+      {{0xF4, 0xF4}, {0x80, 0x8F}, {0x80, 0xBF}, {0x80, 0xBF}},
+  };
+  // True when the edges of s cover [lo, hi] and every target covering part of it satisfies `ok`.
+  auto covers = [&](int32_t s, const Range& r, auto&& ok) {
+    int next = r.lo;
+    for (const ByteEdge& e : bytes_[s]) {
+      if (e.hi < next) continue;
+      if (e.lo > next || !ok(e.target)) return false;
+      next = e.hi + 1;
+      if (next > r.hi) return true;
+    }
+    return false;
+  };
+  // Every sequence of pattern p from position k on leads from s to a universal state (depth <= 4).
+  auto sequences = [&](auto&& self, int32_t s, const std::vector<Range>& p, size_t k) -> bool {
+    if (k == p.size()) return universal_[s];
+    if (!deterministic_[s]) return false;
+    return covers(s, p[k], [&](int32_t t) { return self(self, t, p, k + 1); });
+  };
+  while (!work.empty()) {
+    const int32_t s = work.back();
+    work.pop_back();
+    if (!universal_[s]) continue;
+    bool ok = true;
+    for (const Range& r : kAscii) ok = ok && covers(s, r, [&](int32_t t) { return static_cast<bool>(universal_[t]); });
+    for (size_t i = 0; ok && i < kUtf8.size(); ++i) ok = sequences(sequences, s, kUtf8[i], 0);
+    if (ok) continue;
+    universal_[s] = false;
+    for (int32_t p : preds[s]) {
+      if (universal_[p]) work.push_back(p);
+    }
+  }
 }
 
 }  // namespace logitgate

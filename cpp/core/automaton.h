@@ -60,6 +60,10 @@ class Automaton {
   const std::vector<ByteEdge>& bytes(int32_t s) const { return bytes_[s]; }
   const std::vector<CallEdge>& calls(int32_t s) const { return calls_[s]; }
   bool is_final(int32_t s) const { return final_[s]; }
+  // True when from s every string of *plain* bytes (printable ASCII but '"' and '\', and
+  // valid UTF-8 characters) is read within s's rule, ending at such a state again: a head at s
+  // keeps any plain text viable (string bodies, free text).
+  bool is_universal(int32_t s) const { return universal_[s]; }
   // Kernel states of the epsilon closure of s (s itself included when it is a kernel state).
   const int32_t* kernel_begin(int32_t s) const { return kernel_.data() + kernel_offset_[s]; }
   const int32_t* kernel_end(int32_t s) const { return kernel_.data() + kernel_offset_[s + 1]; }
@@ -76,6 +80,7 @@ class Automaton {
   void Determinize();
   void ComputeKernels();
   void MarkTailCalls();
+  void ComputeUniversal();
   void ComputeByteClasses();
 
   CoreLimits limits_;
@@ -87,6 +92,8 @@ class Automaton {
   std::vector<std::vector<int32_t>> eps_;
   std::vector<std::vector<CallEdge>> calls_;
   std::vector<bool> final_;
+  std::vector<bool> deterministic_;  // the state's rule was determinized
+  std::vector<bool> universal_;
   std::vector<int32_t> kernel_offset_, kernel_;
   int32_t byte_class_[256] = {};
   int32_t num_byte_classes_ = 1;

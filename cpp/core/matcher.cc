@@ -12,6 +12,14 @@ void Or(uint32_t* __restrict dst, const uint32_t* __restrict src, size_t n) {
 void AndNot(uint32_t* __restrict dst, const uint32_t* __restrict src, size_t n) {
   for (size_t i = 0; i < n; ++i) dst[i] &= ~src[i];
 }
+// Only plain bytes (Automaton::is_universal) in the set: printable ASCII but '"' and '\', and
+// bytes of UTF-8 characters (their validity is checked separately).
+bool PlainOnly(const uint64_t* bytes) {
+  constexpr uint64_t kPlain0 = ~0ull << 0x20 & ~(1ull << 0x22);                       // 0x20-0x3F but '"'
+  constexpr uint64_t kPlain1 = ~(1ull << (0x5C - 64)) & ~(1ull << (0x7F - 64));       // 0x40-0x7E but '\'
+  constexpr uint64_t kPlain3 = (~0ull << (0xC2 - 192)) & ((1ull << (0xF5 - 192)) - 1);  // leads 0xC2-0xF4
+  return (bytes[0] & ~kPlain0) == 0 && (bytes[1] & ~kPlain1) == 0 && (bytes[3] & ~kPlain3) == 0;
+}
 }  // namespace
 
 Matcher::Matcher(std::shared_ptr<const CompiledGrammar> grammar)
@@ -213,6 +221,17 @@ void Matcher::WalkSubtree(int32_t root, int32_t config, uint32_t* words) {
       continue;
     }
     const uint64_t* below = v.trie_descendant_bytes(i);
+    // A universal head keeps every plain text viable: a subtree of plain bytes is allowed.
+    if (below != nullptr && parser.universal(c) && PlainOnly(below) && v.trie_utf8_below(i)) {
+      if (!kClear) {
+        for (int32_t k = tok_begin[i], end = tok_begin[subtree_end[i]]; k < end; ++k) {
+          words[toks[k] >> 5] |= 1u << (toks[k] & 31);
+        }
+        walk_nodes_ += tok_begin[subtree_end[i]] - tok_begin[i];  // the bits cost like nodes
+      }
+      i = subtree_end[i];
+      continue;
+    }
     // The shortcut is tried where it is likely to pay: the configuration came back to itself
     // (the node's byte loops, or a whole character led back to the walk's start), or the
     // node's byte was a step of its parent's chain (bounded repetitions); and the subtree is

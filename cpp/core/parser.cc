@@ -144,8 +144,11 @@ int32_t Parser::Intern(bool accepting) {
     blocks_[id >> kBlockBits].store(block, std::memory_order_release);
   }
   const uint32_t count = static_cast<uint32_t>(out_.size() - 1);
-  block->flags[id & kBlockMask].store(static_cast<uint8_t>((accepting ? kAccepting : 0) | (count ? kHasHeads : 0)),
-                                      std::memory_order_relaxed);
+  bool universal = false;
+  for (uint32_t i = 0; i < count && !universal; ++i) universal = automaton_->is_universal(StateOf(out_[i]));
+  block->flags[id & kBlockMask].store(
+      static_cast<uint8_t>((accepting ? kAccepting : 0) | (count ? kHasHeads : 0) | (universal ? kUniversal : 0)),
+      std::memory_order_relaxed);
   config_heads_.push_back({static_cast<uint32_t>(heads_.size()), count});
   heads_.insert(heads_.end(), out_.begin(), out_.end() - 1);
   // Byte classes no head can consume are dead: store them now, so the mask walk never takes

@@ -43,6 +43,9 @@ class Parser {
   bool accepting(int32_t config) const { return Flags(config) & kAccepting; }
   // True when some byte can still be consumed.
   bool has_heads(int32_t config) const { return Flags(config) & kHasHeads; }
+  // True when some head's state is universal (Automaton::is_universal): every plain text is
+  // viable from here.
+  bool universal(int32_t config) const { return Flags(config) & kUniversal; }
 
   // Successor of `config` on byte b (kDead when b is not allowed). Thread-safe.
   int32_t Next(int32_t config, uint8_t b) {
@@ -105,6 +108,7 @@ class Parser {
   static constexpr int32_t kBlockMask = kBlockSize - 1;
   static constexpr uint8_t kAccepting = 1;
   static constexpr uint8_t kHasHeads = 2;
+  static constexpr uint8_t kUniversal = 4;
   static constexpr uint8_t kStepsAscii = 1;  // steps_ready bits
   static constexpr uint8_t kStepsLeads = 3;  // leads imply ASCII
 
