@@ -612,7 +612,8 @@ struct IntVecHash {
 // byte edges go, per maximal byte interval, to the closure of every member's targets; its
 // calls are grouped by callee, returning to the closure of the members' return states. Each
 // member is live, so every DFA state is live too. A rule whose DFA would outgrow
-// 4x its NFA (+64) is copied unchanged; the parser handles both forms alike.
+// 4x its NFA (+64) states, or 16x (+4096) NFA states summed over its sets, is copied
+// unchanged; the parser handles both forms alike.
 void Automaton::Determinize() {
   const int32_t n = num_states();
   const int32_t n_rules = static_cast<int32_t>(rule_start_.size());
@@ -672,6 +673,7 @@ void Automaton::Determinize() {
     const size_t base = out_bytes.size();
     const int64_t room = limits_.max_automaton_states - static_cast<int64_t>(base);
     const int64_t cap = std::min<int64_t>(4 * static_cast<int64_t>(states_of[r].size()) + 64, room);
+    const int64_t pool_cap = 16 * static_cast<int64_t>(states_of[r].size()) + 4096;
     pool.clear();
     span.assign(1, 0);
     set_hash.clear();
@@ -691,7 +693,9 @@ void Automaton::Determinize() {
           return static_cast<int32_t>(base + k);
         }
       }
-      if (static_cast<int64_t>(n_sets()) >= cap) {
+      // Bounded in states and in total set size (sets of thousands of NFA states, as nested
+      // bounded repetitions make, would take quadratic time).
+      if (static_cast<int64_t>(n_sets()) >= cap || static_cast<int64_t>(pool.size() + v.size()) > pool_cap) {
         overflow = true;
         return -1;
       }

@@ -194,3 +194,19 @@ def test_unicode_class_lowering_matches_python(vocab: lg.Vocabulary) -> None:
                 assert (m.accept_bytes(chr(cp).encode()) and m.is_complete()) == inside, (ranges, negated, hex(cp))
             surrogate = b"\xed\xa0\x80"  # U+D800 encoded: never valid UTF-8
             assert not g.matcher().accept_bytes(surrogate)
+
+
+def test_nested_bounded_repetitions_stay_tractable() -> None:
+    # Fuzz finding (tests/fuzz/regressions/core-c5e2b85f1f9c.txt): determinizing this rule
+    # built sets of thousands of NFA states each and did not finish; the subset construction
+    # is now bounded in total set size too, and the rule keeps its NFA.
+    byte_vocab = lg.Vocabulary.from_tokens([bytes([b]) for b in range(256)])
+    g = lg.Compiler(byte_vocab).compile_regex("^z9((.){10,610}){10,10}z9$")
+    m = g.matcher()
+    bits = lg.allocate_mask(byte_vocab)
+    for b in b"z9" + b"a" * 99 + b"z9":
+        m.fill_mask(bits, row=0)
+        assert (bits[0, b >> 5] >> (b & 31)) & 1
+        assert m.accept(b)
+    assert not m.is_complete()  # 99 characters before the final "z9"; the repetition needs 100
+    assert m.accept_bytes(b"z9") and m.is_complete()

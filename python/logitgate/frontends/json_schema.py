@@ -2203,6 +2203,10 @@ class _Lowering:
         """One JSON string character unit: raw, short escape, \\uXXXX or a surrogate pair."""
         return self.rule("char", lambda: self.encode_class(CharClass(((0, 0x10FFFF),))))
 
+    def string_tail(self) -> Ref:
+        """Any JSON string content (a rule: referenced from many places, one loop)."""
+        return self.rule("string_tail", lambda: Repeat(self.char_rule(), 0, None))
+
     def any_string(self) -> Ref:
         return self.rule("string", lambda: _seq([Literal(b'"'), Repeat(self.char_rule(), 0, None), Literal(b'"')]))
 
@@ -2262,7 +2266,7 @@ class _Lowering:
             if excluded:
                 if f.min_len or f.max_len is not None:
                     self.unsupported("not", "excluding strings under length bounds is not lowered", "")
-                return _seq([Literal(b'"'), self.encode(_complement_of(excluded)), Literal(b'"')])
+                return _seq([Literal(b'"'), self.encode(_complement_of(excluded, self.string_tail())), Literal(b'"')])
             if f.min_len == 0 and f.max_len is None:
                 return self.any_string()
             body = self.bounded(self.char_rule(), f.min_len, f.max_len)
@@ -2756,7 +2760,7 @@ class _Lowering:
             return self.encode(cp_node)
         if not known:
             return Repeat(self.char_rule(), 0, None)
-        return self.encode(_complement_of(known))
+        return self.encode(_complement_of(known, self.string_tail()))
 
     def any_value(self) -> Ref:
         if "value" not in self.rules:
@@ -2988,9 +2992,11 @@ def _restrict_length(node: Node, lo: int, hi: int | None, limits: Limits, depth:
     return None
 
 
-def _complement_of(words: list[str]) -> Node:
-    """Code-point node: every string except the ``words`` (trie construction)."""
-    any_str = Repeat(CharClass(((0, 0x10FFFF),)), 0, None)
+def _complement_of(words: list[str], tail: Node | None = None) -> Node:
+    """Code-point node: every string except the ``words`` (trie construction). ``tail`` (any
+    string, by default) is what follows once a prefix left the trie: pass a rule reference so
+    that the trie's many exits share one loop instead of each holding a copy."""
+    any_str = tail if tail is not None else Repeat(CharClass(((0, 0x10FFFF),)), 0, None)
     trie: dict[str, Any] = {}
     for w in words:
         t = trie
