@@ -423,20 +423,26 @@ def _digits_node(parts: list[list[tuple[int, int]]], base: int, cls: Callable[[i
 
 
 def _seq(items: Iterable[Node]) -> Node:
-    flat: list[Node] = []
+    """Sequence of ``items``: nested sequences flattened, adjacent literals merged, empty
+    literals dropped; the empty language absorbs everything. (Exact type checks: this runs
+    for every node the lowering builds.)"""
+    merged: list[Node] = []
     for it in items:
-        if isinstance(it, Seq):
-            flat.extend(it.items)
-        elif it == _EMPTY_LANG:
+        t = type(it)
+        if t is Seq:
+            parts: tuple[Node, ...] = it.items  # type: ignore[union-attr]
+        elif t is Alt and not it.items:  # type: ignore[union-attr]
             return _EMPTY_LANG
         else:
-            flat.append(it)
-    merged: list[Node] = []
-    for it in flat:
-        if isinstance(it, Literal) and merged and isinstance(merged[-1], Literal):
-            merged[-1] = Literal(merged[-1].value + it.value)
-        elif not (isinstance(it, Literal) and not it.value):
-            merged.append(it)
+            parts = (it,)
+        for p in parts:
+            if type(p) is Literal:
+                if not p.value:  # type: ignore[union-attr]
+                    continue
+                if merged and type(merged[-1]) is Literal:
+                    merged[-1] = Literal(merged[-1].value + p.value)  # type: ignore[union-attr]
+                    continue
+            merged.append(p)
     return merged[0] if len(merged) == 1 else Seq(tuple(merged))
 
 
@@ -2631,17 +2637,20 @@ class _Lowering:
             for b in range(1, n_blocks):
                 self.rules[tname(b, c)] = _alt(nexts(b * block, c)) if room else _EMPTY_LANG
             for i in range(n, -1, -1):
+                # The choices after the lead, shared by both leads (a tail call from P).
+                choices = nexts(i, c) if room and i < n else []
+                if room and other is not None:
+                    choices.append(_seq([other, Ref(pname(i, True, c2))]))
+                qname = f"{base}q{i}_{c}"
+                if choices:
+                    self.rules[qname] = _alt(choices)
                 for started in (False, True):
                     lead = _seq([sep, ws]) if started else ws
                     alts: list[Node] = []
                     if optional_until[i] == n and end_ok:
                         alts.append(EMPTY)
-                    if room:
-                        choices = nexts(i, c) if i < n else []
-                        if other is not None:
-                            choices.append(_seq([other, Ref(pname(i, True, c2))]))
-                        if choices:
-                            alts.append(_seq([lead, _alt(choices)]))
+                    if choices:
+                        alts.append(_seq([lead, Ref(qname)]))
                     self.rules[pname(i, started, c)] = _alt(alts) if alts else _EMPTY_LANG
         return _seq([Literal(b"{"), Ref(pname(0, False, 0)), ws, Literal(b"}")])
 
