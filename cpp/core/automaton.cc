@@ -801,10 +801,18 @@ void Automaton::Determinize() {
 
 // Greatest fixpoint over determinized states (their byte edges are sorted and disjoint):
 // start from every state with byte edges, drop a state when some plain byte or character does
-// not lead to a state still in the set, and recheck its predecessors.
+// not lead to a state still in the set, and recheck its predecessors. Two rounds: the second
+// also counts a target that calls a rule whose start the first round found universal (the
+// closure puts that rule's start among the heads), e.g. a key-complement trie whose every
+// exit calls one shared string-tail rule.
 void Automaton::ComputeUniversal() {
+  std::vector<bool> first = UniversalFixpoint(nullptr);
+  universal_ = UniversalFixpoint(&first);
+}
+
+std::vector<bool> Automaton::UniversalFixpoint(const std::vector<bool>* callees) const {
   const int32_t n = num_states();
-  universal_.assign(n, false);
+  std::vector<bool> in(n, false);
   std::vector<std::vector<int32_t>> preds(n);
   std::vector<int32_t> work;
   auto reads = [&](int32_t s, int b) {
@@ -816,13 +824,21 @@ void Automaton::ComputeUniversal() {
   for (int32_t s = 0; s < n; ++s) {
     // Quick rejection first: most states (literals, digits) miss one of these plain bytes.
     if (!deterministic_[s] || !reads(s, 'a') || !reads(s, ' ') || !reads(s, 0xE1) || !reads(s, 0xF1)) continue;
-    universal_[s] = true;
+    in[s] = true;
     work.push_back(s);
   }
   for (int32_t s = 0; s < n; ++s) {
-    if (!universal_[s]) continue;
+    if (!in[s]) continue;
     for (const ByteEdge& e : bytes_[s]) preds[e.target].push_back(s);
   }
+  auto member = [&](int32_t t) {
+    if (in[t]) return true;
+    if (callees == nullptr) return false;
+    for (const CallEdge& c : calls_[t]) {
+      if ((*callees)[rule_start_[c.rule]]) return true;
+    }
+    return false;
+  };
   struct Range {
     int lo, hi;
   };
@@ -849,25 +865,26 @@ void Automaton::ComputeUniversal() {
     }
     return false;
   };
-  // Every sequence of pattern p from position k on leads from s to a universal state (depth <= 4).
+  // Every sequence of pattern p from position k on leads from s to a member (depth <= 4).
   auto sequences = [&](auto&& self, int32_t s, const std::vector<Range>& p, size_t k) -> bool {
-    if (k == p.size()) return universal_[s];
+    if (k == p.size()) return member(s);
     if (!deterministic_[s]) return false;
     return covers(s, p[k], [&](int32_t t) { return self(self, t, p, k + 1); });
   };
   while (!work.empty()) {
     const int32_t s = work.back();
     work.pop_back();
-    if (!universal_[s]) continue;
+    if (!in[s]) continue;
     bool ok = true;
-    for (const Range& r : kAscii) ok = ok && covers(s, r, [&](int32_t t) { return static_cast<bool>(universal_[t]); });
+    for (const Range& r : kAscii) ok = ok && covers(s, r, member);
     for (size_t i = 0; ok && i < kUtf8.size(); ++i) ok = sequences(sequences, s, kUtf8[i], 0);
     if (ok) continue;
-    universal_[s] = false;
+    in[s] = false;
     for (int32_t p : preds[s]) {
-      if (universal_[p]) work.push_back(p);
+      if (in[p]) work.push_back(p);
     }
   }
+  return in;
 }
 
 }  // namespace logitgate

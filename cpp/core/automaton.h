@@ -81,6 +81,7 @@ class Automaton {
   void ComputeKernels();
   void MarkTailCalls();
   void ComputeUniversal();
+  std::vector<bool> UniversalFixpoint(const std::vector<bool>* callees) const;
   void ComputeByteClasses();
 
   CoreLimits limits_;
