@@ -80,15 +80,10 @@ void FillMasks(const std::vector<Matcher*>& matchers, MaskArray bits, int thread
     rows.push_back(MaskRow(bits, static_cast<int64_t>(i), *matchers[i]->grammar().vocab));
   }
   nb::gil_scoped_release release;
-  // Copies (memoized masks, finished rows) are done here; only real walks go to the pool,
-  // whose hand-off costs more than a copy.
-  std::vector<size_t> walks;
-  for (size_t i = 0; i < matchers.size(); ++i) {
-    if (!matchers[i]->TryFillMaskFast(rows[i])) walks.push_back(i);
-  }
-  const size_t workers = std::min<size_t>(static_cast<size_t>(std::max(1, threads)), walks.size());
-  ThreadPool::Global().ParallelFor(walks.size(), workers,
-                                   [&](size_t k) { matchers[walks[k]]->FillMask(rows[walks[k]]); });
+  // Every row goes to the pool (copies of memoized masks included: done serially they bound
+  // the speedup); FillMask copies when it can.
+  const size_t workers = std::min<size_t>(static_cast<size_t>(std::max(1, threads)), matchers.size());
+  ThreadPool::Global().ParallelFor(matchers.size(), workers, [&](size_t k) { matchers[k]->FillMask(rows[k]); });
 }
 
 }  // namespace
