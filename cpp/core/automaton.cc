@@ -31,6 +31,7 @@ Automaton::Automaton(const std::vector<int32_t>& program, std::vector<std::strin
   ComputeKernels();
   MarkTailCalls();
   ComputeUniversal();
+  ComputePlainCapacity();
   ComputeByteClasses();
 }
 
@@ -799,6 +800,39 @@ void Automaton::Determinize() {
   rule_final_.clear();  // a determinized rule may have several final states
 }
 
+namespace {
+struct Range {
+  int lo, hi;
+};
+// Plain characters (see Automaton::is_universal): the plain ASCII bytes, then the valid UTF-8
+// sequences as byte ranges.
+const Range kPlainAscii[] = {{0x20, 0x21}, {0x23, 0x5B}, {0x5D, 0x7E}};
+const std::vector<std::vector<Range>> kPlainUtf8 = {
+    {{0xC2, 0xDF}, {0x80, 0xBF}},
+    {{0xE0, 0xE0}, {0xA0, 0xBF}, {0x80, 0xBF}},
+    {{0xE1, 0xEC}, {0x80, 0xBF}, {0x80, 0xBF}},
+    {{0xED, 0xED}, {0x80, 0x9F}, {0x80, 0xBF}},
+    {{0xEE, 0xEF}, {0x80, 0xBF}, {0x80, 0xBF}},
+    {{0xF0, 0xF0}, {0x90, 0xBF}, {0x80, 0xBF}, {0x80, 0xBF}},
+    {{0xF1, 0xF3}, {0x80, 0xBF}, {0x80, 0xBF}, {0x80, 0xBF}},
+    {{0xF4, 0xF4}, {0x80, 0x8F}, {0x80, 0xBF}, {0x80, 0xBF}},
+};
+
+// True when the edges of s (sorted, disjoint) cover r and every target of a covering edge
+// satisfies `ok`.
+template <typename Ok>
+bool Covers(const std::vector<ByteEdge>& edges, const Range& r, Ok&& ok) {
+  int next = r.lo;
+  for (const ByteEdge& e : edges) {
+    if (e.hi < next) continue;
+    if (e.lo > next || !ok(e.target)) return false;
+    next = e.hi + 1;
+    if (next > r.hi) return true;
+  }
+  return false;
+}
+}  // namespace
+
 // Greatest fixpoint over determinized states (their byte edges are sorted and disjoint):
 // start from every state with byte edges, drop a state when some plain byte or character does
 // not lead to a state still in the set, and recheck its predecessors. Two rounds: the second
@@ -839,32 +873,7 @@ std::vector<bool> Automaton::UniversalFixpoint(const std::vector<bool>* callees)
     }
     return false;
   };
-  struct Range {
-    int lo, hi;
-  };
-  // The plain ASCII bytes, then the valid UTF-8 sequences as byte ranges.
-  static const Range kAscii[] = {{0x20, 0x21}, {0x23, 0x5B}, {0x5D, 0x7E}};
-  static const std::vector<std::vector<Range>> kUtf8 = {
-      {{0xC2, 0xDF}, {0x80, 0xBF}},
-      {{0xE0, 0xE0}, {0xA0, 0xBF}, {0x80, 0xBF}},
-      {{0xE1, 0xEC}, {0x80, 0xBF}, {0x80, 0xBF}},
-      {{0xED, 0xED}, {0x80, 0x9F}, {0x80, 0xBF}},
-      {{0xEE, 0xEF}, {0x80, 0xBF}, {0x80, 0xBF}},
-      {{0xF0, 0xF0}, {0x90, 0xBF}, {0x80, 0xBF}, {0x80, 0xBF}},
-      {{0xF1, 0xF3}, {0x80, 0xBF}, {0x80, 0xBF}, {0x80, 0xBF}},
-      {{0xF4, 0xF4}, {0x80, 0x8F}, {0x80, 0xBF}, {0x80, 0xBF}},
-  };
-  // True when the edges of s cover [lo, hi] and every target covering part of it satisfies `ok`.
-  auto covers = [&](int32_t s, const Range& r, auto&& ok) {
-    int next = r.lo;
-    for (const ByteEdge& e : bytes_[s]) {
-      if (e.hi < next) continue;
-      if (e.lo > next || !ok(e.target)) return false;
-      next = e.hi + 1;
-      if (next > r.hi) return true;
-    }
-    return false;
-  };
+  auto covers = [&](int32_t s, const Range& r, auto&& ok) { return Covers(bytes_[s], r, ok); };
   // Every sequence of pattern p from position k on leads from s to a member (depth <= 4).
   auto sequences = [&](auto&& self, int32_t s, const std::vector<Range>& p, size_t k) -> bool {
     if (k == p.size()) return member(s);
@@ -876,8 +885,8 @@ std::vector<bool> Automaton::UniversalFixpoint(const std::vector<bool>* callees)
     work.pop_back();
     if (!in[s]) continue;
     bool ok = true;
-    for (const Range& r : kAscii) ok = ok && covers(s, r, member);
-    for (size_t i = 0; ok && i < kUtf8.size(); ++i) ok = sequences(sequences, s, kUtf8[i], 0);
+    for (const Range& r : kPlainAscii) ok = ok && covers(s, r, member);
+    for (size_t i = 0; ok && i < kPlainUtf8.size(); ++i) ok = sequences(sequences, s, kPlainUtf8[i], 0);
     if (ok) continue;
     in[s] = false;
     for (int32_t p : preds[s]) {
@@ -885,6 +894,101 @@ std::vector<bool> Automaton::UniversalFixpoint(const std::vector<bool>* callees)
     }
   }
   return in;
+}
+
+// Capacity: universal states are unbounded. Otherwise a determinized state that reads every
+// plain character gets 1 + the least capacity among the states those characters lead to, and
+// a state that calls a rule reading any one plain character and then able to end (a string's
+// character rule) gets 1 + the capacity of the return state; the larger of the two. Computed
+// in post-order of an iterative depth-first search; a state met again on the current path
+// counts 0 (a lower bound stays sound).
+void Automaton::ComputePlainCapacity() {
+  const int32_t n = num_states();
+  const int32_t n_rules = static_cast<int32_t>(rule_start_.size());
+  // single[r]: from r's start every plain character leads to a state where r may end.
+  std::vector<bool> single(n_rules, false);
+  for (int32_t r = 0; r < n_rules; ++r) {
+    const int32_t s0 = rule_start_[r];
+    if (!deterministic_[s0]) continue;
+    auto ends = [&](int32_t t) { return static_cast<bool>(final_[t]); };
+    bool ok = true;
+    for (const Range& range : kPlainAscii) ok = ok && Covers(bytes_[s0], range, ends);
+    auto sequences = [&](auto&& self, int32_t s, const std::vector<Range>& p, size_t k) -> bool {
+      if (k == p.size()) return final_[s];
+      if (!deterministic_[s]) return false;
+      return Covers(bytes_[s], p[k], [&](int32_t t) { return self(self, t, p, k + 1); });
+    };
+    for (size_t i = 0; ok && i < kPlainUtf8.size(); ++i) ok = sequences(sequences, s0, kPlainUtf8[i], 0);
+    single[r] = ok;
+  }
+  single_start_.assign(n, false);
+  for (int32_t r = 0; r < n_rules; ++r) {
+    if (single[r]) single_start_[rule_start_[r]] = true;
+  }
+  // succ[s]: the states after one plain character (all of them, when s reads every plain
+  // character), and full[s] says whether it does; via[s]: return states of single-rule calls.
+  std::vector<std::vector<int32_t>> succ(n), via(n);
+  std::vector<bool> full(n, false);
+  for (int32_t s = 0; s < n; ++s) {
+    for (const CallEdge& c : calls_[s]) {
+      if (single[c.rule]) via[s].push_back(c.ret);
+    }
+    if (universal_[s] || !deterministic_[s] || bytes_[s].empty()) continue;
+    std::vector<int32_t>& out = succ[s];
+    auto collect = [&](int32_t t) {
+      out.push_back(t);
+      return true;
+    };
+    bool ok = true;
+    for (const Range& range : kPlainAscii) ok = ok && Covers(bytes_[s], range, collect);
+    auto sequences = [&](auto&& self, int32_t q, const std::vector<Range>& p, size_t k) -> bool {
+      if (k == p.size()) return collect(q);
+      if (!deterministic_[q]) return false;
+      return Covers(bytes_[q], p[k], [&](int32_t t) { return self(self, t, p, k + 1); });
+    };
+    for (size_t i = 0; ok && i < kPlainUtf8.size(); ++i) ok = sequences(sequences, s, kPlainUtf8[i], 0);
+    full[s] = ok;
+    if (!ok) {
+      out.clear();
+    } else {
+      std::sort(out.begin(), out.end());
+      out.erase(std::unique(out.begin(), out.end()), out.end());
+    }
+  }
+  capacity_.assign(n, -1);  // -1: not computed; -2: on the current path
+  auto cap_of = [&](int32_t t) { return capacity_[t] < 0 ? 0 : capacity_[t]; };
+  std::vector<std::pair<int32_t, size_t>> stack;
+  for (int32_t s0 = 0; s0 < n; ++s0) {
+    if (capacity_[s0] != -1) continue;
+    stack.push_back({s0, 0});
+    capacity_[s0] = -2;
+    while (!stack.empty()) {
+      auto& [s, k] = stack.back();
+      const size_t n_succ = succ[s].size();
+      if (k < n_succ + via[s].size()) {
+        const int32_t t = k < n_succ ? succ[s][k] : via[s][k - n_succ];
+        ++k;
+        if (capacity_[t] == -1) {
+          capacity_[t] = -2;
+          stack.push_back({t, 0});
+        }
+        continue;
+      }
+      int64_t cap = 0;
+      if (universal_[s]) {
+        cap = kUnbounded;
+      } else {
+        if (full[s]) {
+          int64_t least = kUnbounded;
+          for (int32_t t : succ[s]) least = std::min<int64_t>(least, cap_of(t));
+          cap = std::max<int64_t>(cap, 1 + least);
+        }
+        for (int32_t t : via[s]) cap = std::max<int64_t>(cap, 1 + cap_of(t));
+      }
+      capacity_[s] = static_cast<int32_t>(std::min<int64_t>(cap, kUnbounded));
+      stack.pop_back();
+    }
+  }
 }
 
 }  // namespace logitgate

@@ -64,6 +64,14 @@ class Automaton {
   // valid UTF-8 characters) is read within s's rule, ending at such a state again: a head at s
   // keeps any plain text viable (string bodies, free text).
   bool is_universal(int32_t s) const { return universal_[s]; }
+  // How many plain characters are viable from s at least, whatever they are: kUnbounded for a
+  // universal state; for the positions of a bounded repetition of characters (a `maxLength`
+  // string) the characters left. A lower bound (0: no guarantee).
+  static constexpr int32_t kUnbounded = 1 << 20;
+  int32_t plain_capacity(int32_t s) const { return capacity_[s]; }
+  // True when s starts a rule that reads any one plain character and may then end (a string's
+  // character rule): a head there with return state r has capacity 1 + plain_capacity(r).
+  bool starts_plain_character(int32_t s) const { return single_start_[s]; }
   // Kernel states of the epsilon closure of s (s itself included when it is a kernel state).
   const int32_t* kernel_begin(int32_t s) const { return kernel_.data() + kernel_offset_[s]; }
   const int32_t* kernel_end(int32_t s) const { return kernel_.data() + kernel_offset_[s + 1]; }
@@ -82,6 +90,7 @@ class Automaton {
   void MarkTailCalls();
   void ComputeUniversal();
   std::vector<bool> UniversalFixpoint(const std::vector<bool>* callees) const;
+  void ComputePlainCapacity();
   void ComputeByteClasses();
 
   CoreLimits limits_;
@@ -95,6 +104,8 @@ class Automaton {
   std::vector<bool> final_;
   std::vector<bool> deterministic_;  // the state's rule was determinized
   std::vector<bool> universal_;
+  std::vector<int32_t> capacity_;
+  std::vector<bool> single_start_;
   std::vector<int32_t> kernel_offset_, kernel_;
   int32_t byte_class_[256] = {};
   int32_t num_byte_classes_ = 1;

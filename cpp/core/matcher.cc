@@ -221,8 +221,10 @@ void Matcher::WalkSubtree(int32_t root, int32_t config, uint32_t* words) {
       continue;
     }
     const uint64_t* below = v.trie_descendant_bytes(i);
-    // A universal head keeps every plain text viable: a subtree of plain bytes is allowed.
-    if (below != nullptr && parser.universal(c) && PlainOnly(below) && v.trie_utf8_below(i)) {
+    // A head that keeps any plain text of this length viable (a universal one: any length)
+    // allows a whole subtree of plain bytes (a path of h bytes holds at most h characters).
+    const int32_t capacity = below != nullptr ? parser.plain_capacity(c) : 0;
+    if (capacity > 0 && v.trie_height(i) <= capacity && PlainOnly(below) && v.trie_utf8_below(i)) {
       if (!kClear) {
         for (int32_t k = tok_begin[i], end = tok_begin[subtree_end[i]]; k < end; ++k) {
           words[toks[k] >> 5] |= 1u << (toks[k] & 31);
@@ -235,8 +237,10 @@ void Matcher::WalkSubtree(int32_t root, int32_t config, uint32_t* words) {
     // The shortcut is tried where it is likely to pay: the configuration came back to itself
     // (the node's byte loops, or a whole character led back to the walk's start), or the
     // node's byte was a step of its parent's chain (bounded repetitions); and the subtree is
-    // big enough to be worth a few hundred transitions for the step sets.
-    if (below != nullptr && subtree_end[i] - i >= kShortcutMinNodes &&
+    // big enough to be worth a few hundred transitions for the step sets. Not for text heads
+    // (capacity > 0): what the step sets could add to the check above is rare there, and
+    // following a long chain of positions costs thousands of transitions.
+    if (below != nullptr && capacity == 0 && subtree_end[i] - i >= kShortcutMinNodes &&
         (c == parent || c == config || (d == 1 ? c == root_successor_ : parser.KnownStepSuccessor(parent) == c)) &&
         SubtreeAllowed(c, i, below, c == parent)) {
       if (!kClear) {

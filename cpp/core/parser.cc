@@ -141,14 +141,22 @@ int32_t Parser::Intern(bool accepting) {
     for (auto& l : block->step_successor) l.store(kDead, std::memory_order_relaxed);
     for (auto& r : block->steps_ready) r.store(0, std::memory_order_relaxed);
     for (auto& l : block->live) l.store(0, std::memory_order_relaxed);
+    for (auto& c : block->capacity) c.store(0, std::memory_order_relaxed);
     blocks_[id >> kBlockBits].store(block, std::memory_order_release);
   }
   const uint32_t count = static_cast<uint32_t>(out_.size() - 1);
-  bool universal = false;
-  for (uint32_t i = 0; i < count && !universal; ++i) universal = automaton_->is_universal(StateOf(out_[i]));
-  block->flags[id & kBlockMask].store(
-      static_cast<uint8_t>((accepting ? kAccepting : 0) | (count ? kHasHeads : 0) | (universal ? kUniversal : 0)),
-      std::memory_order_relaxed);
+  int32_t capacity = 0;
+  for (uint32_t i = 0; i < count; ++i) {
+    const int32_t state = StateOf(out_[i]), frame = FrameOf(out_[i]);
+    capacity = std::max(capacity, automaton_->plain_capacity(state));
+    if (frame != 0 && automaton_->starts_plain_character(state)) {
+      const int64_t through = 1 + static_cast<int64_t>(automaton_->plain_capacity(frames_[frame].ret));
+      capacity = static_cast<int32_t>(std::max<int64_t>(capacity, std::min<int64_t>(through, Automaton::kUnbounded)));
+    }
+  }
+  block->capacity[id & kBlockMask].store(capacity, std::memory_order_relaxed);
+  block->flags[id & kBlockMask].store(static_cast<uint8_t>((accepting ? kAccepting : 0) | (count ? kHasHeads : 0)),
+                                      std::memory_order_relaxed);
   config_heads_.push_back({static_cast<uint32_t>(heads_.size()), count});
   heads_.insert(heads_.end(), out_.begin(), out_.end() - 1);
   // Byte classes no head can consume are dead: store them now, so the mask walk never takes

@@ -43,9 +43,11 @@ class Parser {
   bool accepting(int32_t config) const { return Flags(config) & kAccepting; }
   // True when some byte can still be consumed.
   bool has_heads(int32_t config) const { return Flags(config) & kHasHeads; }
-  // True when some head's state is universal (Automaton::is_universal): every plain text is
-  // viable from here.
-  bool universal(int32_t config) const { return Flags(config) & kUniversal; }
+  // How many plain characters are viable from here, whatever they are: the largest
+  // Automaton::plain_capacity of the heads' states (kUnbounded: every plain text).
+  int32_t plain_capacity(int32_t config) const {
+    return BlockOf(config)->capacity[config & kBlockMask].load(std::memory_order_relaxed);
+  }
 
   // Successor of `config` on byte b (kDead when b is not allowed). Thread-safe.
   int32_t Next(int32_t config, uint8_t b) {
@@ -108,7 +110,6 @@ class Parser {
   static constexpr int32_t kBlockMask = kBlockSize - 1;
   static constexpr uint8_t kAccepting = 1;
   static constexpr uint8_t kHasHeads = 2;
-  static constexpr uint8_t kUniversal = 4;
   static constexpr uint8_t kStepsAscii = 1;  // steps_ready bits
   static constexpr uint8_t kStepsLeads = 3;  // leads imply ASCII
 
@@ -121,6 +122,7 @@ class Parser {
     std::atomic<int32_t> step_successor[kBlockSize];
     std::atomic<uint8_t> steps_ready[kBlockSize];
     std::atomic<uint64_t> live[4 * kBlockSize];  // LiveBytes, written before the id is published
+    std::atomic<int32_t> capacity[kBlockSize];    // plain_capacity, likewise
   };
   struct Frame {
     int32_t ret;

@@ -161,6 +161,27 @@ def test_walk_shortcuts_match_reference(pattern: str, smollm2_vocab: Any) -> Non
     )
 
 
+# Text heads: the plain-capacity shortcut (universal loops, bounded strings whose character
+# rule is inlined or called, unanchored patterns, key complements that call a shared tail).
+TEXT_HEAD_CASES: list[tuple[str, str]] = [
+    ("json", '{"type": "string", "maxLength": 40}'),
+    ("json", '{"type": "string", "minLength": 3, "maxLength": 300}'),
+    ("json", '{"type": "string", "pattern": "[0-9a-f]{4}-"}'),
+    ("json", '{"type": "object", "properties": {"ab": {"type": "string", "maxLength": 5}, "ac": {"type": "integer"}}}'),
+    ("gbnf", 'root ::= "\\"" ch{0,600} "\\""\nch ::= [^"\\\\\\x00-\\x1f] | "\\\\" ["\\\\/bfnrt]'),
+]
+
+
+@pytest.mark.parametrize(("kind", "source"), TEXT_HEAD_CASES)
+def test_text_head_shortcuts_match_reference(kind: str, source: str, smollm2_vocab: Any) -> None:
+    compiled = _compile(
+        smollm2_vocab, lambda c: c.compile_json_schema(source) if kind == "json" else c.compile_ebnf(source)
+    )
+    run_differential(
+        f"{kind} {source!r}", compiled, vocab_view(smollm2_vocab), walks=3, max_tokens=14, checks_per_walk=4
+    )
+
+
 SYNTHETIC_TEXTS = [
     '{"name": "Zoë", "tags": ["日本語", "emoji 😀", "\\u00e9"], "n": -12.5e3, "ok": true}',
     "こんにちは、世界。ひらがなとカタカナ。漢字も。",
