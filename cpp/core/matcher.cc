@@ -5,6 +5,10 @@
 namespace logitgate {
 
 namespace {
+// SubtreeAllowed follows chains of at most this many positions (each new position costs
+// transitions); loops end the chain at once, so they are unaffected.
+constexpr int32_t kMaxChain = 16;
+
 // Word-wise mask updates (vectorizable: the arrays never overlap).
 void Or(uint32_t* __restrict dst, const uint32_t* __restrict src, size_t n) {
   for (size_t i = 0; i < n; ++i) dst[i] |= src[i];
@@ -237,10 +241,12 @@ void Matcher::WalkSubtree(int32_t root, int32_t config, uint32_t* words) {
     // The shortcut is tried where it is likely to pay: the configuration came back to itself
     // (the node's byte loops, or a whole character led back to the walk's start), or the
     // node's byte was a step of its parent's chain (bounded repetitions); and the subtree is
-    // big enough to be worth a few hundred transitions for the step sets. Not for text heads
-    // (capacity > 0): what the step sets could add to the check above is rare there, and
-    // following a long chain of positions costs thousands of transitions.
-    if (below != nullptr && capacity == 0 && subtree_end[i] - i >= kShortcutMinNodes &&
+    // big enough to be worth a few hundred transitions for the step sets. Not for the
+    // positions of a long bounded text (capacity at least the longest chain followed, and
+    // finite): the check above covers their plain subtrees, and following their chain for the
+    // rest costs thousands of transitions for nothing.
+    if (below != nullptr && (capacity < kMaxChain || capacity >= Automaton::kUnbounded) &&
+        subtree_end[i] - i >= kShortcutMinNodes &&
         (c == parent || c == config || (d == 1 ? c == root_successor_ : parser.KnownStepSuccessor(parent) == c)) &&
         SubtreeAllowed(c, i, below, c == parent)) {
       if (!kClear) {
@@ -269,9 +275,6 @@ void Matcher::WalkSubtree(int32_t root, int32_t config, uint32_t* words) {
 // at most h steps, so the sets of the first height(i) configurations of the chain suffice;
 // a loop (successor == itself) ends the chain early.
 bool Matcher::SubtreeAllowed(int32_t c, int32_t i, const uint64_t* below, bool loops) {
-  // Chains longer than this are not followed (each new position costs transitions); loops
-  // end the chain at once, so they are unaffected.
-  constexpr int32_t kMaxChain = 16;
   constexpr uint64_t kContinuation = ~0ull;  // word 2: bytes 0x80-0xBF
   const Vocabulary& v = *grammar_->vocab;
   Parser& parser = *parser_;
