@@ -1,6 +1,7 @@
 #include "automaton.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <unordered_map>
 
@@ -846,24 +847,49 @@ void Automaton::ComputeUniversal() {
 
 std::vector<bool> Automaton::UniversalFixpoint(const std::vector<bool>* callees) const {
   const int32_t n = num_states();
+  const int32_t n_rules = static_cast<int32_t>(rule_start_.size());
+  // A call of a rule that reads one character and may then end (an encoded character class,
+  // as JSON string contents use) covers that character too: per rule, the plain ASCII bytes
+  // read so from its start (bit b of word b/64), and whether every valid UTF-8 character is.
+  std::vector<std::array<uint64_t, 2>> char_ascii(static_cast<size_t>(n_rules), {0, 0});
+  std::vector<bool> char_utf8(static_cast<size_t>(n_rules), false);
+  for (int32_t r = 0; r < n_rules; ++r) {
+    const int32_t s0 = rule_start_[r];
+    if (!deterministic_[s0]) continue;
+    for (const ByteEdge& e : bytes_[s0]) {
+      if (!final_[e.target]) continue;
+      for (int b = std::max<int>(e.lo, 0x20); b <= std::min<int>(e.hi, 0x7E); ++b) char_ascii[r][b >> 6] |= 1ull << (b & 63);
+    }
+    auto sequences = [&](auto&& self, int32_t q, const std::vector<Range>& p, size_t k) -> bool {
+      if (k == p.size()) return final_[q];
+      if (!deterministic_[q]) return false;
+      return Covers(bytes_[q], p[k], [&](int32_t t) { return self(self, t, p, k + 1); });
+    };
+    bool all = true;
+    for (size_t i = 0; all && i < kPlainUtf8.size(); ++i) all = sequences(sequences, s0, kPlainUtf8[i], 0);
+    char_utf8[r] = all;
+  }
+  constexpr uint64_t kPlain0 = ~0ull << 0x20 & ~(1ull << 0x22);                  // 0x20-0x3F but '"'
+  constexpr uint64_t kPlain1 = ~(1ull << (0x5C - 64)) & ~(1ull << (0x7F - 64));  // 0x40-0x7E but '\\'
+  auto reads_one = [&](const CallEdge& c) { return (char_ascii[c.rule][0] | char_ascii[c.rule][1]) != 0; };
+
   std::vector<bool> in(n, false);
   std::vector<std::vector<int32_t>> preds(n);
   std::vector<int32_t> work;
-  auto reads = [&](int32_t s, int b) {
-    for (const ByteEdge& e : bytes_[s]) {
-      if (e.lo <= b && b <= e.hi) return true;
-    }
-    return false;
-  };
   for (int32_t s = 0; s < n; ++s) {
-    // Quick rejection first: most states (literals, digits) miss one of these plain bytes.
-    if (!deterministic_[s] || !reads(s, 'a') || !reads(s, ' ') || !reads(s, 0xE1) || !reads(s, 0xF1)) continue;
+    if (!deterministic_[s]) continue;
+    bool some = !bytes_[s].empty();
+    for (const CallEdge& c : calls_[s]) some = some || reads_one(c);
+    if (!some) continue;
     in[s] = true;
     work.push_back(s);
   }
   for (int32_t s = 0; s < n; ++s) {
     if (!in[s]) continue;
     for (const ByteEdge& e : bytes_[s]) preds[e.target].push_back(s);
+    for (const CallEdge& c : calls_[s]) {
+      if (reads_one(c)) preds[c.ret].push_back(s);
+    }
   }
   auto member = [&](int32_t t) {
     if (in[t]) return true;
@@ -873,20 +899,33 @@ std::vector<bool> Automaton::UniversalFixpoint(const std::vector<bool>* callees)
     }
     return false;
   };
-  auto covers = [&](int32_t s, const Range& r, auto&& ok) { return Covers(bytes_[s], r, ok); };
   // Every sequence of pattern p from position k on leads from s to a member (depth <= 4).
-  auto sequences = [&](auto&& self, int32_t s, const std::vector<Range>& p, size_t k) -> bool {
-    if (k == p.size()) return member(s);
-    if (!deterministic_[s]) return false;
-    return covers(s, p[k], [&](int32_t t) { return self(self, t, p, k + 1); });
+  auto sequences = [&](auto&& self, int32_t q, const std::vector<Range>& p, size_t k) -> bool {
+    if (k == p.size()) return member(q);
+    if (!deterministic_[q]) return false;
+    return Covers(bytes_[q], p[k], [&](int32_t t) { return self(self, t, p, k + 1); });
   };
   while (!work.empty()) {
     const int32_t s = work.back();
     work.pop_back();
     if (!in[s]) continue;
-    bool ok = true;
-    for (const Range& r : kPlainAscii) ok = ok && covers(s, r, member);
-    for (size_t i = 0; ok && i < kPlainUtf8.size(); ++i) ok = sequences(sequences, s, kPlainUtf8[i], 0);
+    // Plain ASCII bytes covered by an edge to a member or a character call returning to one.
+    uint64_t ascii[2] = {0, 0};
+    for (const ByteEdge& e : bytes_[s]) {
+      if (e.lo > 0x7E || e.hi < 0x20 || !member(e.target)) continue;
+      for (int b = std::max<int>(e.lo, 0x20); b <= std::min<int>(e.hi, 0x7E); ++b) ascii[b >> 6] |= 1ull << (b & 63);
+    }
+    bool utf8 = false;
+    for (const CallEdge& c : calls_[s]) {
+      if (!reads_one(c) || !member(c.ret)) continue;
+      ascii[0] |= char_ascii[c.rule][0];
+      ascii[1] |= char_ascii[c.rule][1];
+      utf8 = utf8 || char_utf8[c.rule];
+    }
+    bool ok = (kPlain0 & ~ascii[0]) == 0 && (kPlain1 & ~ascii[1]) == 0;
+    if (ok && !utf8) {
+      for (size_t i = 0; ok && i < kPlainUtf8.size(); ++i) ok = sequences(sequences, s, kPlainUtf8[i], 0);
+    }
     if (ok) continue;
     in[s] = false;
     for (int32_t p : preds[s]) {

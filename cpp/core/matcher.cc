@@ -18,6 +18,7 @@ void AndNot(uint32_t* __restrict dst, const uint32_t* __restrict src, size_t n) 
 }
 // Only plain bytes (Automaton::is_universal) in the set: printable ASCII but '"' and '\', and
 // bytes of UTF-8 characters (their validity is checked separately).
+bool IsPlainAscii(uint8_t b) { return b >= 0x20 && b <= 0x7E && b != '"' && b != '\\'; }
 bool PlainOnly(const uint64_t* bytes) {
   constexpr uint64_t kPlain0 = ~0ull << 0x20 & ~(1ull << 0x22);                       // 0x20-0x3F but '"'
   constexpr uint64_t kPlain1 = ~(1ull << (0x5C - 64)) & ~(1ull << (0x7F - 64));       // 0x40-0x7E but '\'
@@ -115,6 +116,8 @@ void Matcher::Walk(int32_t config, uint32_t* words) {
   Parser& parser = *parser_;
   walk_config_[0] = config;
   walk_row_[0] = parser.Row(config);
+  walk_capacity_.assign(levels, 0);
+  walk_capacity_[0] = parser.plain_capacity(config);
   // The root's step successor (its transitions on live bytes are needed by the walk anyway):
   // first bytes leading there may start a chain worth the subtree shortcut.
   root_successor_ = parser.Steps(config, false).successor;
@@ -213,6 +216,22 @@ void Matcher::WalkSubtree(int32_t root, int32_t config, uint32_t* words) {
   for (int32_t i = root; i < n; ++walk_nodes_) {
     const int32_t d = depth[i];
     const int32_t parent = walk_config_[d - 1];
+    // The parent keeps any plain text of this length viable: a plain byte whose subtree is
+    // plain too is allowed whole, without even the transition into it (children of a key
+    // prefix, of a string body, whose tokens never close the text).
+    if (walk_capacity_[d - 1] > v.trie_height(i) && IsPlainAscii(byte[i])) {
+      const uint64_t* below = v.trie_descendant_bytes(i);
+      if (below == nullptr || (PlainOnly(below) && v.trie_utf8_below(i))) {
+        if (!kClear) {
+          for (int32_t k = tok_begin[i], end = tok_begin[subtree_end[i]]; k < end; ++k) {
+            words[toks[k] >> 5] |= 1u << (toks[k] & 31);
+          }
+          walk_nodes_ += tok_begin[subtree_end[i]] - tok_begin[i];  // the bits cost like nodes
+        }
+        i = subtree_end[i];
+        continue;
+      }
+    }
     const int32_t c = parser.NextInRow(walk_row_[d - 1], parent, byte[i]);
     if (c == Parser::kDead) {
       if (kClear) {
@@ -260,6 +279,7 @@ void Matcher::WalkSubtree(int32_t root, int32_t config, uint32_t* words) {
     }
     walk_config_[d] = c;
     walk_row_[d] = parser.Row(c);
+    walk_capacity_[d] = capacity;
     if (!kClear) {
       for (int32_t k = tok_begin[i]; k < tok_begin[i + 1]; ++k) {
         words[toks[k] >> 5] |= 1u << (toks[k] & 31);

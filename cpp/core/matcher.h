@@ -81,6 +81,7 @@ class Matcher {
   int32_t root_successor_ = Parser::kDead;
   int64_t walk_nodes_ = 0;  // trie nodes the last walk visited
   std::vector<const std::atomic<int32_t>*> walk_row_;
+  std::vector<int32_t> walk_capacity_;  // plain capacity of walk_config_[d]
 };
 
 }  // namespace logitgate
