@@ -43,6 +43,7 @@ void Automaton::ComputeByteClasses() {
     for (const ByteEdge& e : edges) {
       boundary[e.lo] = true;
       boundary[e.hi + 1] = true;
+      for (int b = e.lo; b <= e.hi; ++b) alphabet_[b >> 6] |= 1ull << (b & 63);
     }
   }
   int32_t cls = 0;

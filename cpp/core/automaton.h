@@ -79,6 +79,10 @@ class Automaton {
   // Bytes that no byte edge tells apart share a class; transitions are stored per class.
   int32_t byte_class(uint8_t b) const { return byte_class_[b]; }
   int32_t num_byte_classes() const { return num_byte_classes_; }
+  // Bytes some edge reads (4 words, bit b of word b/64): a token with any other byte is never
+  // allowed. `full_alphabet()`: every byte is read somewhere.
+  const uint64_t* alphabet() const { return alphabet_; }
+  bool full_alphabet() const { return (alphabet_[0] & alphabet_[1] & alphabet_[2] & alphabet_[3]) == ~0ull; }
 
  private:
   int32_t NewState();
@@ -109,6 +113,7 @@ class Automaton {
   std::vector<int32_t> kernel_offset_, kernel_;
   int32_t byte_class_[256] = {};
   int32_t num_byte_classes_ = 1;
+  uint64_t alphabet_[4] = {0, 0, 0, 0};
 };
 
 }  // namespace logitgate

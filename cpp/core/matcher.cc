@@ -13,11 +13,18 @@ constexpr int32_t kMaxChain = 16;
 void Or(uint32_t* __restrict dst, const uint32_t* __restrict src, size_t n) {
   for (size_t i = 0; i < n; ++i) dst[i] |= src[i];
 }
+void OrAnd(uint32_t* __restrict dst, const uint32_t* __restrict a, const uint32_t* __restrict b, size_t n) {
+  for (size_t i = 0; i < n; ++i) dst[i] |= a[i] & b[i];
+}
 void AndNot(uint32_t* __restrict dst, const uint32_t* __restrict src, size_t n) {
   for (size_t i = 0; i < n; ++i) dst[i] &= ~src[i];
 }
 // Only plain bytes (Automaton::is_universal) in the set: printable ASCII but '"' and '\', and
 // bytes of UTF-8 characters (their validity is checked separately).
+// The paths below node i are valid UTF-8 as far as `below` (the bytes that matter) goes.
+bool Utf8Below(const Vocabulary& v, int32_t i, const uint64_t* below) {
+  return (below[2] | below[3]) == 0 || v.trie_utf8_below(i);
+}
 bool IsPlainAscii(uint8_t b) { return b >= 0x20 && b <= 0x7E && b != '"' && b != '\\'; }
 bool PlainOnly(const uint64_t* bytes) {
   constexpr uint64_t kPlain0 = ~0ull << 0x20 & ~(1ull << 0x22);                       // 0x20-0x3F but '"'
@@ -121,6 +128,7 @@ void Matcher::Walk(int32_t config, uint32_t* words) {
   // The root's step successor (its transitions on live bytes are needed by the walk anyway):
   // first bytes leading there may start a chain worth the subtree shortcut.
   root_successor_ = parser.Steps(config, false).successor;
+  clear_from_alphabet_ = false;
   walk_nodes_ = 0;
   const uint64_t* live = parser.LiveBytes(config);
   const size_t n_words = static_cast<size_t>(v.mask_words());
@@ -132,11 +140,15 @@ void Matcher::Walk(int32_t config, uint32_t* words) {
     if (!(live[b >> 6] >> (b & 63) & 1)) unreachable += v.tokens_with_first_byte(static_cast<uint8_t>(b));
   }
   if (8 * unreachable < v.num_text_tokens() && 2 * ReachableEstimate(config) > v.num_text_tokens()) {
-    // Most of the vocabulary is allowed: start from every text token and clear.
-    std::memcpy(words, v.text_mask(), n_words * sizeof(uint32_t));
+    // Most of the vocabulary is allowed: start from every text token and clear (from every
+    // token over the grammar's alphabet: subtrees under other bytes are then skipped unseen).
+    const Automaton& a = parser.automaton();
+    const uint32_t* start = a.full_alphabet() ? nullptr : v.alphabet_mask(a.alphabet());
+    clear_from_alphabet_ = start != nullptr;
+    std::memcpy(words, start != nullptr ? start : v.text_mask(), n_words * sizeof(uint32_t));
     for (int first = 0; first < 256; ++first) {
       const int32_t root = v.trie_root_child(static_cast<uint8_t>(first));
-      if (root < 0) continue;
+      if (root < 0 || (clear_from_alphabet_ && !(a.alphabet()[first >> 6] >> (first & 63) & 1))) continue;
       if (live[first >> 6] >> (first & 63) & 1) {
         WalkSubtree<true>(root, config, words);
       } else if (const uint32_t* m = v.first_byte_mask(static_cast<uint8_t>(first))) {
@@ -151,14 +163,26 @@ void Matcher::Walk(int32_t config, uint32_t* words) {
   }
   // Otherwise subtree by subtree: a first byte that starts many tokens is set word by word
   // from its precomputed mask and walked in clearing mode, the others walked in setting mode.
+  // (Over a partial alphabet the byte's mask is narrowed to the alphabet's, so the clearing
+  // walks skip unread bytes unseen.)
   std::memset(words, 0, n_words * sizeof(uint32_t));
+  const Automaton& a = parser.automaton();
+  const uint32_t* readable = nullptr;
   for (int first = 0; first < 256; ++first) {
     if (!(live[first >> 6] >> (first & 63) & 1)) continue;
     const int32_t root = v.trie_root_child(static_cast<uint8_t>(first));
     if (root < 0) continue;
     const uint32_t* m = v.first_byte_mask(static_cast<uint8_t>(first));
     if (m != nullptr && 2 * ReachableWithFirstByte(config, static_cast<uint8_t>(first)) > v.tokens_with_first_byte(static_cast<uint8_t>(first))) {
-      Or(words, m, n_words);
+      if (readable == nullptr && !a.full_alphabet()) {
+        readable = v.alphabet_mask(a.alphabet());
+        clear_from_alphabet_ = readable != nullptr;
+      }
+      if (clear_from_alphabet_) {
+        OrAnd(words, m, readable, n_words);
+      } else {
+        Or(words, m, n_words);
+      }
       WalkSubtree<true>(root, config, words);
     } else {
       WalkSubtree<false>(root, config, words);
@@ -213,9 +237,19 @@ void Matcher::WalkSubtree(int32_t root, int32_t config, uint32_t* words) {
   constexpr int32_t kShortcutMinNodes = 16;
   Parser& parser = *parser_;
   const int32_t n = subtree_end[root];
+  // Bytes no edge reads: their subtrees are dead; in clearing mode they are skipped unseen
+  // only when the walk started from the alphabet's mask (so their tokens are already clear).
+  const uint64_t* alphabet = parser.automaton().alphabet();
+  const bool skip_unread = !kClear || clear_from_alphabet_;
+  const bool full_alphabet = !skip_unread || parser.automaton().full_alphabet();
   for (int32_t i = root; i < n; ++walk_nodes_) {
     const int32_t d = depth[i];
     const int32_t parent = walk_config_[d - 1];
+    if (skip_unread && !(alphabet[byte[i] >> 6] >> (byte[i] & 63) & 1)) {
+      // No edge reads this byte: dead, and (in clearing mode) never in the starting mask.
+      i = subtree_end[i];
+      continue;
+    }
     // The parent keeps any plain text of this length viable: a plain byte whose subtree is
     // plain too is allowed whole, without even the transition into it (children of a key
     // prefix, of a string body, whose tokens never close the text).
@@ -244,10 +278,17 @@ void Matcher::WalkSubtree(int32_t root, int32_t config, uint32_t* words) {
       continue;
     }
     const uint64_t* below = v.trie_descendant_bytes(i);
+    // In clearing mode over a partial alphabet, tokens with a byte the grammar never reads are
+    // already clear: the shortcuts need only hold for the bytes it reads.
+    uint64_t readable[4];
+    if (kClear && below != nullptr && !full_alphabet) {
+      for (int q = 0; q < 4; ++q) readable[q] = below[q] & alphabet[q];
+      below = readable;
+    }
     // A head that keeps any plain text of this length viable (a universal one: any length)
     // allows a whole subtree of plain bytes (a path of h bytes holds at most h characters).
     const int32_t capacity = below != nullptr ? parser.plain_capacity(c) : 0;
-    if (capacity > 0 && v.trie_height(i) <= capacity && PlainOnly(below) && v.trie_utf8_below(i)) {
+    if (capacity > 0 && v.trie_height(i) <= capacity && PlainOnly(below) && Utf8Below(v, i, below)) {
       if (!kClear) {
         for (int32_t k = tok_begin[i], end = tok_begin[subtree_end[i]]; k < end; ++k) {
           words[toks[k] >> 5] |= 1u << (toks[k] & 31);

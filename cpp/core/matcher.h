@@ -82,6 +82,7 @@ class Matcher {
   int64_t walk_nodes_ = 0;  // trie nodes the last walk visited
   std::vector<const std::atomic<int32_t>*> walk_row_;
   std::vector<int32_t> walk_capacity_;  // plain capacity of walk_config_[d]
+  bool clear_from_alphabet_ = false;     // this clearing walk started from the alphabet's mask
 };
 
 }  // namespace logitgate

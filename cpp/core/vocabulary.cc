@@ -48,6 +48,13 @@ Vocabulary::Vocabulary(std::vector<std::string> tokens, std::vector<bool> has_by
     const auto b1 = static_cast<uint8_t>(tokens_[i][0]);
     ++first_byte_tokens_[b1];
     if (tokens_[i].size() >= 2) ++pair_tokens_[b1 << 8 | static_cast<uint8_t>(tokens_[i][1])];
+    AsciiToken t{i, {0, 0}};
+    bool ascii = true;
+    for (unsigned char b : tokens_[i]) {
+      ascii = ascii && b < 0x80;
+      if (ascii) t.bytes[b >> 6] |= 1ull << (b & 63);
+    }
+    if (ascii) ascii_tokens_.push_back(t);
   }
   int32_t n_masks = 0;
   for (int b = 0; b < 256; ++b) {
@@ -172,6 +179,22 @@ void Vocabulary::ComputeSubtreeSummaries() {
     trie_desc_index_[i] = static_cast<int32_t>(trie_desc_bytes_.size() / 4);
     trie_desc_bytes_.insert(trie_desc_bytes_.end(), w, w + 4);
   }
+}
+
+const uint32_t* Vocabulary::alphabet_mask(const uint64_t* alphabet) const {
+  if (alphabet[2] != 0 || alphabet[3] != 0) return nullptr;
+  const std::array<uint64_t, 4> key{alphabet[0], alphabet[1], 0, 0};
+  std::lock_guard<std::mutex> lock(alphabet_mu_);
+  auto it = alphabet_masks_.find(key);
+  if (it != alphabet_masks_.end()) return it->second->data();
+  if (alphabet_masks_.size() >= kMaxAlphabetMasks) return nullptr;
+  auto mask = std::make_unique<std::vector<uint32_t>>(static_cast<size_t>(mask_words()), 0);
+  for (const AsciiToken& t : ascii_tokens_) {
+    if ((t.bytes[0] & ~key[0]) == 0 && (t.bytes[1] & ~key[1]) == 0) (*mask)[t.id >> 5] |= 1u << (t.id & 31);
+  }
+  const uint32_t* out = mask->data();
+  alphabet_masks_.emplace(key, std::move(mask));
+  return out;
 }
 
 }  // namespace logitgate

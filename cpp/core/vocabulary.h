@@ -8,7 +8,11 @@
 // - depth[i] >= 1 is the length of node i's byte string (the root is implicit at depth 0).
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -58,6 +62,12 @@ class Vocabulary {
   int32_t tokens_with_first_byte(uint8_t b) const { return first_byte_tokens_[b]; }
   int32_t tokens_with_first_bytes(uint8_t b1, uint8_t b2) const { return pair_tokens_[b1 << 8 | b2]; }
   int32_t num_text_tokens() const { return static_cast<int32_t>(trie_tokens_.size()); }
+  // The mask (mask_words() words) of the text tokens whose every byte is in `alphabet` (4
+  // words, bit b of word b/64), for an ASCII alphabet (nullptr for others, and once
+  // kMaxAlphabetMasks distinct alphabets are kept). Computed on first use per alphabet from
+  // the ASCII tokens' byte sets and kept (grammars of one kind share alphabets). Thread-safe.
+  static constexpr size_t kMaxAlphabetMasks = 64;
+  const uint32_t* alphabet_mask(const uint64_t* alphabet) const;
   // The mask (mask_words() words) of the tokens whose first byte is b, for the first bytes that
   // start many tokens (clearing them word by word beats clearing them token by token), or
   // nullptr.
@@ -90,6 +100,13 @@ class Vocabulary {
   std::vector<int32_t> pair_tokens_;
   int32_t first_byte_mask_index_[256];
   std::vector<uint32_t> first_byte_masks_;
+  struct AsciiToken {
+    int32_t id;
+    uint64_t bytes[2];
+  };
+  std::vector<AsciiToken> ascii_tokens_;  // text tokens of ASCII bytes only, with their byte sets
+  mutable std::mutex alphabet_mu_;
+  mutable std::map<std::array<uint64_t, 4>, std::unique_ptr<std::vector<uint32_t>>> alphabet_masks_;
 };
 
 }  // namespace logitgate
