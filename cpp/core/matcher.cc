@@ -19,13 +19,13 @@ void OrAnd(uint32_t* __restrict dst, const uint32_t* __restrict a, const uint32_
 void AndNot(uint32_t* __restrict dst, const uint32_t* __restrict src, size_t n) {
   for (size_t i = 0; i < n; ++i) dst[i] &= ~src[i];
 }
-// Only plain bytes (Automaton::is_universal) in the set: printable ASCII but '"' and '\', and
-// bytes of UTF-8 characters (their validity is checked separately).
 // The paths below node i are valid UTF-8 as far as `below` (the bytes that matter) goes.
 bool Utf8Below(const Vocabulary& v, int32_t i, const uint64_t* below) {
   return (below[2] | below[3]) == 0 || v.trie_utf8_below(i);
 }
 bool IsPlainAscii(uint8_t b) { return b >= 0x20 && b <= 0x7E && b != '"' && b != '\\'; }
+// Only plain bytes (Automaton::is_universal) in the set: printable ASCII but '"' and '\', and
+// bytes of UTF-8 characters (their validity is checked separately).
 bool PlainOnly(const uint64_t* bytes) {
   constexpr uint64_t kPlain0 = ~0ull << 0x20 & ~(1ull << 0x22);                       // 0x20-0x3F but '"'
   constexpr uint64_t kPlain1 = ~(1ull << (0x5C - 64)) & ~(1ull << (0x7F - 64));       // 0x40-0x7E but '\'
