@@ -23,6 +23,21 @@ void AndNot(uint32_t* __restrict dst, const uint32_t* __restrict src, size_t n) 
 bool Utf8Below(const Vocabulary& v, int32_t i, const uint64_t* below) {
   return (below[2] | below[3]) == 0 || v.trie_utf8_below(i);
 }
+// Sets (clears) the bit of every token in trie node i's subtree; returns how many tokens.
+int32_t SetSubtreeBits(const Vocabulary& v, int32_t i, uint32_t* words) {
+  const int32_t* tok_begin = v.trie_token_begin().data();
+  const int32_t* toks = v.trie_tokens().data();
+  const int32_t begin = tok_begin[i], end = tok_begin[v.trie_subtree_end()[i]];
+  for (int32_t k = begin; k < end; ++k) words[toks[k] >> 5] |= 1u << (toks[k] & 31);
+  return end - begin;
+}
+int32_t ClearSubtreeBits(const Vocabulary& v, int32_t i, uint32_t* words) {
+  const int32_t* tok_begin = v.trie_token_begin().data();
+  const int32_t* toks = v.trie_tokens().data();
+  const int32_t begin = tok_begin[i], end = tok_begin[v.trie_subtree_end()[i]];
+  for (int32_t k = begin; k < end; ++k) words[toks[k] >> 5] &= ~(1u << (toks[k] & 31));
+  return end - begin;
+}
 bool IsPlainAscii(uint8_t b) { return b >= 0x20 && b <= 0x7E && b != '"' && b != '\\'; }
 // Only plain bytes (Automaton::is_universal) in the set: printable ASCII but '"' and '\', and
 // bytes of UTF-8 characters (their validity is checked separately).
@@ -132,9 +147,6 @@ void Matcher::Walk(int32_t config, uint32_t* words) {
   walk_nodes_ = 0;
   const uint64_t* live = parser.LiveBytes(config);
   const size_t n_words = static_cast<size_t>(v.mask_words());
-  const int32_t* tok_begin = v.trie_token_begin().data();
-  const int32_t* toks = v.trie_tokens().data();
-  const int32_t* subtree_end = v.trie_subtree_end().data();
   int64_t unreachable = 0;  // tokens whose first byte no head consumes
   for (int b = 0; b < 256; ++b) {
     if (!(live[b >> 6] >> (b & 63) & 1)) unreachable += v.tokens_with_first_byte(static_cast<uint8_t>(b));
@@ -154,9 +166,7 @@ void Matcher::Walk(int32_t config, uint32_t* words) {
       } else if (const uint32_t* m = v.first_byte_mask(static_cast<uint8_t>(first))) {
         AndNot(words, m, n_words);
       } else {
-        for (int32_t k = tok_begin[root], end = tok_begin[subtree_end[root]]; k < end; ++k) {
-          words[toks[k] >> 5] &= ~(1u << (toks[k] & 31));
-        }
+        ClearSubtreeBits(v, root, words);
       }
     }
     return;
@@ -256,24 +266,14 @@ void Matcher::WalkSubtree(int32_t root, int32_t config, uint32_t* words) {
     if (walk_capacity_[d - 1] > v.trie_height(i) && IsPlainAscii(byte[i])) {
       const uint64_t* below = v.trie_descendant_bytes(i);
       if (below == nullptr || (PlainOnly(below) && v.trie_utf8_below(i))) {
-        if (!kClear) {
-          for (int32_t k = tok_begin[i], end = tok_begin[subtree_end[i]]; k < end; ++k) {
-            words[toks[k] >> 5] |= 1u << (toks[k] & 31);
-          }
-          walk_nodes_ += tok_begin[subtree_end[i]] - tok_begin[i];  // the bits cost like nodes
-        }
+        if (!kClear) walk_nodes_ += SetSubtreeBits(v, i, words);  // the bits cost like nodes
         i = subtree_end[i];
         continue;
       }
     }
     const int32_t c = parser.NextInRow(walk_row_[d - 1], parent, byte[i]);
     if (c == Parser::kDead) {
-      if (kClear) {
-        for (int32_t k = tok_begin[i], end = tok_begin[subtree_end[i]]; k < end; ++k) {
-          words[toks[k] >> 5] &= ~(1u << (toks[k] & 31));
-        }
-        walk_nodes_ += tok_begin[subtree_end[i]] - tok_begin[i];  // the bits cost like nodes
-      }
+      if (kClear) walk_nodes_ += ClearSubtreeBits(v, i, words);  // the bits cost like nodes
       i = subtree_end[i];
       continue;
     }
@@ -289,12 +289,7 @@ void Matcher::WalkSubtree(int32_t root, int32_t config, uint32_t* words) {
     // allows a whole subtree of plain bytes (a path of h bytes holds at most h characters).
     const int32_t capacity = below != nullptr ? parser.plain_capacity(c) : 0;
     if (capacity > 0 && v.trie_height(i) <= capacity && PlainOnly(below) && Utf8Below(v, i, below)) {
-      if (!kClear) {
-        for (int32_t k = tok_begin[i], end = tok_begin[subtree_end[i]]; k < end; ++k) {
-          words[toks[k] >> 5] |= 1u << (toks[k] & 31);
-        }
-        walk_nodes_ += tok_begin[subtree_end[i]] - tok_begin[i];  // the bits cost like nodes
-      }
+      if (!kClear) walk_nodes_ += SetSubtreeBits(v, i, words);  // the bits cost like nodes
       i = subtree_end[i];
       continue;
     }
@@ -309,12 +304,7 @@ void Matcher::WalkSubtree(int32_t root, int32_t config, uint32_t* words) {
         subtree_end[i] - i >= kShortcutMinNodes &&
         (c == parent || c == config || (d == 1 ? c == root_successor_ : parser.KnownStepSuccessor(parent) == c)) &&
         SubtreeAllowed(c, i, below, c == parent)) {
-      if (!kClear) {
-        for (int32_t k = tok_begin[i], end = tok_begin[subtree_end[i]]; k < end; ++k) {
-          words[toks[k] >> 5] |= 1u << (toks[k] & 31);
-        }
-        walk_nodes_ += tok_begin[subtree_end[i]] - tok_begin[i];  // the bits cost like nodes
-      }
+      if (!kClear) walk_nodes_ += SetSubtreeBits(v, i, words);  // the bits cost like nodes
       i = subtree_end[i];
       continue;
     }
