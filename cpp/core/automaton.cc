@@ -31,6 +31,7 @@ Automaton::Automaton(const std::vector<int32_t>& program, std::vector<std::strin
   Determinize();
   ComputeKernels();
   MarkTailCalls();
+  ComputeCharacterRules();
   ComputeUniversal();
   ComputePlainCapacity();
   ComputeByteClasses();
@@ -809,6 +810,9 @@ struct Range {
 // Plain characters (see Automaton::is_universal): the plain ASCII bytes, then the valid UTF-8
 // sequences as byte ranges.
 const Range kPlainAscii[] = {{0x20, 0x21}, {0x23, 0x5B}, {0x5D, 0x7E}};
+// The same ASCII bytes as bits (bit b of word b/64).
+constexpr uint64_t kPlainAsciiBits0 = ~0ull << 0x20 & ~(1ull << 0x22);                  // 0x20-0x3F but '"'
+constexpr uint64_t kPlainAsciiBits1 = ~(1ull << (0x5C - 64)) & ~(1ull << (0x7F - 64));  // 0x40-0x7E but '\'
 const std::vector<std::vector<Range>> kPlainUtf8 = {
     {{0xC2, 0xDF}, {0x80, 0xBF}},
     {{0xE0, 0xE0}, {0xA0, 0xBF}, {0x80, 0xBF}},
@@ -835,6 +839,40 @@ bool Covers(const std::vector<ByteEdge>& edges, const Range& r, Ok&& ok) {
 }
 }  // namespace
 
+template <typename Leaf>
+bool Automaton::EveryPlainUtf8(int32_t s, Leaf&& leaf) const {
+  // Each pattern is at most 4 ranges deep.
+  auto follow = [&](auto&& self, int32_t q, const std::vector<Range>& p, size_t k) -> bool {
+    if (k == p.size()) return leaf(q);
+    if (!deterministic_[q]) return false;
+    return Covers(bytes_[q], p[k], [&](int32_t t) { return self(self, t, p, k + 1); });
+  };
+  for (const std::vector<Range>& p : kPlainUtf8) {
+    if (!follow(follow, s, p, 0)) return false;
+  }
+  return true;
+}
+
+void Automaton::ComputeCharacterRules() {
+  const int32_t n_rules = static_cast<int32_t>(rule_start_.size());
+  char_ascii_.assign(static_cast<size_t>(n_rules), {0, 0});
+  char_utf8_.assign(static_cast<size_t>(n_rules), false);
+  auto ends = [&](int32_t t) { return static_cast<bool>(final_[t]); };
+  for (int32_t r = 0; r < n_rules; ++r) {
+    const int32_t s0 = rule_start_[r];
+    if (!deterministic_[s0]) continue;
+    for (const ByteEdge& e : bytes_[s0]) {
+      if (!final_[e.target]) continue;
+      for (int b = std::max<int>(e.lo, 0x20); b <= std::min<int>(e.hi, 0x7E); ++b) char_ascii_[r][b >> 6] |= 1ull << (b & 63);
+    }
+    char_utf8_[r] = EveryPlainUtf8(s0, ends);
+  }
+}
+
+bool Automaton::ReadsOnePlainCharacter(int32_t r) const {
+  return (kPlainAsciiBits0 & ~char_ascii_[r][0]) == 0 && (kPlainAsciiBits1 & ~char_ascii_[r][1]) == 0 && char_utf8_[r];
+}
+
 // Greatest fixpoint over determinized states (their byte edges are sorted and disjoint):
 // start from every state with byte edges, drop a state when some plain byte or character does
 // not lead to a state still in the set, and recheck its predecessors. Two rounds: the second
@@ -848,31 +886,9 @@ void Automaton::ComputeUniversal() {
 
 std::vector<bool> Automaton::UniversalFixpoint(const std::vector<bool>* callees) const {
   const int32_t n = num_states();
-  const int32_t n_rules = static_cast<int32_t>(rule_start_.size());
   // A call of a rule that reads one character and may then end (an encoded character class,
-  // as JSON string contents use) covers that character too: per rule, the plain ASCII bytes
-  // read so from its start (bit b of word b/64), and whether every valid UTF-8 character is.
-  std::vector<std::array<uint64_t, 2>> char_ascii(static_cast<size_t>(n_rules), {0, 0});
-  std::vector<bool> char_utf8(static_cast<size_t>(n_rules), false);
-  for (int32_t r = 0; r < n_rules; ++r) {
-    const int32_t s0 = rule_start_[r];
-    if (!deterministic_[s0]) continue;
-    for (const ByteEdge& e : bytes_[s0]) {
-      if (!final_[e.target]) continue;
-      for (int b = std::max<int>(e.lo, 0x20); b <= std::min<int>(e.hi, 0x7E); ++b) char_ascii[r][b >> 6] |= 1ull << (b & 63);
-    }
-    auto sequences = [&](auto&& self, int32_t q, const std::vector<Range>& p, size_t k) -> bool {
-      if (k == p.size()) return final_[q];
-      if (!deterministic_[q]) return false;
-      return Covers(bytes_[q], p[k], [&](int32_t t) { return self(self, t, p, k + 1); });
-    };
-    bool all = true;
-    for (size_t i = 0; all && i < kPlainUtf8.size(); ++i) all = sequences(sequences, s0, kPlainUtf8[i], 0);
-    char_utf8[r] = all;
-  }
-  constexpr uint64_t kPlain0 = ~0ull << 0x20 & ~(1ull << 0x22);                  // 0x20-0x3F but '"'
-  constexpr uint64_t kPlain1 = ~(1ull << (0x5C - 64)) & ~(1ull << (0x7F - 64));  // 0x40-0x7E but '\\'
-  auto reads_one = [&](const CallEdge& c) { return (char_ascii[c.rule][0] | char_ascii[c.rule][1]) != 0; };
+  // as JSON string contents use) covers that character too (char_ascii_, char_utf8_).
+  auto reads_one = [&](const CallEdge& c) { return (char_ascii_[c.rule][0] | char_ascii_[c.rule][1]) != 0; };
 
   std::vector<bool> in(n, false);
   std::vector<std::vector<int32_t>> preds(n);
@@ -900,12 +916,6 @@ std::vector<bool> Automaton::UniversalFixpoint(const std::vector<bool>* callees)
     }
     return false;
   };
-  // Every sequence of pattern p from position k on leads from s to a member (depth <= 4).
-  auto sequences = [&](auto&& self, int32_t q, const std::vector<Range>& p, size_t k) -> bool {
-    if (k == p.size()) return member(q);
-    if (!deterministic_[q]) return false;
-    return Covers(bytes_[q], p[k], [&](int32_t t) { return self(self, t, p, k + 1); });
-  };
   while (!work.empty()) {
     const int32_t s = work.back();
     work.pop_back();
@@ -919,14 +929,12 @@ std::vector<bool> Automaton::UniversalFixpoint(const std::vector<bool>* callees)
     bool utf8 = false;
     for (const CallEdge& c : calls_[s]) {
       if (!reads_one(c) || !member(c.ret)) continue;
-      ascii[0] |= char_ascii[c.rule][0];
-      ascii[1] |= char_ascii[c.rule][1];
-      utf8 = utf8 || char_utf8[c.rule];
+      ascii[0] |= char_ascii_[c.rule][0];
+      ascii[1] |= char_ascii_[c.rule][1];
+      utf8 = utf8 || char_utf8_[c.rule];
     }
-    bool ok = (kPlain0 & ~ascii[0]) == 0 && (kPlain1 & ~ascii[1]) == 0;
-    if (ok && !utf8) {
-      for (size_t i = 0; ok && i < kPlainUtf8.size(); ++i) ok = sequences(sequences, s, kPlainUtf8[i], 0);
-    }
+    const bool ok = (kPlainAsciiBits0 & ~ascii[0]) == 0 && (kPlainAsciiBits1 & ~ascii[1]) == 0 &&
+                     (utf8 || EveryPlainUtf8(s, member));
     if (ok) continue;
     in[s] = false;
     for (int32_t p : preds[s]) {
@@ -945,22 +953,8 @@ std::vector<bool> Automaton::UniversalFixpoint(const std::vector<bool>* callees)
 void Automaton::ComputePlainCapacity() {
   const int32_t n = num_states();
   const int32_t n_rules = static_cast<int32_t>(rule_start_.size());
-  // single[r]: from r's start every plain character leads to a state where r may end.
   std::vector<bool> single(n_rules, false);
-  for (int32_t r = 0; r < n_rules; ++r) {
-    const int32_t s0 = rule_start_[r];
-    if (!deterministic_[s0]) continue;
-    auto ends = [&](int32_t t) { return static_cast<bool>(final_[t]); };
-    bool ok = true;
-    for (const Range& range : kPlainAscii) ok = ok && Covers(bytes_[s0], range, ends);
-    auto sequences = [&](auto&& self, int32_t s, const std::vector<Range>& p, size_t k) -> bool {
-      if (k == p.size()) return final_[s];
-      if (!deterministic_[s]) return false;
-      return Covers(bytes_[s], p[k], [&](int32_t t) { return self(self, t, p, k + 1); });
-    };
-    for (size_t i = 0; ok && i < kPlainUtf8.size(); ++i) ok = sequences(sequences, s0, kPlainUtf8[i], 0);
-    single[r] = ok;
-  }
+  for (int32_t r = 0; r < n_rules; ++r) single[r] = ReadsOnePlainCharacter(r);
   single_start_.assign(n, false);
   for (int32_t r = 0; r < n_rules; ++r) {
     if (single[r]) single_start_[rule_start_[r]] = true;
@@ -981,12 +975,7 @@ void Automaton::ComputePlainCapacity() {
     };
     bool ok = true;
     for (const Range& range : kPlainAscii) ok = ok && Covers(bytes_[s], range, collect);
-    auto sequences = [&](auto&& self, int32_t q, const std::vector<Range>& p, size_t k) -> bool {
-      if (k == p.size()) return collect(q);
-      if (!deterministic_[q]) return false;
-      return Covers(bytes_[q], p[k], [&](int32_t t) { return self(self, t, p, k + 1); });
-    };
-    for (size_t i = 0; ok && i < kPlainUtf8.size(); ++i) ok = sequences(sequences, s, kPlainUtf8[i], 0);
+    ok = ok && EveryPlainUtf8(s, collect);
     full[s] = ok;
     if (!ok) {
       out.clear();

@@ -19,6 +19,7 @@
 //   right recursion and chains of rules in tail position do not deepen the stack.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -92,9 +93,16 @@ class Automaton {
   void Determinize();
   void ComputeKernels();
   void MarkTailCalls();
+  void ComputeCharacterRules();
   void ComputeUniversal();
   std::vector<bool> UniversalFixpoint(const std::vector<bool>* callees) const;
   void ComputePlainCapacity();
+  // True when every valid UTF-8 character read from determinized state s is covered by its
+  // edges and ends at a state t with leaf(t).
+  template <typename Leaf>
+  bool EveryPlainUtf8(int32_t s, Leaf&& leaf) const;
+  // True when rule r's start reads every plain character as a whole (r may end after it).
+  bool ReadsOnePlainCharacter(int32_t r) const;
   void ComputeByteClasses();
 
   CoreLimits limits_;
@@ -110,6 +118,11 @@ class Automaton {
   std::vector<bool> universal_;
   std::vector<int32_t> capacity_;
   std::vector<bool> single_start_;
+  // Per rule (ComputeCharacterRules): the plain ASCII bytes its start reads as a whole
+  // character (bit b of word b/64; the rule may end right after), and whether every valid
+  // UTF-8 character is read so. A call of such a rule covers those characters.
+  std::vector<std::array<uint64_t, 2>> char_ascii_;
+  std::vector<bool> char_utf8_;
   std::vector<int32_t> kernel_offset_, kernel_;
   int32_t byte_class_[256] = {};
   int32_t num_byte_classes_ = 1;
