@@ -8,6 +8,9 @@ namespace {
 // SubtreeAllowed follows chains of at most this many positions (each new position costs
 // transitions); loops end the chain at once, so they are unaffected.
 constexpr int32_t kMaxChain = 16;
+// The mask walk visits only the children a configuration can follow (instead of every child)
+// at trie depths below this; each such node nests one call.
+constexpr int32_t kMaxSparseDepth = 8;
 
 // Word-wise mask updates (vectorizable: the arrays never overlap).
 void Or(uint32_t* __restrict dst, const uint32_t* __restrict src, size_t n) {
@@ -25,18 +28,33 @@ bool Utf8Below(const Vocabulary& v, int32_t i, const uint64_t* below) {
 }
 // Sets (clears) the bit of every token in trie node i's subtree; returns how many tokens.
 int32_t SetSubtreeBits(const Vocabulary& v, int32_t i, uint32_t* words) {
-  const int32_t* tok_begin = v.trie_token_begin().data();
+  const Vocabulary::TrieNode* node = v.trie_nodes();
   const int32_t* toks = v.trie_tokens().data();
-  const int32_t begin = tok_begin[i], end = tok_begin[v.trie_subtree_end()[i]];
+  const int32_t begin = node[i].token_begin, end = node[node[i].subtree_end].token_begin;
   for (int32_t k = begin; k < end; ++k) words[toks[k] >> 5] |= 1u << (toks[k] & 31);
   return end - begin;
 }
 int32_t ClearSubtreeBits(const Vocabulary& v, int32_t i, uint32_t* words) {
-  const int32_t* tok_begin = v.trie_token_begin().data();
+  const Vocabulary::TrieNode* node = v.trie_nodes();
   const int32_t* toks = v.trie_tokens().data();
-  const int32_t begin = tok_begin[i], end = tok_begin[v.trie_subtree_end()[i]];
+  const int32_t begin = node[i].token_begin, end = node[node[i].subtree_end].token_begin;
   for (int32_t k = begin; k < end; ++k) words[toks[k] >> 5] &= ~(1u << (toks[k] & 31));
   return end - begin;
+}
+// True when every child of node i whose byte is in `below` has its byte in `live`.
+bool ChildrenLive(const Vocabulary& v, int32_t i, const uint64_t* below, const uint64_t* live) {
+  if (const uint64_t* kids = v.trie_child_bytes(i)) {
+    for (int q = 0; q < 4; ++q) {
+      if (kids[q] & below[q] & ~live[q]) return false;
+    }
+    return true;
+  }
+  const Vocabulary::TrieNode* node = v.trie_nodes();
+  for (int32_t j = i + 1; j < node[i].subtree_end; j = node[j].subtree_end) {
+    const uint8_t b = node[j].byte;
+    if ((below[b >> 6] & ~live[b >> 6]) >> (b & 63) & 1) return false;
+  }
+  return true;
 }
 bool IsPlainAscii(uint8_t b) { return b >= 0x20 && b <= 0x7E && b != '"' && b != '\\'; }
 // Only plain bytes (Automaton::is_universal) in the set: printable ASCII but '"' and '\', and
@@ -132,25 +150,30 @@ std::string Matcher::ForcedBytes(int64_t max_bytes) {
 // clears dead subtrees, so shortcut subtrees cost nothing at all. Writes text tokens only.
 void Matcher::Walk(int32_t config, uint32_t* words) {
   const Vocabulary& v = *grammar_->vocab;
+  // Slot d holds the configuration after the walk's current node at depth d; a slot is
+  // written before it is read, so it needs no reset between walks.
   const size_t levels = static_cast<size_t>(v.max_token_length()) + 1;
-  walk_config_.assign(levels, Parser::kDead);
-  walk_row_.assign(levels, nullptr);
+  if (walk_config_.size() < levels) {
+    walk_config_.resize(levels);
+    walk_row_.resize(levels);
+    walk_capacity_.resize(levels);
+  }
   Parser& parser = *parser_;
   walk_config_[0] = config;
   walk_row_[0] = parser.Row(config);
-  walk_capacity_.assign(levels, 0);
   walk_capacity_[0] = parser.plain_capacity(config);
-  // The root's step successor (its transitions on live bytes are needed by the walk anyway):
-  // first bytes leading there may start a chain worth the subtree shortcut.
-  root_successor_ = parser.Steps(config, false).successor;
+  root_successor_ = Parser::kUnknown;  // computed when a shortcut asks for it
   clear_from_alphabet_ = false;
   walk_nodes_ = 0;
   const uint64_t* live = parser.LiveBytes(config);
   const size_t n_words = static_cast<size_t>(v.mask_words());
-  int64_t unreachable = 0;  // tokens whose first byte no head consumes
-  for (int b = 0; b < 256; ++b) {
-    if (!(live[b >> 6] >> (b & 63) & 1)) unreachable += v.tokens_with_first_byte(static_cast<uint8_t>(b));
+  int64_t reachable = 0;  // tokens whose first byte some head consumes
+  for (int q = 0; q < 4; ++q) {
+    for (uint64_t w = live[q]; w != 0; w &= w - 1) {
+      reachable += v.tokens_with_first_byte(static_cast<uint8_t>(64 * q + __builtin_ctzll(w)));
+    }
   }
+  const int64_t unreachable = v.num_text_tokens() - reachable;
   if (8 * unreachable < v.num_text_tokens() && 2 * ReachableEstimate(config) > v.num_text_tokens()) {
     // Most of the vocabulary is allowed: start from every text token and clear (from every
     // token over the grammar's alphabet: subtrees under other bytes are then skipped unseen).
@@ -162,7 +185,7 @@ void Matcher::Walk(int32_t config, uint32_t* words) {
       const int32_t root = v.trie_root_child(static_cast<uint8_t>(first));
       if (root < 0 || (clear_from_alphabet_ && !(a.alphabet()[first >> 6] >> (first & 63) & 1))) continue;
       if (live[first >> 6] >> (first & 63) & 1) {
-        WalkSubtree<true>(root, config, words);
+        WalkSubtree<true>(root, v.trie_nodes()[root].subtree_end, config, words);
       } else if (const uint32_t* m = v.first_byte_mask(static_cast<uint8_t>(first))) {
         AndNot(words, m, n_words);
       } else {
@@ -178,24 +201,26 @@ void Matcher::Walk(int32_t config, uint32_t* words) {
   std::memset(words, 0, n_words * sizeof(uint32_t));
   const Automaton& a = parser.automaton();
   const uint32_t* readable = nullptr;
-  for (int first = 0; first < 256; ++first) {
-    if (!(live[first >> 6] >> (first & 63) & 1)) continue;
-    const int32_t root = v.trie_root_child(static_cast<uint8_t>(first));
-    if (root < 0) continue;
-    const uint32_t* m = v.first_byte_mask(static_cast<uint8_t>(first));
-    if (m != nullptr && 2 * ReachableWithFirstByte(config, static_cast<uint8_t>(first)) > v.tokens_with_first_byte(static_cast<uint8_t>(first))) {
-      if (readable == nullptr && !a.full_alphabet()) {
-        readable = v.alphabet_mask(a.alphabet());
-        clear_from_alphabet_ = readable != nullptr;
-      }
-      if (clear_from_alphabet_) {
-        OrAnd(words, m, readable, n_words);
+  for (int q = 0; q < 4; ++q) {
+    for (uint64_t bits = live[q]; bits != 0; bits &= bits - 1) {
+      const auto first = static_cast<uint8_t>(64 * q + __builtin_ctzll(bits));
+      const int32_t root = v.trie_root_child(first);
+      if (root < 0) continue;
+      const uint32_t* m = v.first_byte_mask(first);
+      if (m != nullptr && 2 * ReachableWithFirstByte(config, first) > v.tokens_with_first_byte(first)) {
+        if (readable == nullptr && !a.full_alphabet()) {
+          readable = v.alphabet_mask(a.alphabet());
+          clear_from_alphabet_ = readable != nullptr;
+        }
+        if (clear_from_alphabet_) {
+          OrAnd(words, m, readable, n_words);
+        } else {
+          Or(words, m, n_words);
+        }
+        WalkSubtree<true>(root, v.trie_nodes()[root].subtree_end, config, words);
       } else {
-        Or(words, m, n_words);
+        WalkSubtree<false>(root, v.trie_nodes()[root].subtree_end, config, words);
       }
-      WalkSubtree<true>(root, config, words);
-    } else {
-      WalkSubtree<false>(root, config, words);
     }
   }
 }
@@ -235,46 +260,44 @@ int64_t Matcher::ReachableWithFirstByte(int32_t config, uint8_t b) {
   return pairs;
 }
 
-// Walks the subtree of depth-1 node `root` (see Walk).
+// Walks trie nodes [begin, end): whole subtrees whose parent's configuration is in
+// walk_config_ (see Walk).
 template <bool kClear>
-void Matcher::WalkSubtree(int32_t root, int32_t config, uint32_t* words) {
+void Matcher::WalkSubtree(int32_t begin, int32_t end, int32_t config, uint32_t* words) {
   const Vocabulary& v = *grammar_->vocab;
-  const uint8_t* byte = v.trie_byte().data();
-  const uint16_t* depth = v.trie_depth().data();
-  const int32_t* subtree_end = v.trie_subtree_end().data();
-  const int32_t* tok_begin = v.trie_token_begin().data();
+  const Vocabulary::TrieNode* node = v.trie_nodes();
   const int32_t* toks = v.trie_tokens().data();
   constexpr int32_t kShortcutMinNodes = 16;
   Parser& parser = *parser_;
-  const int32_t n = subtree_end[root];
   // Bytes no edge reads: their subtrees are dead; in clearing mode they are skipped unseen
   // only when the walk started from the alphabet's mask (so their tokens are already clear).
   const uint64_t* alphabet = parser.automaton().alphabet();
   const bool skip_unread = !kClear || clear_from_alphabet_;
   const bool full_alphabet = !skip_unread || parser.automaton().full_alphabet();
-  for (int32_t i = root; i < n; ++walk_nodes_) {
-    const int32_t d = depth[i];
+  for (int32_t i = begin; i < end; ++walk_nodes_) {
+    const Vocabulary::TrieNode& at = node[i];
+    const int32_t d = at.depth;
     const int32_t parent = walk_config_[d - 1];
-    if (skip_unread && !(alphabet[byte[i] >> 6] >> (byte[i] & 63) & 1)) {
+    if (skip_unread && !(alphabet[at.byte >> 6] >> (at.byte & 63) & 1)) {
       // No edge reads this byte: dead, and (in clearing mode) never in the starting mask.
-      i = subtree_end[i];
+      i = at.subtree_end;
       continue;
     }
     // The parent keeps any plain text of this length viable: a plain byte whose subtree is
     // plain too is allowed whole, without even the transition into it (children of a key
     // prefix, of a string body, whose tokens never close the text).
-    if (walk_capacity_[d - 1] > v.trie_height(i) && IsPlainAscii(byte[i])) {
+    if (walk_capacity_[d - 1] > 0 && IsPlainAscii(at.byte) && walk_capacity_[d - 1] > v.trie_height(i)) {
       const uint64_t* below = v.trie_descendant_bytes(i);
       if (below == nullptr || (PlainOnly(below) && v.trie_utf8_below(i))) {
         if (!kClear) walk_nodes_ += SetSubtreeBits(v, i, words);  // the bits cost like nodes
-        i = subtree_end[i];
+        i = at.subtree_end;
         continue;
       }
     }
-    const int32_t c = parser.NextInRow(walk_row_[d - 1], parent, byte[i]);
+    const int32_t c = parser.NextInRow(walk_row_[d - 1], parent, at.byte);
     if (c == Parser::kDead) {
       if (kClear) walk_nodes_ += ClearSubtreeBits(v, i, words);  // the bits cost like nodes
-      i = subtree_end[i];
+      i = at.subtree_end;
       continue;
     }
     const uint64_t* below = v.trie_descendant_bytes(i);
@@ -290,7 +313,7 @@ void Matcher::WalkSubtree(int32_t root, int32_t config, uint32_t* words) {
     const int32_t capacity = below != nullptr ? parser.plain_capacity(c) : 0;
     if (capacity > 0 && v.trie_height(i) <= capacity && PlainOnly(below) && Utf8Below(v, i, below)) {
       if (!kClear) walk_nodes_ += SetSubtreeBits(v, i, words);  // the bits cost like nodes
-      i = subtree_end[i];
+      i = at.subtree_end;
       continue;
     }
     // The shortcut is tried where it is likely to pay: the configuration came back to itself
@@ -301,19 +324,43 @@ void Matcher::WalkSubtree(int32_t root, int32_t config, uint32_t* words) {
     // finite): the check above covers their plain subtrees, and following their chain for the
     // rest costs thousands of transitions for nothing.
     if (below != nullptr && (capacity < kMaxChain || capacity >= Automaton::kUnbounded) &&
-        subtree_end[i] - i >= kShortcutMinNodes &&
-        (c == parent || c == config || (d == 1 ? c == root_successor_ : parser.KnownStepSuccessor(parent) == c)) &&
+        at.subtree_end - i >= kShortcutMinNodes &&
+        (c == parent || c == config || (d == 1 ? c == RootSuccessor() : c == StepSuccessor(parent))) &&
         SubtreeAllowed(c, i, below, c == parent)) {
       if (!kClear) walk_nodes_ += SetSubtreeBits(v, i, words);  // the bits cost like nodes
-      i = subtree_end[i];
+      i = at.subtree_end;
       continue;
     }
     walk_config_[d] = c;
     walk_row_[d] = parser.Row(c);
     walk_capacity_[d] = capacity;
     if (!kClear) {
-      for (int32_t k = tok_begin[i]; k < tok_begin[i + 1]; ++k) {
+      for (int32_t k = at.token_begin; k < node[i + 1].token_begin; ++k) {
         words[toks[k] >> 5] |= 1u << (toks[k] & 31);
+      }
+      // A wide node whose configuration can follow few of its children (a move's first letter
+      // in a chess grammar, a leading space before a JSON value): visit only those. The
+      // nesting is bounded by kMaxSparseDepth, whatever the vocabulary's token lengths.
+      if (d < kMaxSparseDepth) {
+        if (const uint64_t* kids = v.trie_child_bytes(i)) {
+          const uint64_t* live = parser.LiveBytes(c);
+          uint64_t follow[4];
+          int32_t n_follow = 0;
+          for (int q = 0; q < 4; ++q) {
+            follow[q] = kids[q] & live[q];
+            n_follow += __builtin_popcountll(follow[q]);
+          }
+          if (2 * n_follow < v.trie_num_children(i)) {
+            for (int q = 0; q < 4; ++q) {
+              for (uint64_t w = follow[q]; w != 0; w &= w - 1) {
+                const int32_t j = v.trie_child(i, static_cast<uint8_t>(64 * q + __builtin_ctzll(w)));
+                WalkSubtree<false>(j, node[j].subtree_end, config, words);
+              }
+            }
+            i = at.subtree_end;
+            continue;
+          }
+        }
       }
     }
     ++i;
@@ -331,7 +378,11 @@ bool Matcher::SubtreeAllowed(int32_t c, int32_t i, const uint64_t* below, bool l
   Parser& parser = *parser_;
   const bool ascii_only = (below[2] | below[3]) == 0;
   if (!ascii_only && !v.trie_utf8_below(i)) return false;
-  if (loops && parser.KnownStepSuccessor(c) == Parser::kUnknown) {
+  const bool steps_known = parser.KnownStepSuccessor(c) != Parser::kUnknown;
+  // A child byte (of those in `below`) no head of c consumes kills its tokens: cheap to see
+  // while c's step set is unknown (once known, the check against it below is as cheap).
+  if (!steps_known && !ChildrenLive(v, i, below, parser.LiveBytes(c))) return false;
+  if (loops && !steps_known) {
     // The node's byte led back to c: most likely c loops on every byte below. Check the ASCII
     // bytes below one by one before paying for c's whole step set (a transition per byte
     // class, most of which the walk never needs when the check fails).

@@ -69,7 +69,23 @@ class Matcher {
   // configurations that allow most of the vocabulary); otherwise it starts empty and the walk
   // sets what is allowed.
   template <bool kClear>
-  void WalkSubtree(int32_t root, int32_t config, uint32_t* words);
+  void WalkSubtree(int32_t begin, int32_t end, int32_t config, uint32_t* words);
+  // The walk's start configuration's step successor (first bytes leading there may start a
+  // chain worth the subtree shortcut); computed on first use per walk.
+  int32_t RootSuccessor() {
+    if (root_successor_ == Parser::kUnknown) root_successor_ = parser_->Steps(walk_config_[0], false).successor;
+    return root_successor_;
+  }
+  // The step successor of `config` where a chain is likely (many ASCII bytes live: a string
+  // body, a bounded repetition of a wide class) or already known; kUnknown elsewhere, so that
+  // narrow positions (a chess move's file) never pay for their step sets.
+  int32_t StepSuccessor(int32_t config) {
+    const int32_t known = parser_->KnownStepSuccessor(config);
+    if (known != Parser::kUnknown) return known;
+    const uint64_t* live = parser_->LiveBytes(config);
+    if (__builtin_popcountll(live[0]) + __builtin_popcountll(live[1]) < 16) return Parser::kUnknown;
+    return parser_->Steps(config, false).successor;
+  }
   // `loops`: the node's byte led from c back to c.
   bool SubtreeAllowed(int32_t c, int32_t i, const uint64_t* below, bool loops);
   int32_t Advance(int32_t config, const std::string& data);

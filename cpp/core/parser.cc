@@ -23,11 +23,17 @@ inline void AddByteRange(int lo, int hi, uint64_t* bits) {
 }
 }  // namespace
 
-size_t Parser::VecHash::operator()(const std::vector<uint64_t>& v) const {
-  uint64_t h = 0xcbf29ce484222325ull ^ v.size();
-  for (uint64_t x : v) h ^= x + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-  return static_cast<size_t>(h);
+namespace {
+uint64_t HashHeads(const uint64_t* heads, uint32_t count, bool accepting) {
+  uint64_t h = 0xcbf29ce484222325ull ^ (count * 2 + accepting);
+  for (uint32_t i = 0; i < count; ++i) {
+    h ^= heads[i];
+    h *= 0x100000001b3ull;
+    h ^= h >> 29;
+  }
+  return h ^ (h >> 32);
 }
+}  // namespace
 
 Parser::Parser(std::shared_ptr<const Automaton> automaton, const CoreLimits& limits)
     : automaton_(std::move(automaton)), limits_(limits), num_classes_(automaton_->num_byte_classes()) {
@@ -35,6 +41,10 @@ Parser::Parser(std::shared_ptr<const Automaton> automaton, const CoreLimits& lim
   blocks_.reset(new std::atomic<Block*>[max_blocks_]);
   for (int64_t i = 0; i < max_blocks_; ++i) blocks_[i].store(nullptr, std::memory_order_relaxed);
   frames_.push_back({-1, -1, 0});
+  config_table_.assign(64, -1);
+  config_hash_.reserve(32);
+  config_heads_.reserve(32);
+  heads_.reserve(256);
   std::lock_guard<std::mutex> lock(mu_);
   // Configuration 0 is dead: its own successor on every byte.
   out_.clear();
@@ -114,18 +124,41 @@ void Parser::Closure(int32_t state0, int32_t frame0) {
   }
 }
 
+size_t Parser::FindSlot(const uint64_t* heads, uint32_t count, bool accepting, uint64_t h) const {
+  const size_t mask = config_table_.size() - 1;
+  for (size_t i = h & mask;; i = (i + 1) & mask) {
+    const int32_t id = config_table_[i];
+    if (id < 0) return i;
+    if (config_hash_[id] != h || config_heads_[id].second != count || this->accepting(id) != accepting) continue;
+    if (std::equal(heads, heads + count, heads_.data() + config_heads_[id].first)) return i;
+  }
+}
+
 int32_t Parser::Intern(bool accepting) {
   std::sort(out_.begin(), out_.end());
   out_.erase(std::unique(out_.begin(), out_.end()), out_.end());
   const int32_t existing = num_configs_.load(std::memory_order_relaxed);
   if (existing > 0 && out_.empty() && !accepting) return kDead;
-  out_.push_back(accepting ? ~1ull : ~2ull);  // the accepting bit is part of the key
-  auto [it, inserted] = config_index_.try_emplace(out_, existing);
-  if (!inserted) return it->second;
+  const auto count = static_cast<uint32_t>(out_.size());
+  const uint64_t h = HashHeads(out_.data(), count, accepting);
+  size_t slot = FindSlot(out_.data(), count, accepting, h);
+  if (config_table_[slot] >= 0) return config_table_[slot];
   if (existing >= limits_.max_configurations) {
-    config_index_.erase(it);
     throw CoreError::Limit("max_configurations", limits_.max_configurations,
                            "this grammar built too many parser configurations");
+  }
+  if (2 * (static_cast<size_t>(existing) + 1) > config_table_.size()) {
+    // At most half full: rehash into twice the slots.
+    std::vector<int32_t> old(config_table_.size() * 2, -1);
+    old.swap(config_table_);
+    const size_t mask = config_table_.size() - 1;
+    for (int32_t id : old) {
+      if (id < 0) continue;
+      size_t i = config_hash_[id] & mask;
+      while (config_table_[i] >= 0) i = (i + 1) & mask;
+      config_table_[i] = id;
+    }
+    slot = FindSlot(out_.data(), count, accepting, h);
   }
   const int32_t id = existing;
   Block* block = blocks_[id >> kBlockBits].load(std::memory_order_relaxed);
@@ -144,7 +177,6 @@ int32_t Parser::Intern(bool accepting) {
     for (auto& c : block->capacity) c.store(0, std::memory_order_relaxed);
     blocks_[id >> kBlockBits].store(block, std::memory_order_release);
   }
-  const uint32_t count = static_cast<uint32_t>(out_.size() - 1);
   int32_t capacity = 0;
   for (uint32_t i = 0; i < count; ++i) {
     const int32_t state = StateOf(out_[i]), frame = FrameOf(out_[i]);
@@ -158,7 +190,9 @@ int32_t Parser::Intern(bool accepting) {
   block->flags[id & kBlockMask].store(static_cast<uint8_t>((accepting ? kAccepting : 0) | (count ? kHasHeads : 0)),
                                       std::memory_order_relaxed);
   config_heads_.push_back({static_cast<uint32_t>(heads_.size()), count});
-  heads_.insert(heads_.end(), out_.begin(), out_.end() - 1);
+  heads_.insert(heads_.end(), out_.begin(), out_.end());
+  config_hash_.push_back(h);
+  config_table_[slot] = id;
   // Byte classes no head can consume are dead: store them now, so the mask walk never takes
   // the lock for them; the others are computed on first use.
   {
@@ -210,34 +244,47 @@ Parser::StepSet Parser::Steps(int32_t config, bool with_leads) {
   const uint8_t want = with_leads ? kStepsLeads : kStepsAscii;
   const uint8_t ready = block->steps_ready[k].load(std::memory_order_acquire);
   if ((ready & want) == want) return {block->step_successor[k].load(std::memory_order_relaxed), words};
-  // The most common live successor on ASCII bytes; ties go to `config` itself.
-  int32_t next_of[0x80];
-  std::vector<std::pair<int32_t, int32_t>> counts;  // (successor, how many bytes)
+  // The most common live successor on ASCII bytes; ties go to `config` itself. Only live
+  // bytes are looked at, and bytes of one class share their transition (computed once).
   const uint64_t* live = LiveBytes(config);
-  for (int b = 0; b < 0x80; ++b) {
-    // Bytes of one class share their transition: compute it at the class's first byte.
+  int32_t class_next[256];
+  uint64_t class_known[4] = {0, 0, 0, 0};
+  auto next_of = [&](int b) {
     const int32_t cls = automaton_->byte_class(static_cast<uint8_t>(b));
-    if (b > 0 && automaton_->byte_class(static_cast<uint8_t>(b - 1)) == cls) {
-      next_of[b] = next_of[b - 1];
-    } else {
-      next_of[b] = (live[b >> 6] >> (b & 63) & 1) ? Next(config, static_cast<uint8_t>(b)) : kDead;
+    if (!(class_known[cls >> 6] >> (cls & 63) & 1)) {
+      class_known[cls >> 6] |= 1ull << (cls & 63);
+      class_next[cls] = Next(config, static_cast<uint8_t>(b));
     }
-    if (next_of[b] == kDead) continue;
-    auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& p) { return p.first == next_of[b]; });
-    if (it == counts.end()) {
-      counts.push_back({next_of[b], 1});
-    } else {
-      ++it->second;
+    return class_next[cls];
+  };
+  struct Count {
+    int32_t successor, bytes;
+  };
+  Count counts[128];  // distinct live successors (at most one per ASCII byte)
+  int n_counts = 0;
+  for (int q = 0; q < 2; ++q) {
+    for (uint64_t w = live[q]; w != 0; w &= w - 1) {
+      const int32_t next = next_of(64 * q + __builtin_ctzll(w));
+      if (next == kDead) continue;
+      int k = 0;
+      while (k < n_counts && counts[k].successor != next) ++k;
+      if (k == n_counts) counts[n_counts++] = {next, 0};
+      ++counts[k].bytes;
     }
   }
   int32_t successor = kDead, best = 0;
-  for (auto [c, n] : counts) {
-    if (n > best || (n == best && c == config)) successor = c, best = n;
+  for (int k = 0; k < n_counts; ++k) {
+    if (counts[k].bytes > best || (counts[k].bytes == best && counts[k].successor == config)) {
+      successor = counts[k].successor, best = counts[k].bytes;
+    }
   }
   uint64_t w[4] = {0, 0, 0, 0};
   if (successor != kDead) {
-    for (int b = 0; b < 0x80; ++b) {
-      if (next_of[b] == successor) w[b >> 6] |= 1ull << (b & 63);
+    for (int q = 0; q < 2; ++q) {
+      for (uint64_t bits = live[q]; bits != 0; bits &= bits - 1) {
+        const int b = 64 * q + __builtin_ctzll(bits);
+        if (next_of(b) == successor) w[q] |= 1ull << (b & 63);
+      }
     }
   }
   // The lead bytes cost far more (intermediate configurations of multi-byte characters):
@@ -272,7 +319,13 @@ Parser::StepSet Parser::Steps(int32_t config, bool with_leads) {
         for (int step = 0; step < need && !dies; ++step) {
           next_level.clear();
           for (int32_t c : level) {
-            for (int b = (step == 0 ? lo : 0x80); b <= (step == 0 ? hi : 0xBF) && !dies; ++b) {
+            const int first = step == 0 ? lo : 0x80, last = step == 0 ? hi : 0xBF;
+            for (int b = first; b <= last && !dies; ++b) {
+              // Bytes of one class share their transition (classes are mostly ranges).
+              if (b > first && automaton_->byte_class(static_cast<uint8_t>(b)) ==
+                                   automaton_->byte_class(static_cast<uint8_t>(b - 1))) {
+                continue;
+              }
               const int32_t n = Next(c, static_cast<uint8_t>(b));
               dies = n == kDead;
               if (std::find(next_level.begin(), next_level.end(), n) == next_level.end()) next_level.push_back(n);

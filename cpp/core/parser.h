@@ -129,9 +129,6 @@ class Parser {
     int32_t parent;
     int32_t depth;
   };
-  struct VecHash {
-    size_t operator()(const std::vector<uint64_t>& v) const;
-  };
 
   Block* BlockOf(int32_t config) const { return blocks_[config >> kBlockBits].load(std::memory_order_acquire); }
   uint8_t Flags(int32_t config) const {
@@ -143,7 +140,11 @@ class Parser {
 
   int32_t ComputeLocked(int32_t config, uint8_t b);
   void Closure(int32_t state, int32_t frame);
+  // Interns the configuration of the heads in out_ (sorted, deduplicated here).
   int32_t Intern(bool accepting);
+  // Index slot of the configuration (heads, accepting) with hash h: its slot when interned,
+  // else the empty slot where it belongs.
+  size_t FindSlot(const uint64_t* heads, uint32_t count, bool accepting, uint64_t h) const;
   int32_t PushFrame(int32_t ret, int32_t parent);
 
   std::shared_ptr<const Automaton> automaton_;
@@ -161,7 +162,11 @@ class Parser {
   std::unordered_map<uint64_t, int32_t> frame_index_;
   std::vector<uint64_t> heads_;
   std::vector<std::pair<uint32_t, uint32_t>> config_heads_;  // (offset, count) into heads_
-  std::unordered_map<std::vector<uint64_t>, int32_t, VecHash> config_index_;
+  // The interning index: open addressing over configuration ids (-1: empty slot), keyed by a
+  // configuration's heads and accepting bit; config_hash_[id] is configuration id's hash.
+  // No allocation per configuration: interning is on the path of every first-visit walk.
+  std::vector<int32_t> config_table_;
+  std::vector<uint64_t> config_hash_;
   int64_t masks_stored_ = 0;
   int64_t mask_words_hint_ = 0;
   std::vector<uint64_t> out_, work_;

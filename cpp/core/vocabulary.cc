@@ -80,6 +80,9 @@ void Vocabulary::BuildTrie() {
   // `path[d]` is the node index at depth d+1 on the current root-to-leaf path.
   std::vector<int32_t> path;
   std::vector<std::vector<int32_t>> node_tokens;
+  std::vector<uint8_t> byte;
+  std::vector<uint16_t> depth;
+  std::vector<int32_t> subtree_end;
   const std::string* prev = nullptr;
   for (int32_t id : order) {
     const std::string& t = tokens_[id];
@@ -90,34 +93,34 @@ void Vocabulary::BuildTrie() {
       while (common < n && (*prev)[common] == t[common]) ++common;
     }
     while (path.size() > common) {
-      trie_subtree_end_[path.back()] = static_cast<int32_t>(trie_byte_.size());
+      subtree_end[path.back()] = static_cast<int32_t>(byte.size());
       path.pop_back();
     }
     for (size_t d = common; d < t.size(); ++d) {
-      path.push_back(static_cast<int32_t>(trie_byte_.size()));
-      trie_byte_.push_back(static_cast<uint8_t>(t[d]));
-      trie_depth_.push_back(static_cast<uint16_t>(d + 1));
-      trie_subtree_end_.push_back(0);
+      path.push_back(static_cast<int32_t>(byte.size()));
+      byte.push_back(static_cast<uint8_t>(t[d]));
+      depth.push_back(static_cast<uint16_t>(d + 1));
+      subtree_end.push_back(0);
       node_tokens.emplace_back();
     }
     node_tokens[path.back()].push_back(id);
     prev = &t;
   }
   while (!path.empty()) {
-    trie_subtree_end_[path.back()] = static_cast<int32_t>(trie_byte_.size());
+    subtree_end[path.back()] = static_cast<int32_t>(byte.size());
     path.pop_back();
   }
-  trie_token_begin_.assign(trie_byte_.size() + 1, 0);
-  for (size_t i = 0; i < node_tokens.size(); ++i) {
-    trie_token_begin_[i] = static_cast<int32_t>(trie_tokens_.size());
+  const int32_t n = static_cast<int32_t>(byte.size());
+  trie_nodes_.resize(static_cast<size_t>(n) + 1);
+  for (int32_t i = 0; i < n; ++i) {
+    trie_nodes_[i] = {subtree_end[i], static_cast<int32_t>(trie_tokens_.size()), -1, depth[i], byte[i], 0};
     trie_tokens_.insert(trie_tokens_.end(), node_tokens[i].begin(), node_tokens[i].end());
   }
-  trie_token_begin_[node_tokens.size()] = static_cast<int32_t>(trie_tokens_.size());
+  trie_nodes_[n] = {n, static_cast<int32_t>(trie_tokens_.size()), -1, 0, 0, 0};  // the sentinel
   for (int32_t& r : trie_root_child_) r = -1;
-  for (int32_t i = 0; i < static_cast<int32_t>(trie_byte_.size()); i = trie_subtree_end_[i]) {
-    trie_root_child_[trie_byte_[i]] = i;
-  }
-  ComputeSubtreeSummaries();
+  for (int32_t i = 0; i < n; i = subtree_end[i]) trie_root_child_[byte[i]] = i;
+  ComputeSubtreeSummaries(byte, depth);
+  IndexWideNodes();
 }
 
 namespace {
@@ -148,36 +151,57 @@ Utf8State Utf8Step(Utf8State s, uint8_t b) {
 
 }  // namespace
 
-void Vocabulary::ComputeSubtreeSummaries() {
-  const int32_t n = static_cast<int32_t>(trie_byte_.size());
+void Vocabulary::ComputeSubtreeSummaries(const std::vector<uint8_t>& byte, const std::vector<uint16_t>& depth) {
+  const int32_t n = trie_size();
   // UTF-8 state of every node's path from the root, top-down (a parent precedes its children).
   std::vector<Utf8State> state(n);
   std::vector<Utf8State> by_depth(static_cast<size_t>(max_token_length_) + 1);
   for (int32_t i = 0; i < n; ++i) {
-    state[i] = Utf8Step(by_depth[trie_depth_[i] - 1], trie_byte_[i]);
-    by_depth[trie_depth_[i]] = state[i];
+    state[i] = Utf8Step(by_depth[depth[i] - 1], byte[i]);
+    by_depth[depth[i]] = state[i];
   }
-  // Byte sets and validity, bottom-up (children follow their parent in DFS order).
-  trie_desc_index_.assign(n, -1);
-  trie_utf8_below_.assign(n, false);
+  // Byte sets, heights and validity, bottom-up (children follow their parent in DFS order).
   std::vector<bool> all_valid_below(n, true);
-  trie_height_.assign(n, 0);
   for (int32_t i = n - 1; i >= 0; --i) {
-    if (trie_subtree_end_[i] == i + 1) continue;  // leaf
-    uint64_t w[4] = {0, 0, 0, 0};
+    TrieNode& node = trie_nodes_[i];
+    if (node.subtree_end == i + 1) continue;  // leaf
+    TrieInner inner{{0, 0, 0, 0}, 0, -1};
     bool valid = true;
-    for (int32_t j = i + 1; j < trie_subtree_end_[i]; j = trie_subtree_end_[j]) {
-      trie_height_[i] = std::max<uint16_t>(trie_height_[i], static_cast<uint16_t>(trie_height_[j] + 1));
-      w[trie_byte_[j] >> 6] |= 1ull << (trie_byte_[j] & 63);
-      if (const int32_t k = trie_desc_index_[j]; k >= 0) {
-        for (int q = 0; q < 4; ++q) w[q] |= trie_desc_bytes_[4 * static_cast<size_t>(k) + q];
+    for (int32_t j = i + 1; j < node.subtree_end; j = trie_nodes_[j].subtree_end) {
+      inner.height = std::max(inner.height, trie_height(j) + 1);
+      inner.below[byte[j] >> 6] |= 1ull << (byte[j] & 63);
+      if (const uint64_t* below = trie_descendant_bytes(j)) {
+        for (int q = 0; q < 4; ++q) inner.below[q] |= below[q];
       }
       valid = valid && state[j].need >= 0 && all_valid_below[j];
     }
     all_valid_below[i] = valid;
-    trie_utf8_below_[i] = valid && state[i].need == 0;
-    trie_desc_index_[i] = static_cast<int32_t>(trie_desc_bytes_.size() / 4);
-    trie_desc_bytes_.insert(trie_desc_bytes_.end(), w, w + 4);
+    node.utf8_below = valid && state[i].need == 0;
+    node.inner = static_cast<int32_t>(trie_inner_.size());
+    trie_inner_.push_back(inner);
+  }
+  // Records in node order (the walk's order) rather than in the bottom-up order made above.
+  std::reverse(trie_inner_.begin(), trie_inner_.end());
+  const int32_t last = static_cast<int32_t>(trie_inner_.size()) - 1;
+  for (int32_t i = 0; i < n; ++i) {
+    if (trie_nodes_[i].inner >= 0) trie_nodes_[i].inner = last - trie_nodes_[i].inner;
+  }
+}
+
+void Vocabulary::IndexWideNodes() {
+  for (int32_t i = 0; i < trie_size(); ++i) {
+    const TrieNode& node = trie_nodes_[i];
+    int32_t count = 0;
+    for (int32_t j = i + 1; j < node.subtree_end; j = trie_nodes_[j].subtree_end) ++count;
+    if (count < kWideChildren) continue;
+    WideNode w{{0, 0, 0, 0}, static_cast<int32_t>(wide_children_.size()), count};
+    for (int32_t j = i + 1; j < node.subtree_end; j = trie_nodes_[j].subtree_end) {
+      const uint8_t b = trie_nodes_[j].byte;
+      w.bytes[b >> 6] |= 1ull << (b & 63);
+      wide_children_.push_back(j);
+    }
+    trie_inner_[node.inner].wide = static_cast<int32_t>(wide_nodes_.size());
+    wide_nodes_.push_back(w);
   }
 }
 

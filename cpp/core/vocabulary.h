@@ -4,8 +4,9 @@
 // - ids are 0 .. width-1 (the model's logits width); ids with no bytes and special ids are
 //   never in the trie, so grammar text can never produce them;
 // - the trie is flat, in depth-first order of sorted token bytes: node i's subtree is
-//   [i, subtree_end[i]), so a walk skips a dead subtree with one assignment;
-// - depth[i] >= 1 is the length of node i's byte string (the root is implicit at depth 0).
+//   [i, subtree_end), so a walk skips a dead subtree with one assignment, and a node's
+//   children are in byte order;
+// - a node's depth (>= 1) is the length of its byte string (the root is implicit at depth 0).
 #pragma once
 
 #include <array>
@@ -33,28 +34,62 @@ class Vocabulary {
   bool is_text(int32_t id) const { return id >= 0 && id < width_ && text_[id]; }
   const std::string& bytes(int32_t id) const { return tokens_[id]; }
 
-  // Flat trie (see the invariants above).
-  int32_t trie_size() const { return static_cast<int32_t>(trie_byte_.size()); }
-  const std::vector<uint8_t>& trie_byte() const { return trie_byte_; }
-  const std::vector<uint16_t>& trie_depth() const { return trie_depth_; }
-  const std::vector<int32_t>& trie_subtree_end() const { return trie_subtree_end_; }
-  // Tokens ending at node i: trie_tokens()[trie_token_begin()[i] .. trie_token_begin()[i+1]).
-  const std::vector<int32_t>& trie_token_begin() const { return trie_token_begin_; }
+  // Flat trie (see the invariants above). One record per node, packed so that a walk reads one
+  // record per node visited: the walk's visits are scattered (live children only), and with
+  // a separate array per field each visit would cost a cache line per field.
+  struct TrieNode {
+    int32_t subtree_end;  // node i's subtree is [i, subtree_end)
+    int32_t token_begin;  // its tokens: trie_tokens()[token_begin, next record's token_begin)
+    int32_t inner;        // index of its TrieInner for nodes with children, else -1
+    uint16_t depth;       // length of the node's byte string (>= 1)
+    uint8_t byte;
+    uint8_t utf8_below;   // see trie_utf8_below
+  };
+  // Summary of a node with children.
+  struct TrieInner {
+    uint64_t below[4];  // the bytes on the nodes strictly below (bit b of word b/64)
+    int32_t height;     // length in bytes of the longest path below
+    int32_t wide;       // index of its child index (see trie_child_bytes), else -1
+  };
+  int32_t trie_size() const { return static_cast<int32_t>(trie_nodes_.size()) - 1; }
+  // trie_size() records plus a sentinel whose token_begin ends the last node's tokens.
+  const TrieNode* trie_nodes() const { return trie_nodes_.data(); }
   const std::vector<int32_t>& trie_tokens() const { return trie_tokens_; }
   int32_t max_token_length() const { return max_token_length_; }
   // The depth-1 trie node for first byte b, or -1 when no token starts with b.
   int32_t trie_root_child(uint8_t b) const { return trie_root_child_[b]; }
   // The set of bytes on the nodes strictly below node i (4 words, bit b of word b/64), or
-  // nullptr for leaves. Nodes with children get an entry; leaves need none.
+  // nullptr for leaves.
   const uint64_t* trie_descendant_bytes(int32_t i) const {
-    int32_t k = trie_desc_index_[i];
-    return k < 0 ? nullptr : trie_desc_bytes_.data() + 4 * static_cast<size_t>(k);
+    const int32_t k = trie_nodes_[i].inner;
+    return k < 0 ? nullptr : trie_inner_[k].below;
   }
   // True when node i ends on a UTF-8 character boundary and every path below it continues
   // with valid UTF-8 (complete characters, possibly ending in a valid partial one).
-  bool trie_utf8_below(int32_t i) const { return trie_utf8_below_[i]; }
+  bool trie_utf8_below(int32_t i) const { return trie_nodes_[i].utf8_below != 0; }
+  // Nodes with at least kWideChildren children ("wide" nodes) index their children by byte, so
+  // a walk that can follow few of them visits only those. trie_child_bytes(i) is the set of
+  // the children's bytes (4 words, bit b of word b/64), nullptr for other nodes;
+  // trie_child(i, b) is the child on byte b, which must be in that set.
+  static constexpr int32_t kWideChildren = 8;
+  const uint64_t* trie_child_bytes(int32_t i) const {
+    const int32_t k = trie_nodes_[i].inner;
+    if (k < 0 || trie_inner_[k].wide < 0) return nullptr;
+    return wide_nodes_[trie_inner_[k].wide].bytes;
+  }
+  int32_t trie_num_children(int32_t i) const { return wide_nodes_[trie_inner_[trie_nodes_[i].inner].wide].count; }
+  int32_t trie_child(int32_t i, uint8_t b) const {
+    const WideNode& w = wide_nodes_[trie_inner_[trie_nodes_[i].inner].wide];
+    int32_t rank = 0;  // children with a smaller byte (they are in byte order)
+    for (int q = 0; q < (b >> 6); ++q) rank += __builtin_popcountll(w.bytes[q]);
+    rank += __builtin_popcountll(w.bytes[b >> 6] & ((1ull << (b & 63)) - 1));
+    return wide_children_[w.first + rank];
+  }
   // Length in bytes of the longest path below node i (0 for a leaf).
-  int32_t trie_height(int32_t i) const { return trie_height_[i]; }
+  int32_t trie_height(int32_t i) const {
+    const int32_t k = trie_nodes_[i].inner;
+    return k < 0 ? 0 : trie_inner_[k].height;
+  }
   // The mask of every text token (mask_words() words): where a mask walk that expects to allow
   // most of the vocabulary starts before clearing what is not allowed.
   const uint32_t* text_mask() const { return text_mask_.data(); }
@@ -78,21 +113,23 @@ class Vocabulary {
 
  private:
   void BuildTrie();
-  void ComputeSubtreeSummaries();
+  void ComputeSubtreeSummaries(const std::vector<uint8_t>& byte, const std::vector<uint16_t>& depth);
+  void IndexWideNodes();
 
   int32_t width_;
   std::vector<std::string> tokens_;
   std::vector<bool> special_, eos_, text_;
   std::vector<int32_t> eos_ids_;
-  std::vector<uint8_t> trie_byte_;
-  std::vector<uint16_t> trie_depth_;
-  std::vector<int32_t> trie_subtree_end_;
-  std::vector<int32_t> trie_token_begin_;
+  std::vector<TrieNode> trie_nodes_;
+  std::vector<TrieInner> trie_inner_;
   std::vector<int32_t> trie_tokens_;
-  std::vector<int32_t> trie_desc_index_;
-  std::vector<uint64_t> trie_desc_bytes_;
-  std::vector<bool> trie_utf8_below_;
-  std::vector<uint16_t> trie_height_;
+  struct WideNode {
+    uint64_t bytes[4];
+    int32_t first;  // index of the first child in wide_children_
+    int32_t count;
+  };
+  std::vector<WideNode> wide_nodes_;
+  std::vector<int32_t> wide_children_;
   int32_t max_token_length_ = 0;
   int32_t trie_root_child_[256];
   int32_t first_byte_tokens_[256] = {};
