@@ -217,24 +217,116 @@ int32_t Parser::Intern(bool accepting) {
 
 int32_t Parser::ComputeLocked(int32_t config, uint8_t b) {
   std::lock_guard<std::mutex> lock(mu_);
-  std::atomic<int32_t>& slot = Slot(config, automaton_->byte_class(b));
-  int32_t next = slot.load(std::memory_order_relaxed);
-  if (next != kUnknown) return next;  // another thread computed it meanwhile
-  num_transitions_.store(num_transitions_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);  // under mu_
   const Automaton& a = *automaton_;
+  std::atomic<int32_t>& slot = Slot(config, a.byte_class(b));
+  int32_t next = slot.load(std::memory_order_relaxed);
+  if (next >= 0) return next;  // another thread computed it meanwhile
+  if (next == kUnknown) {
+    const uint64_t* live = LiveBytes(config);
+    int live_bytes = 0;
+    for (int q = 0; q < 4; ++q) live_bytes += __builtin_popcountll(live[q]);
+    if (live_bytes >= kGroupClassesBytes) {
+      GroupClassesLocked(config);
+      next = slot.load(std::memory_order_relaxed);
+    }
+  }
+  if (next <= kFirstPending) {
+    // A pending class: its group's leader holds (or will hold) the transition.
+    const uint8_t leader_byte = static_cast<uint8_t>(kFirstPending - next);
+    std::atomic<int32_t>& leader = Slot(config, a.byte_class(leader_byte));
+    next = leader.load(std::memory_order_relaxed);
+    if (next < 0) {
+      next = TransitionLocked(config, leader_byte);
+      leader.store(next, std::memory_order_release);
+    }
+    slot.store(next, std::memory_order_release);
+    return next;
+  }
+  next = TransitionLocked(config, b);
+  slot.store(next, std::memory_order_release);
+  return next;
+}
+
+// The closure of every head's edges on byte b, interned.
+int32_t Parser::TransitionLocked(int32_t config, uint8_t b) {
+  num_transitions_.store(num_transitions_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);  // under mu_
   out_.clear();
   visited_.Clear();
   accepting_scratch_ = false;
   const auto [offset, count] = config_heads_[config];
   for (uint32_t i = 0; i < count; ++i) {
-    uint64_t head = heads_[offset + i];
-    for (const ByteEdge& e : a.bytes(StateOf(head))) {
+    const uint64_t head = heads_[offset + i];
+    for (const ByteEdge& e : automaton_->bytes(StateOf(head))) {
       if (e.lo <= b && b <= e.hi) Closure(e.target, FrameOf(head));
     }
   }
-  next = Intern(accepting_scratch_);
-  slot.store(next, std::memory_order_release);
-  return next;
+  return Intern(accepting_scratch_);
+}
+
+// Groups `config`'s unknown live classes by the (head, edge) pairs that match them: classes of
+// one group reach the same configuration, so one closure and one interning serve them all (a
+// string position's ~100 byte classes reach a handful of configurations). Each class's slot
+// becomes pending on its group's leader (the group's first class, itself included); the
+// transitions are computed on demand. The pairs are gathered edge by edge (each edge visits
+// only the classes inside its range), once per configuration.
+void Parser::GroupClassesLocked(int32_t config) {
+  const Automaton& a = *automaton_;
+  const auto [offset, count] = config_heads_[config];
+  const uint64_t* live = LiveBytes(config);
+  // The unknown live classes, each with its first live byte (its representative: an edge
+  // matches a class iff it matches that byte), in byte order.
+  row_reps_.clear();
+  uint64_t seen[4] = {0, 0, 0, 0};  // class ids are < 256
+  for (int q = 0; q < 4; ++q) {
+    for (uint64_t w = live[q]; w != 0; w &= w - 1) {
+      const auto rep = static_cast<uint8_t>(64 * q + __builtin_ctzll(w));
+      const int32_t cls = a.byte_class(rep);
+      if (seen[cls >> 6] >> (cls & 63) & 1) continue;
+      seen[cls >> 6] |= 1ull << (cls & 63);
+      if (Slot(config, cls).load(std::memory_order_relaxed) == kUnknown) row_reps_.push_back({rep, cls});
+    }
+  }
+  const size_t n_reps = row_reps_.size();
+  // Pairs per class in compressed rows: count, then fill (pairs stay in (head, edge) order).
+  row_begin_.assign(n_reps + 1, 0);
+  for (int pass = 0; pass < 2; ++pass) {
+    if (pass == 1) {
+      for (size_t k = 0; k < n_reps; ++k) row_begin_[k + 1] += row_begin_[k];
+      row_pairs_.resize(row_begin_[n_reps]);
+      row_fill_.assign(row_begin_.begin(), row_begin_.end() - 1);
+    }
+    for (uint32_t i = 0; i < count; ++i) {
+      const std::vector<ByteEdge>& edges = a.bytes(StateOf(heads_[offset + i]));
+      for (size_t j = 0; j < edges.size(); ++j) {
+        auto k = static_cast<size_t>(std::lower_bound(row_reps_.begin(), row_reps_.end(), edges[j].lo,
+                                                      [](const RowRep& r, uint8_t lo) { return r.byte < lo; }) -
+                                     row_reps_.begin());
+        for (; k < n_reps && row_reps_[k].byte <= edges[j].hi; ++k) {
+          if (pass == 0) {
+            ++row_begin_[k + 1];
+          } else {
+            row_pairs_[row_fill_[k]++] = static_cast<uint64_t>(i) << 32 | j;
+          }
+        }
+      }
+    }
+  }
+  row_leaders_.clear();  // index in row_reps_ of each group's leader
+  for (size_t k = 0; k < n_reps; ++k) {
+    const auto pairs = row_pairs_.begin() + static_cast<std::ptrdiff_t>(row_begin_[k]);
+    const size_t n = row_begin_[k + 1] - row_begin_[k];
+    size_t leader = k;
+    for (size_t g : row_leaders_) {
+      if (row_begin_[g + 1] - row_begin_[g] == n &&
+          std::equal(pairs, pairs + static_cast<std::ptrdiff_t>(n),
+                     row_pairs_.begin() + static_cast<std::ptrdiff_t>(row_begin_[g]))) {
+        leader = g;
+        break;
+      }
+    }
+    if (leader == k) row_leaders_.push_back(k);
+    Slot(config, row_reps_[k].cls).store(kFirstPending - row_reps_[leader].byte, std::memory_order_relaxed);
+  }
 }
 
 Parser::StepSet Parser::Steps(int32_t config, bool with_leads) {

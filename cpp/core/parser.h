@@ -53,7 +53,7 @@ class Parser {
   int32_t Next(int32_t config, uint8_t b) {
     std::atomic<int32_t>& slot = Slot(config, automaton_->byte_class(b));
     int32_t next = slot.load(std::memory_order_acquire);
-    return next != kUnknown ? next : ComputeLocked(config, b);
+    return next >= 0 ? next : ComputeLocked(config, b);
   }
 
   // The transition row of `config` (one slot per byte class); with NextInRow it saves the
@@ -61,7 +61,7 @@ class Parser {
   const std::atomic<int32_t>* Row(int32_t config) const { return &Slot(config, 0); }
   int32_t NextInRow(const std::atomic<int32_t>* row, int32_t config, uint8_t b) {
     int32_t next = row[automaton_->byte_class(b)].load(std::memory_order_acquire);
-    return next != kUnknown ? next : ComputeLocked(config, b);
+    return next >= 0 ? next : ComputeLocked(config, b);
   }
 
   // The *step set* of `config`: its most common successor on ASCII bytes (itself for string
@@ -138,7 +138,16 @@ class Parser {
     return BlockOf(config)->transitions[static_cast<size_t>(config & kBlockMask) * num_classes_ + cls];
   }
 
+  // A transition slot holds a configuration id (>= 0), kUnknown, or (for configurations
+  // whose classes were grouped, see GroupClassesLocked) kFirstPending - b: not computed yet,
+  // the same as the transition on byte b (the group leader's representative byte).
+  static constexpr int32_t kFirstPending = -2;
+  // Configurations with at least this many live bytes group their classes on the first
+  // transition computed.
+  static constexpr int kGroupClassesBytes = 32;
   int32_t ComputeLocked(int32_t config, uint8_t b);
+  int32_t TransitionLocked(int32_t config, uint8_t b);
+  void GroupClassesLocked(int32_t config);
   void Closure(int32_t state, int32_t frame);
   // Interns the configuration of the heads in out_ (sorted, deduplicated here).
   int32_t Intern(bool accepting);
@@ -170,6 +179,14 @@ class Parser {
   int64_t masks_stored_ = 0;
   int64_t mask_words_hint_ = 0;
   std::vector<uint64_t> out_, work_;
+  struct RowRep {
+    uint8_t byte;
+    int32_t cls;
+  };
+  // GroupClassesLocked scratch.
+  std::vector<RowRep> row_reps_;
+  std::vector<size_t> row_begin_, row_fill_, row_leaders_;
+  std::vector<uint64_t> row_pairs_;
   StampSet visited_;
   bool accepting_scratch_ = false;
 };
