@@ -41,8 +41,14 @@ Parser::Parser(std::shared_ptr<const Automaton> automaton, const CoreLimits& lim
   blocks_.reset(new std::atomic<Block*>[max_blocks_]);
   for (int64_t i = 0; i < max_blocks_; ++i) blocks_[i].store(nullptr, std::memory_order_relaxed);
   frames_.push_back({-1, -1, 0});
+  class_run_end_[255] = 255;
+  for (int b = 254; b >= 0; --b) {
+    const bool same = automaton_->byte_class(static_cast<uint8_t>(b)) == automaton_->byte_class(static_cast<uint8_t>(b + 1));
+    class_run_end_[b] = same ? class_run_end_[b + 1] : static_cast<uint8_t>(b);
+  }
   config_table_.assign(64, -1);
   config_hash_.reserve(32);
+  config_live_classes_.reserve(32);
   config_heads_.reserve(32);
   heads_.reserve(256);
   std::lock_guard<std::mutex> lock(mu_);
@@ -204,12 +210,16 @@ int32_t Parser::Intern(bool accepting) {
     for (int q = 0; q < 4; ++q) block->live[4 * (id & kBlockMask) + q].store(live[q], std::memory_order_relaxed);
     std::atomic<int32_t>* row = &block->transitions[static_cast<size_t>(id & kBlockMask) * num_classes_];
     for (int32_t c = 0; c < num_classes_; ++c) row[c].store(kDead, std::memory_order_relaxed);
+    int32_t live_classes = 0;
     for (int q = 0; q < 4; ++q) {
       for (uint64_t w = live[q]; w != 0; w &= w - 1) {
         const auto b = static_cast<uint8_t>(64 * q + __builtin_ctzll(w));
-        row[a.byte_class(b)].store(kUnknown, std::memory_order_relaxed);
+        std::atomic<int32_t>& slot = row[a.byte_class(b)];
+        if (slot.load(std::memory_order_relaxed) == kDead) ++live_classes;
+        slot.store(kUnknown, std::memory_order_relaxed);
       }
     }
+    config_live_classes_.push_back(live_classes);
   }
   num_configs_.store(id + 1, std::memory_order_release);
   return id;
@@ -221,14 +231,9 @@ int32_t Parser::ComputeLocked(int32_t config, uint8_t b) {
   std::atomic<int32_t>& slot = Slot(config, a.byte_class(b));
   int32_t next = slot.load(std::memory_order_relaxed);
   if (next >= 0) return next;  // another thread computed it meanwhile
-  if (next == kUnknown) {
-    const uint64_t* live = LiveBytes(config);
-    int live_bytes = 0;
-    for (int q = 0; q < 4; ++q) live_bytes += __builtin_popcountll(live[q]);
-    if (live_bytes >= kGroupClassesBytes) {
-      GroupClassesLocked(config);
-      next = slot.load(std::memory_order_relaxed);
-    }
+  if (next == kUnknown && config_live_classes_[config] >= kGroupLiveClasses) {
+    GroupClassesLocked(config);
+    next = slot.load(std::memory_order_relaxed);
   }
   if (next <= kFirstPending) {
     // A pending class: its group's leader holds (or will hold) the transition.
@@ -412,12 +417,8 @@ Parser::StepSet Parser::Steps(int32_t config, bool with_leads) {
           next_level.clear();
           for (int32_t c : level) {
             const int first = step == 0 ? lo : 0x80, last = step == 0 ? hi : 0xBF;
-            for (int b = first; b <= last && !dies; ++b) {
-              // Bytes of one class share their transition (classes are mostly ranges).
-              if (b > first && automaton_->byte_class(static_cast<uint8_t>(b)) ==
-                                   automaton_->byte_class(static_cast<uint8_t>(b - 1))) {
-                continue;
-              }
+            // Bytes of one class share their transition: one byte per run of a class.
+            for (int b = first; b <= last && !dies; b = class_run_end_[b] + 1) {
               const int32_t n = Next(c, static_cast<uint8_t>(b));
               dies = n == kDead;
               if (std::find(next_level.begin(), next_level.end(), n) == next_level.end()) next_level.push_back(n);

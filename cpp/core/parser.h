@@ -142,9 +142,9 @@ class Parser {
   // whose classes were grouped, see GroupClassesLocked) kFirstPending - b: not computed yet,
   // the same as the transition on byte b (the group leader's representative byte).
   static constexpr int32_t kFirstPending = -2;
-  // Configurations with at least this many live bytes group their classes on the first
-  // transition computed.
-  static constexpr int kGroupClassesBytes = 32;
+  // Configurations with at least this many live byte classes group them on the first
+  // transition computed (with fewer, grouping costs more than the closures it saves).
+  static constexpr int32_t kGroupLiveClasses = 8;
   int32_t ComputeLocked(int32_t config, uint8_t b);
   int32_t TransitionLocked(int32_t config, uint8_t b);
   void GroupClassesLocked(int32_t config);
@@ -159,6 +159,7 @@ class Parser {
   std::shared_ptr<const Automaton> automaton_;
   CoreLimits limits_;
   int32_t num_classes_;
+  uint8_t class_run_end_[256];  // the last byte of the run of b's class that starts at byte b
   std::unique_ptr<std::atomic<Block*>[]> blocks_;
   int64_t max_blocks_;
   std::atomic<int32_t> num_configs_{0};
@@ -176,6 +177,7 @@ class Parser {
   // No allocation per configuration: interning is on the path of every first-visit walk.
   std::vector<int32_t> config_table_;
   std::vector<uint64_t> config_hash_;
+  std::vector<int32_t> config_live_classes_;  // byte classes some head consumes, per configuration
   int64_t masks_stored_ = 0;
   int64_t mask_words_hint_ = 0;
   std::vector<uint64_t> out_, work_;
