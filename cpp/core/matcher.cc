@@ -1,5 +1,6 @@
 #include "matcher.h"
 
+#include <chrono>
 #include <cstring>
 
 namespace logitgate {
@@ -300,36 +301,38 @@ void Matcher::WalkSubtree(int32_t begin, int32_t end, int32_t config, uint32_t* 
       i = at.subtree_end;
       continue;
     }
-    const uint64_t* below = v.trie_descendant_bytes(i);
-    // In clearing mode over a partial alphabet, tokens with a byte the grammar never reads are
-    // already clear: the shortcuts need only hold for the bytes it reads.
-    uint64_t readable[4];
-    if (kClear && below != nullptr && !full_alphabet) {
-      for (int q = 0; q < 4; ++q) readable[q] = below[q] & alphabet[q];
-      below = readable;
-    }
+    // The shortcuts below read the node's summary (a second, scattered record: first visits
+    // of a trie region are bound by memory latency), so it is read only where one may apply.
+    const bool has_children = at.inner >= 0;
     // A head that keeps any plain text of this length viable (a universal one: any length)
     // allows a whole subtree of plain bytes (a path of h bytes holds at most h characters).
-    const int32_t capacity = below != nullptr ? parser.plain_capacity(c) : 0;
-    if (capacity > 0 && v.trie_height(i) <= capacity && PlainOnly(below) && Utf8Below(v, i, below)) {
-      if (!kClear) walk_nodes_ += SetSubtreeBits(v, i, words);  // the bits cost like nodes
-      i = at.subtree_end;
-      continue;
-    }
-    // The shortcut is tried where it is likely to pay: the configuration came back to itself
-    // (the node's byte loops, or a whole character led back to the walk's start), or the
-    // node's byte was a step of its parent's chain (bounded repetitions); and the subtree is
-    // big enough to be worth a few hundred transitions for the step sets. Not for the
+    const int32_t capacity = has_children ? parser.plain_capacity(c) : 0;
+    // The chain shortcut is tried where it is likely to pay: the configuration came back to
+    // itself (the node's byte loops, or a whole character led back to the walk's start), or
+    // the node's byte was a step of its parent's chain (bounded repetitions); and the subtree
+    // is big enough to be worth a few hundred transitions for the step sets. Not for the
     // positions of a long bounded text (capacity at least the longest chain followed, and
-    // finite): the check above covers their plain subtrees, and following their chain for the
-    // rest costs thousands of transitions for nothing.
-    if (below != nullptr && (capacity < kMaxChain || capacity >= Automaton::kUnbounded) &&
-        at.subtree_end - i >= kShortcutMinNodes &&
-        (c == parent || c == config || (d == 1 ? c == RootSuccessor() : c == StepSuccessor(parent))) &&
-        SubtreeAllowed(c, i, below, c == parent)) {
-      if (!kClear) walk_nodes_ += SetSubtreeBits(v, i, words);  // the bits cost like nodes
-      i = at.subtree_end;
-      continue;
+    // finite): the capacity check covers their plain subtrees, and following their chain for
+    // the rest costs thousands of transitions for nothing.
+    const bool chain_candidate = has_children && (capacity < kMaxChain || capacity >= Automaton::kUnbounded) &&
+                                 at.subtree_end - i >= kShortcutMinNodes;
+    if (capacity > 0 || chain_candidate) {
+      const uint64_t* below = v.trie_descendant_bytes(i);
+      // In clearing mode over a partial alphabet, tokens with a byte the grammar never reads
+      // are already clear: the shortcuts need only hold for the bytes it reads.
+      uint64_t readable[4];
+      if (kClear && !full_alphabet) {
+        for (int q = 0; q < 4; ++q) readable[q] = below[q] & alphabet[q];
+        below = readable;
+      }
+      if ((capacity > 0 && v.trie_height(i) <= capacity && PlainOnly(below) && Utf8Below(v, i, below)) ||
+          (chain_candidate &&
+           (c == parent || c == config || (d == 1 ? c == RootSuccessor() : c == StepSuccessor(parent))) &&
+           SubtreeAllowed(c, i, below, c == parent))) {
+        if (!kClear) walk_nodes_ += SetSubtreeBits(v, i, words);  // the bits cost like nodes
+        i = at.subtree_end;
+        continue;
+      }
     }
     walk_config_[d] = c;
     walk_row_[d] = parser.Row(c);
@@ -341,7 +344,7 @@ void Matcher::WalkSubtree(int32_t begin, int32_t end, int32_t config, uint32_t* 
       // A wide node whose configuration can follow few of its children (a move's first letter
       // in a chess grammar, a leading space before a JSON value): visit only those. The
       // nesting is bounded by kMaxSparseDepth, whatever the vocabulary's token lengths.
-      if (d < kMaxSparseDepth) {
+      if (d < kMaxSparseDepth && (at.flags & Vocabulary::kWideNode)) {
         if (const uint64_t* kids = v.trie_child_bytes(i)) {
           const uint64_t* live = parser.LiveBytes(c);
           uint64_t follow[4];
@@ -350,7 +353,7 @@ void Matcher::WalkSubtree(int32_t begin, int32_t end, int32_t config, uint32_t* 
             follow[q] = kids[q] & live[q];
             n_follow += __builtin_popcountll(follow[q]);
           }
-          if (2 * n_follow < v.trie_num_children(i)) {
+          if (2 * n_follow < v.trie_inner(i).num_children) {
             for (int q = 0; q < 4; ++q) {
               for (uint64_t w = follow[q]; w != 0; w &= w - 1) {
                 const int32_t j = v.trie_child(i, static_cast<uint8_t>(64 * q + __builtin_ctzll(w)));
@@ -433,13 +436,20 @@ void Matcher::FillMask(uint32_t* words) {
   const Vocabulary& v = *grammar_->vocab;
   const size_t n_words = static_cast<size_t>(v.mask_words());
   const int32_t config = current();
+  const auto start = std::chrono::steady_clock::now();
   Walk(config, words);
   if (parser_->accepting(config)) {
     for (int32_t id : v.eos_ids()) words[id >> 5] |= 1u << (id & 31);
   }
-  // A walk that did more work (nodes visited, bits set by shortcuts) than a few mask copies
-  // would cost is worth memoizing at once; a very cheap one only when its state recurs.
-  parser_->StoreMask(config, words, n_words, walk_nodes_ > static_cast<int64_t>(n_words / 4));
+  // A walk that cost more than a few mask copies would (a copy moves several words per
+  // nanosecond; the bar is 2 ns per word) is worth memoizing at once; a cheap one only when its
+  // state recurs. Nodes visited undercount first visits (transitions, step sets), hence the
+  // clock as well.
+  const int64_t elapsed_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
+  const bool expensive =
+      walk_nodes_ > static_cast<int64_t>(n_words / 4) || elapsed_ns > 2 * static_cast<int64_t>(n_words);
+  parser_->StoreMask(config, words, n_words, expensive);
 }
 
 }  // namespace logitgate

@@ -120,7 +120,7 @@ void Vocabulary::BuildTrie() {
   for (int32_t& r : trie_root_child_) r = -1;
   for (int32_t i = 0; i < n; i = subtree_end[i]) trie_root_child_[byte[i]] = i;
   ComputeSubtreeSummaries(byte, depth);
-  IndexWideNodes();
+  IndexChildren();
 }
 
 namespace {
@@ -165,7 +165,7 @@ void Vocabulary::ComputeSubtreeSummaries(const std::vector<uint8_t>& byte, const
   for (int32_t i = n - 1; i >= 0; --i) {
     TrieNode& node = trie_nodes_[i];
     if (node.subtree_end == i + 1) continue;  // leaf
-    TrieInner inner{{0, 0, 0, 0}, 0, -1};
+    TrieInner inner{{0, 0, 0, 0}, 0, -1, -1, 0};
     bool valid = true;
     for (int32_t j = i + 1; j < node.subtree_end; j = trie_nodes_[j].subtree_end) {
       inner.height = std::max(inner.height, trie_height(j) + 1);
@@ -176,7 +176,7 @@ void Vocabulary::ComputeSubtreeSummaries(const std::vector<uint8_t>& byte, const
       valid = valid && state[j].need >= 0 && all_valid_below[j];
     }
     all_valid_below[i] = valid;
-    node.utf8_below = valid && state[i].need == 0;
+    if (valid && state[i].need == 0) node.flags |= kUtf8Below;
     node.inner = static_cast<int32_t>(trie_inner_.size());
     trie_inner_.push_back(inner);
   }
@@ -188,19 +188,22 @@ void Vocabulary::ComputeSubtreeSummaries(const std::vector<uint8_t>& byte, const
   }
 }
 
-void Vocabulary::IndexWideNodes() {
+void Vocabulary::IndexChildren() {
   for (int32_t i = 0; i < trie_size(); ++i) {
-    const TrieNode& node = trie_nodes_[i];
-    int32_t count = 0;
-    for (int32_t j = i + 1; j < node.subtree_end; j = trie_nodes_[j].subtree_end) ++count;
-    if (count < kWideChildren) continue;
-    WideNode w{{0, 0, 0, 0}, static_cast<int32_t>(wide_children_.size()), count};
+    TrieNode& node = trie_nodes_[i];
+    if (node.inner < 0) continue;
+    TrieInner& inner = trie_inner_[node.inner];
+    for (int32_t j = i + 1; j < node.subtree_end; j = trie_nodes_[j].subtree_end) ++inner.num_children;
+    if (inner.num_children < kWideChildren) continue;
+    WideNode w{{0, 0, 0, 0}};
+    inner.first_child = static_cast<int32_t>(wide_children_.size());
     for (int32_t j = i + 1; j < node.subtree_end; j = trie_nodes_[j].subtree_end) {
       const uint8_t b = trie_nodes_[j].byte;
       w.bytes[b >> 6] |= 1ull << (b & 63);
       wide_children_.push_back(j);
     }
-    trie_inner_[node.inner].wide = static_cast<int32_t>(wide_nodes_.size());
+    inner.wide = static_cast<int32_t>(wide_nodes_.size());
+    node.flags |= kWideNode;
     wide_nodes_.push_back(w);
   }
 }

@@ -43,13 +43,17 @@ class Vocabulary {
     int32_t inner;        // index of its TrieInner for nodes with children, else -1
     uint16_t depth;       // length of the node's byte string (>= 1)
     uint8_t byte;
-    uint8_t utf8_below;   // see trie_utf8_below
+    uint8_t flags;        // kUtf8Below, kWideNode
   };
+  static constexpr uint8_t kUtf8Below = 1;  // see trie_utf8_below
+  static constexpr uint8_t kWideNode = 2;   // see trie_child_bytes
   // Summary of a node with children.
   struct TrieInner {
-    uint64_t below[4];  // the bytes on the nodes strictly below (bit b of word b/64)
-    int32_t height;     // length in bytes of the longest path below
-    int32_t wide;       // index of its child index (see trie_child_bytes), else -1
+    uint64_t below[4];    // the bytes on the nodes strictly below (bit b of word b/64)
+    int32_t height;       // length in bytes of the longest path below
+    int32_t wide;          // index of its children's byte set (wide nodes), else -1
+    int32_t first_child;   // wide nodes: its children are wide_children_[first_child, + num_children)
+    int32_t num_children;
   };
   int32_t trie_size() const { return static_cast<int32_t>(trie_nodes_.size()) - 1; }
   // trie_size() records plus a sentinel whose token_begin ends the last node's tokens.
@@ -66,7 +70,7 @@ class Vocabulary {
   }
   // True when node i ends on a UTF-8 character boundary and every path below it continues
   // with valid UTF-8 (complete characters, possibly ending in a valid partial one).
-  bool trie_utf8_below(int32_t i) const { return trie_nodes_[i].utf8_below != 0; }
+  bool trie_utf8_below(int32_t i) const { return (trie_nodes_[i].flags & kUtf8Below) != 0; }
   // Nodes with at least kWideChildren children ("wide" nodes) index their children by byte, so
   // a walk that can follow few of them visits only those. trie_child_bytes(i) is the set of
   // the children's bytes (4 words, bit b of word b/64), nullptr for other nodes;
@@ -77,14 +81,16 @@ class Vocabulary {
     if (k < 0 || trie_inner_[k].wide < 0) return nullptr;
     return wide_nodes_[trie_inner_[k].wide].bytes;
   }
-  int32_t trie_num_children(int32_t i) const { return wide_nodes_[trie_inner_[trie_nodes_[i].inner].wide].count; }
   int32_t trie_child(int32_t i, uint8_t b) const {
-    const WideNode& w = wide_nodes_[trie_inner_[trie_nodes_[i].inner].wide];
+    const TrieInner& inner = trie_inner_[trie_nodes_[i].inner];
+    const uint64_t* bytes = wide_nodes_[inner.wide].bytes;
     int32_t rank = 0;  // children with a smaller byte (they are in byte order)
-    for (int q = 0; q < (b >> 6); ++q) rank += __builtin_popcountll(w.bytes[q]);
-    rank += __builtin_popcountll(w.bytes[b >> 6] & ((1ull << (b & 63)) - 1));
-    return wide_children_[w.first + rank];
+    for (int q = 0; q < (b >> 6); ++q) rank += __builtin_popcountll(bytes[q]);
+    rank += __builtin_popcountll(bytes[b >> 6] & ((1ull << (b & 63)) - 1));
+    return wide_children_[inner.first_child + rank];
   }
+  // Node i's summary; i must have children.
+  const TrieInner& trie_inner(int32_t i) const { return trie_inner_[trie_nodes_[i].inner]; }
   // Length in bytes of the longest path below node i (0 for a leaf).
   int32_t trie_height(int32_t i) const {
     const int32_t k = trie_nodes_[i].inner;
@@ -114,7 +120,7 @@ class Vocabulary {
  private:
   void BuildTrie();
   void ComputeSubtreeSummaries(const std::vector<uint8_t>& byte, const std::vector<uint16_t>& depth);
-  void IndexWideNodes();
+  void IndexChildren();  // TrieInner::num_children, and the wide nodes' children
 
   int32_t width_;
   std::vector<std::string> tokens_;
@@ -125,11 +131,9 @@ class Vocabulary {
   std::vector<int32_t> trie_tokens_;
   struct WideNode {
     uint64_t bytes[4];
-    int32_t first;  // index of the first child in wide_children_
-    int32_t count;
   };
   std::vector<WideNode> wide_nodes_;
-  std::vector<int32_t> wide_children_;
+  std::vector<int32_t> wide_children_;  // children of wide nodes, in byte order per node
   int32_t max_token_length_ = 0;
   int32_t trie_root_child_[256];
   int32_t first_byte_tokens_[256] = {};
