@@ -672,6 +672,7 @@ class _Lowering:
         self.facts_memo: dict[frozenset[int], tuple[_Facts | None, list[list[frozenset[int]]]]] = {}
         self.enc_memo: dict[Node, Node] = {}
         self.format_memo: dict[str, Node] = {}
+        self.key_complements: dict[tuple[str, ...], str] = {}  # listed keys -> complement rule
         self.empty_reasons: list[tuple[str, str]] = []
         self.shared_memo: dict[tuple[Any, ...], str] = {}
 
@@ -2769,7 +2770,14 @@ class _Lowering:
             return self.encode(cp_node)
         if not known:
             return Repeat(self.char_rule(), 0, None)
-        return self.encode(_complement_of(known, self.string_tail()))
+        # One rule per distinct set of listed keys: objects of one schema often repeat a set,
+        # and building the encoded complement is the costly part of lowering an object.
+        names = tuple(sorted(set(known)))
+        name = self.key_complements.get(names)
+        if name is None:
+            name = self.key_complements[names] = f"keyc{len(self.key_complements)}"
+            self.rules[name] = self.encode(_complement_of(list(names), self.string_tail()))
+        return Ref(name)
 
     def any_value(self) -> Ref:
         if "value" not in self.rules:
