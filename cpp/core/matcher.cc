@@ -58,12 +58,14 @@ bool ChildrenLive(const Vocabulary& v, int32_t i, const uint64_t* below, const u
   return true;
 }
 bool IsPlainAscii(uint8_t b) { return b >= 0x20 && b <= 0x7E && b != '"' && b != '\\'; }
-// Only plain bytes (Automaton::is_universal) in the set: printable ASCII but '"' and '\', and
-// bytes of UTF-8 characters (their validity is checked separately).
+// The bytes that start plain characters (Automaton::is_universal): printable ASCII but '"' and
+// '\' (words 0 and 1), and the leads of multi-byte UTF-8 characters (word 3).
+constexpr uint64_t kPlain0 = ~0ull << 0x20 & ~(1ull << 0x22);                       // 0x20-0x3F but '"'
+constexpr uint64_t kPlain1 = ~(1ull << (0x5C - 64)) & ~(1ull << (0x7F - 64));       // 0x40-0x7E but '\'
+constexpr uint64_t kPlain3 = (~0ull << (0xC2 - 192)) & ((1ull << (0xF5 - 192)) - 1);  // leads 0xC2-0xF4
+// Only plain bytes in the set: those above, and continuation bytes (UTF-8 validity is checked
+// separately).
 bool PlainOnly(const uint64_t* bytes) {
-  constexpr uint64_t kPlain0 = ~0ull << 0x20 & ~(1ull << 0x22);                       // 0x20-0x3F but '"'
-  constexpr uint64_t kPlain1 = ~(1ull << (0x5C - 64)) & ~(1ull << (0x7F - 64));       // 0x40-0x7E but '\'
-  constexpr uint64_t kPlain3 = (~0ull << (0xC2 - 192)) & ((1ull << (0xF5 - 192)) - 1);  // leads 0xC2-0xF4
   return (bytes[0] & ~kPlain0) == 0 && (bytes[1] & ~kPlain1) == 0 && (bytes[3] & ~kPlain3) == 0;
 }
 }  // namespace
@@ -166,8 +168,15 @@ void Matcher::Walk(int32_t config, uint32_t* words) {
   root_successor_ = Parser::kUnknown;  // computed when a shortcut asks for it
   clear_from_alphabet_ = false;
   walk_nodes_ = 0;
-  const uint64_t* live = parser.LiveBytes(config);
   const size_t n_words = static_cast<size_t>(v.mask_words());
+  if (walk_capacity_[0] >= Automaton::kUnbounded && PlainLoop(config)) {
+    // A string body, free text: every plain token is allowed, the others are decided by
+    // their suffixes (Vocabulary::plain_mask).
+    std::memcpy(words, v.plain_mask(), n_words * sizeof(uint32_t));
+    WalkSuffixes(config, words);
+    return;
+  }
+  const uint64_t* live = parser.LiveBytes(config);
   int64_t reachable = 0;  // tokens whose first byte some head consumes
   for (int q = 0; q < 4; ++q) {
     for (uint64_t w = live[q]; w != 0; w &= w - 1) {
@@ -223,6 +232,39 @@ void Matcher::Walk(int32_t config, uint32_t* words) {
         WalkSubtree<false>(root, v.trie_nodes()[root].subtree_end, config, words);
       }
     }
+  }
+}
+
+// True when `config` returns to itself on every plain character (each plain byte and each
+// multi-byte character leads back to it), so that any plain text keeps it unchanged.
+bool Matcher::PlainLoop(int32_t config) {
+  const Parser::StepSet step = parser_->Steps(config, true);
+  return step.successor == config && (step.bytes[0] & kPlain0) == kPlain0 &&
+         (step.bytes[1] & kPlain1) == kPlain1 && (step.bytes[3] & kPlain3) == kPlain3;
+}
+
+// Sets the bits of the non-plain tokens `config` allows, `config` being a plain loop: a
+// token's plain prefix leads back to `config`, so the token is allowed iff its suffix is. The
+// suffix trie is walked like the vocabulary's (dead nodes skip their subtrees).
+void Matcher::WalkSuffixes(int32_t config, uint32_t* words) {
+  const Vocabulary& v = *grammar_->vocab;
+  const Vocabulary::SuffixNode* node = v.suffix_nodes();
+  const int32_t* toks = v.suffix_tokens().data();
+  Parser& parser = *parser_;
+  for (int32_t i = 0, n = v.suffix_size(); i < n; ++walk_nodes_) {
+    const Vocabulary::SuffixNode& at = node[i];
+    const int32_t d = at.depth;
+    const int32_t c = parser.NextInRow(walk_row_[d - 1], walk_config_[d - 1], at.byte);
+    if (c == Parser::kDead) {
+      i = at.subtree_end;
+      continue;
+    }
+    for (int32_t k = at.token_begin; k < node[i + 1].token_begin; ++k) {
+      words[toks[k] >> 5] |= 1u << (toks[k] & 31);
+    }
+    walk_config_[d] = c;
+    walk_row_[d] = parser.Row(c);
+    ++i;
   }
 }
 

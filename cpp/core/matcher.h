@@ -63,6 +63,8 @@ class Matcher {
   bool terminated() const { return history_.back().terminated; }
   // Fills `words` (all of it) with the text tokens allowed from `config`.
   void Walk(int32_t config, uint32_t* words);
+  bool PlainLoop(int32_t config);
+  void WalkSuffixes(int32_t config, uint32_t* words);
   int64_t ReachableEstimate(int32_t config);
   int64_t ReachableWithFirstByte(int32_t config, uint8_t b);
   // kClear: `words` starts as every text token and the walk clears what is not allowed (for

@@ -43,8 +43,9 @@ Parser::Parser(std::shared_ptr<const Automaton> automaton, const CoreLimits& lim
   frames_.push_back({-1, -1, 0});
   class_run_end_[255] = 255;
   for (int b = 254; b >= 0; --b) {
-    const bool same = automaton_->byte_class(static_cast<uint8_t>(b)) == automaton_->byte_class(static_cast<uint8_t>(b + 1));
-    class_run_end_[b] = same ? class_run_end_[b + 1] : static_cast<uint8_t>(b);
+    const auto byte = static_cast<uint8_t>(b);
+    const bool same = automaton_->byte_class(byte) == automaton_->byte_class(static_cast<uint8_t>(b + 1));
+    class_run_end_[b] = same ? class_run_end_[b + 1] : byte;
   }
   config_table_.assign(64, -1);
   config_hash_.reserve(32);

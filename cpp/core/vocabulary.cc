@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <string_view>
 
 #include "error.h"
 
@@ -60,6 +61,7 @@ Vocabulary::Vocabulary(std::vector<std::string> tokens, std::vector<bool> has_by
   for (int b = 0; b < 256; ++b) {
     first_byte_mask_index_[b] = 4 * first_byte_tokens_[b] >= mask_words() ? n_masks++ : -1;
   }
+  BuildPlainSplit();
   first_byte_masks_.assign(static_cast<size_t>(n_masks) * mask_words(), 0);
   for (int32_t i = 0; i < width; ++i) {
     if (!text_[i]) continue;
@@ -206,6 +208,79 @@ void Vocabulary::IndexChildren() {
     node.flags |= kWideNode;
     wide_nodes_.push_back(w);
   }
+}
+
+namespace {
+// Length of the prefix of `t` made of plain characters (see Vocabulary::plain_mask), or
+// t.size() when the rest is a valid partial multi-byte character.
+size_t PlainPrefix(const std::string& t) {
+  size_t i = 0;
+  while (i < t.size()) {
+    const auto b = static_cast<uint8_t>(t[i]);
+    if (b < 0x80) {
+      if (b < 0x20 || b == 0x7F || b == '"' || b == '\\') return i;
+      ++i;
+      continue;
+    }
+    Utf8State st = Utf8Step(Utf8State{}, b);
+    if (st.need <= 0) return i;  // a continuation byte or an invalid lead
+    size_t j = i + 1;
+    while (j < t.size() && st.need > 0) {
+      st = Utf8Step(st, static_cast<uint8_t>(t[j]));
+      if (st.need < 0) return i;
+      ++j;
+    }
+    i = j;  // a whole character, or a valid partial one ending the token
+  }
+  return i;
+}
+}  // namespace
+
+void Vocabulary::BuildPlainSplit() {
+  plain_mask_.assign(static_cast<size_t>(mask_words()), 0);
+  std::vector<std::pair<std::string_view, int32_t>> suffixes;
+  for (int32_t id = 0; id < width_; ++id) {
+    if (!text_[id]) continue;
+    const std::string& t = tokens_[id];
+    const size_t p = PlainPrefix(t);
+    if (p == t.size()) {
+      plain_mask_[id >> 5] |= 1u << (id & 31);
+    } else {
+      suffixes.emplace_back(std::string_view(t).substr(p), id);
+    }
+  }
+  std::sort(suffixes.begin(), suffixes.end());
+  // Flat trie in depth-first order, as BuildTrie (`path[d]`: the node at depth d+1).
+  std::vector<int32_t> path;
+  std::vector<std::vector<int32_t>> node_tokens;
+  std::string_view prev;
+  for (const auto& [sfx, id] : suffixes) {
+    max_suffix_length_ = std::max<int32_t>(max_suffix_length_, static_cast<int32_t>(sfx.size()));
+    size_t common = 0;
+    const size_t n = std::min(prev.size(), sfx.size());
+    while (common < n && prev[common] == sfx[common]) ++common;
+    while (path.size() > common) {
+      suffix_nodes_[path.back()].subtree_end = static_cast<int32_t>(suffix_nodes_.size());
+      path.pop_back();
+    }
+    for (size_t d = common; d < sfx.size(); ++d) {
+      path.push_back(static_cast<int32_t>(suffix_nodes_.size()));
+      suffix_nodes_.push_back({0, 0, static_cast<uint16_t>(d + 1), static_cast<uint8_t>(sfx[d])});
+      node_tokens.emplace_back();
+    }
+    node_tokens[path.back()].push_back(id);
+    prev = sfx;
+  }
+  while (!path.empty()) {
+    suffix_nodes_[path.back()].subtree_end = static_cast<int32_t>(suffix_nodes_.size());
+    path.pop_back();
+  }
+  for (size_t i = 0; i < node_tokens.size(); ++i) {
+    suffix_nodes_[i].token_begin = static_cast<int32_t>(suffix_tokens_.size());
+    suffix_tokens_.insert(suffix_tokens_.end(), node_tokens[i].begin(), node_tokens[i].end());
+  }
+  const auto n = static_cast<int32_t>(suffix_nodes_.size());
+  suffix_nodes_.push_back({n, static_cast<int32_t>(suffix_tokens_.size()), 0, 0});  // the sentinel
 }
 
 const uint32_t* Vocabulary::alphabet_mask(const uint64_t* alphabet) const {

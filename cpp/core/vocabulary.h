@@ -99,6 +99,25 @@ class Vocabulary {
   // The mask of every text token (mask_words() words): where a mask walk that expects to allow
   // most of the vocabulary starts before clearing what is not allowed.
   const uint32_t* text_mask() const { return text_mask_.data(); }
+  // Plain text (printable ASCII but '"' and '\', and valid multi-byte UTF-8 characters) is
+  // what string bodies and free text read: a configuration that returns to itself on every
+  // plain character allows every *plain token* (plain characters, possibly ending in a valid
+  // partial one), and any other token according to its *suffix* from its first byte that
+  // starts no plain character. plain_mask() holds the plain tokens (mask_words() words); the
+  // suffix trie holds the other tokens' suffixes (far fewer nodes than the vocabulary's trie):
+  // a walk from such a configuration starts from the mask and walks only the suffixes.
+  const uint32_t* plain_mask() const { return plain_mask_.data(); }
+  struct SuffixNode {
+    int32_t subtree_end;  // like TrieNode's
+    int32_t token_begin;  // its tokens: suffix_tokens()[token_begin, next record's token_begin)
+    uint16_t depth;       // length of the suffix so far (>= 1)
+    uint8_t byte;
+  };
+  // suffix_size() records plus a sentinel (as for the trie).
+  const SuffixNode* suffix_nodes() const { return suffix_nodes_.data(); }
+  int32_t suffix_size() const { return static_cast<int32_t>(suffix_nodes_.size()) - 1; }
+  const std::vector<int32_t>& suffix_tokens() const { return suffix_tokens_; }
+  int32_t max_suffix_length() const { return max_suffix_length_; }
   // Number of tokens whose first byte is b, and whose first two bytes are b1 b2.
   int32_t tokens_with_first_byte(uint8_t b) const { return first_byte_tokens_[b]; }
   int32_t tokens_with_first_bytes(uint8_t b1, uint8_t b2) const { return pair_tokens_[b1 << 8 | b2]; }
@@ -121,6 +140,7 @@ class Vocabulary {
   void BuildTrie();
   void ComputeSubtreeSummaries(const std::vector<uint8_t>& byte, const std::vector<uint16_t>& depth);
   void IndexChildren();  // TrieInner::num_children, and the wide nodes' children
+  void BuildPlainSplit();
 
   int32_t width_;
   std::vector<std::string> tokens_;
@@ -138,6 +158,10 @@ class Vocabulary {
   int32_t trie_root_child_[256];
   int32_t first_byte_tokens_[256] = {};
   std::vector<uint32_t> text_mask_;
+  std::vector<uint32_t> plain_mask_;
+  std::vector<SuffixNode> suffix_nodes_;
+  std::vector<int32_t> suffix_tokens_;
+  int32_t max_suffix_length_ = 0;
   std::vector<int32_t> pair_tokens_;
   int32_t first_byte_mask_index_[256];
   std::vector<uint32_t> first_byte_masks_;

@@ -169,6 +169,7 @@ TEXT_HEAD_CASES: list[tuple[str, str]] = [
     ("json", '{"type": "string", "pattern": "[0-9a-f]{4}-"}'),
     ("json", '{"type": "object", "properties": {"ab": {"type": "string", "maxLength": 5}, "ac": {"type": "integer"}}}'),
     ("gbnf", 'root ::= "\\"" ch{0,600} "\\""\nch ::= [^"\\\\\\x00-\\x1f] | "\\\\" ["\\\\/bfnrt]'),
+    ("json", '{"type": "object", "additionalProperties": {"type": "string"}}'),
 ]
 
 
@@ -215,6 +216,11 @@ SYNTHETIC_CASES: dict[str, Callable[[Any], Any]] = {
     "japanese.gbnf": lambda c: c.compile_ebnf((CORPORA_DIR / "gbnf" / "japanese.gbnf").read_text(encoding="utf-8")),
     "regex-classes": lambda c: c.compile_regex(r"([^a-z\x00-\x1f]{1,3}|[à-ÿ]+|[\u3040-\u30ff]{2})*[😀-🙏]?x"),
     "choice-unicode": lambda c: c.compile_choice(CHOICES["unicode"]),
+    # Plain loops (string bodies): walked as plain tokens plus the trie of non-plain suffixes.
+    "json-schema-string-map": lambda c: c.compile_json_schema(
+        {"type": "object", "properties": {"id": {"type": "integer"}}, "additionalProperties": {"type": "string"}}
+    ),
+    "gbnf-raw-string": lambda c: c.compile_ebnf('root ::= "\\"" ([^"\\\\] | "\\\\" ["\\\\])* "\\"" [\\n]?'),
     "ir-bytes-and-chars": lambda c: c.compile_grammar(
         Grammar(
             {
