@@ -10,7 +10,6 @@
 #include <nanobind/stl/vector.h>
 
 #include <algorithm>
-#include <unordered_set>
 
 #include "../core/automaton.h"
 #include "../core/error.h"
@@ -71,8 +70,11 @@ uint32_t* MaskRow(MaskArray& bits, int64_t row, const Vocabulary& vocab) {
 
 void FillMasks(const std::vector<Matcher*>& matchers, MaskArray bits, int threads) {
   if (matchers.empty()) return;
-  std::unordered_set<Matcher*> distinct(matchers.begin(), matchers.end());
-  if (distinct.size() != matchers.size()) throw CoreError::Usage("fill_masks got the same matcher twice");
+  std::vector<Matcher*> sorted(matchers);
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+    throw CoreError::Usage("fill_masks got the same matcher twice");
+  }
   if (bits.shape(0) < matchers.size()) throw CoreError::Usage("fewer mask rows than matchers");
   std::vector<uint32_t*> rows;
   for (size_t i = 0; i < matchers.size(); ++i) {
