@@ -330,10 +330,22 @@ void Automaton::Build(const std::vector<int32_t>& program) {
           }
           const int64_t child_copies = std::min<int64_t>(copies * (hi < 0 ? lo + 1 : std::max(hi, 1)), 1 << 30);
           int32_t cur = from;
-          for (int32_t i = 0; i < lo; ++i) {
+          // x{lo,} with lo >= 1 is x{lo-1} then one copy of x with a way back to its entry:
+          // the last mandatory copy is also the loop, so the states after one x and after
+          // several share their successors (a `[...]+` body and its first character read into
+          // the same states).
+          const int32_t copies_before_loop = hi < 0 && lo > 0 ? lo - 1 : lo;
+          for (int32_t i = 0; i < copies_before_loop; ++i) {
             int32_t s = New();  // a fresh entry keeps each copy's loops local to it
             a->eps_[cur].push_back(s);
             cur = Emit(child, s, depth + 1, child_copies, true);
+          }
+          if (hi < 0 && lo > 0) {
+            int32_t entry = New();
+            a->eps_[cur].push_back(entry);
+            int32_t exit = Emit(child, entry, depth + 1, child_copies, true);
+            a->eps_[exit].push_back(entry);
+            return exit;
           }
           if (hi < 0) {
             int32_t loop = New();
