@@ -63,7 +63,9 @@ class Matcher {
   bool terminated() const { return history_.back().terminated; }
   // Fills `words` (all of it) with the text tokens allowed from `config`.
   void Walk(int32_t config, uint32_t* words);
+  // True when `config` returns to itself on every plain character (Vocabulary::plain_mask).
   bool PlainLoop(int32_t config);
+  // Sets the non-plain tokens a plain loop allows, walking the vocabulary's suffix trie.
   void WalkSuffixes(int32_t config, uint32_t* words);
   int64_t ReachableEstimate(int32_t config);
   int64_t ReachableWithFirstByte(int32_t config, uint8_t b);

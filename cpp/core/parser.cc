@@ -281,7 +281,7 @@ void Parser::GroupClassesLocked(int32_t config) {
   const uint64_t* live = LiveBytes(config);
   // The unknown live classes, each with its first live byte (its representative: an edge
   // matches a class iff it matches that byte), in byte order.
-  row_reps_.clear();
+  group_reps_.clear();
   uint64_t seen[4] = {0, 0, 0, 0};  // class ids are < 256
   for (int q = 0; q < 4; ++q) {
     for (uint64_t w = live[q]; w != 0; w &= w - 1) {
@@ -289,49 +289,49 @@ void Parser::GroupClassesLocked(int32_t config) {
       const int32_t cls = a.byte_class(rep);
       if (seen[cls >> 6] >> (cls & 63) & 1) continue;
       seen[cls >> 6] |= 1ull << (cls & 63);
-      if (Slot(config, cls).load(std::memory_order_relaxed) == kUnknown) row_reps_.push_back({rep, cls});
+      if (Slot(config, cls).load(std::memory_order_relaxed) == kUnknown) group_reps_.push_back({rep, cls});
     }
   }
-  const size_t n_reps = row_reps_.size();
+  const size_t n_reps = group_reps_.size();
   // Pairs per class in compressed rows: count, then fill (pairs stay in (head, edge) order).
-  row_begin_.assign(n_reps + 1, 0);
+  group_begin_.assign(n_reps + 1, 0);
   for (int pass = 0; pass < 2; ++pass) {
     if (pass == 1) {
-      for (size_t k = 0; k < n_reps; ++k) row_begin_[k + 1] += row_begin_[k];
-      row_pairs_.resize(row_begin_[n_reps]);
-      row_fill_.assign(row_begin_.begin(), row_begin_.end() - 1);
+      for (size_t k = 0; k < n_reps; ++k) group_begin_[k + 1] += group_begin_[k];
+      group_pairs_.resize(group_begin_[n_reps]);
+      group_fill_.assign(group_begin_.begin(), group_begin_.end() - 1);
     }
     for (uint32_t i = 0; i < count; ++i) {
       const std::vector<ByteEdge>& edges = a.bytes(StateOf(heads_[offset + i]));
       for (size_t j = 0; j < edges.size(); ++j) {
-        auto k = static_cast<size_t>(std::lower_bound(row_reps_.begin(), row_reps_.end(), edges[j].lo,
-                                                      [](const RowRep& r, uint8_t lo) { return r.byte < lo; }) -
-                                     row_reps_.begin());
-        for (; k < n_reps && row_reps_[k].byte <= edges[j].hi; ++k) {
+        auto k = static_cast<size_t>(std::lower_bound(group_reps_.begin(), group_reps_.end(), edges[j].lo,
+                                                      [](const ClassRep& r, uint8_t lo) { return r.byte < lo; }) -
+                                     group_reps_.begin());
+        for (; k < n_reps && group_reps_[k].byte <= edges[j].hi; ++k) {
           if (pass == 0) {
-            ++row_begin_[k + 1];
+            ++group_begin_[k + 1];
           } else {
-            row_pairs_[row_fill_[k]++] = static_cast<uint64_t>(i) << 32 | j;
+            group_pairs_[group_fill_[k]++] = static_cast<uint64_t>(i) << 32 | j;
           }
         }
       }
     }
   }
-  row_leaders_.clear();  // index in row_reps_ of each group's leader
+  group_leaders_.clear();  // index in group_reps_ of each group's leader
   for (size_t k = 0; k < n_reps; ++k) {
-    const auto pairs = row_pairs_.begin() + static_cast<std::ptrdiff_t>(row_begin_[k]);
-    const size_t n = row_begin_[k + 1] - row_begin_[k];
+    const auto pairs = group_pairs_.begin() + static_cast<std::ptrdiff_t>(group_begin_[k]);
+    const size_t n = group_begin_[k + 1] - group_begin_[k];
     size_t leader = k;
-    for (size_t g : row_leaders_) {
-      if (row_begin_[g + 1] - row_begin_[g] == n &&
+    for (size_t g : group_leaders_) {
+      if (group_begin_[g + 1] - group_begin_[g] == n &&
           std::equal(pairs, pairs + static_cast<std::ptrdiff_t>(n),
-                     row_pairs_.begin() + static_cast<std::ptrdiff_t>(row_begin_[g]))) {
+                     group_pairs_.begin() + static_cast<std::ptrdiff_t>(group_begin_[g]))) {
         leader = g;
         break;
       }
     }
-    if (leader == k) row_leaders_.push_back(k);
-    Slot(config, row_reps_[k].cls).store(kFirstPending - row_reps_[leader].byte, std::memory_order_relaxed);
+    if (leader == k) group_leaders_.push_back(k);
+    Slot(config, group_reps_[k].cls).store(kFirstPending - group_reps_[leader].byte, std::memory_order_relaxed);
   }
 }
 

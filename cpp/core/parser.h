@@ -181,14 +181,14 @@ class Parser {
   int64_t masks_stored_ = 0;
   int64_t mask_words_hint_ = 0;
   std::vector<uint64_t> out_, work_;
-  struct RowRep {
+  struct ClassRep {
     uint8_t byte;
     int32_t cls;
   };
   // GroupClassesLocked scratch.
-  std::vector<RowRep> row_reps_;
-  std::vector<size_t> row_begin_, row_fill_, row_leaders_;
-  std::vector<uint64_t> row_pairs_;
+  std::vector<ClassRep> group_reps_;
+  std::vector<size_t> group_begin_, group_fill_, group_leaders_;
+  std::vector<uint64_t> group_pairs_;
   StampSet visited_;
   bool accepting_scratch_ = false;
 };
