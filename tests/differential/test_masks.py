@@ -294,3 +294,39 @@ def test_gemma3_full_vocab_masks_match_reference(key: str, gemma3_vocab: Any) ->
     run_differential(
         f"gemma3-full {key}", compiled, vocab_view(gemma3_vocab), walks=2, max_tokens=10, checks_per_walk=3
     )
+
+
+def test_parallel_first_visits_match_serial_fills(smollm2_vocab: Any) -> None:
+    """Matchers of one grammar filled on 2 threads while every configuration is new (transitions,
+    class groups and step sets computed concurrently) give the masks of serial fills on a fresh
+    copy of the grammar."""
+    import numpy as np
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "maxLength": 12},
+            "tags": {"type": "array", "items": {"type": "string"}},
+        },
+        "additionalProperties": {"type": "integer"},
+    }
+    text = '{"name": "Zoë \\"q\\"", "tags": ["a b", "ü", "x\\ny"], "extra_key": -12, "n2": 7}'
+    data = text.encode()
+    for round_ in range(3):
+        shared = lg.Compiler(smollm2_vocab).compile_json_schema(schema)
+        fresh = lg.Compiler(smollm2_vocab).compile_json_schema(schema)
+        # Each matcher stops at a different byte, so the batch asks for many new configurations.
+        cuts = list(range(round_, len(data), 2))
+        matchers = []
+        for cut in cuts:
+            m = shared.matcher()
+            assert m.accept_bytes(data[:cut])
+            matchers.append(m)
+        bits = lg.allocate_mask(smollm2_vocab, batch=len(matchers))
+        lg.fill_masks(matchers, bits, threads=2)
+        one = lg.allocate_mask(smollm2_vocab)
+        for row, cut in enumerate(cuts):
+            m = fresh.matcher()
+            assert m.accept_bytes(data[:cut])
+            m.fill_mask(one, row=0)
+            assert np.array_equal(one[0], bits[row]), f"round {round_}, prefix {data[:cut]!r}"
