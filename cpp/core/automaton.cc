@@ -20,6 +20,44 @@ struct ProgramReader {
   }
 };
 
+// Marks of PostOrder: a node not reached yet, on the current path, or finished.
+constexpr uint8_t kUnvisited = 0, kOnPath = 1, kFinished = 2;
+constexpr int32_t kNoMoreEdges = INT32_MIN;
+
+// Iterative depth-first search over nodes [0, n) (graphs that user grammars shape: no
+// recursion). edge(v, k) is v's k-th successor, or kNoMoreEdges after the last; successors
+// outside [0, n) are skipped. on_cycle(path, w) is called for an edge into w, a node on the
+// current path (path: the stack of (node, next edge index), root first); on_finish(v) once
+// every successor of v is finished or on the path, just before v is marked finished.
+// `mark` (n entries, kUnvisited where a search may start) holds the marks.
+template <typename Edge, typename OnCycle, typename OnFinish>
+void PostOrder(int32_t n, std::vector<uint8_t>& mark, Edge edge, OnCycle on_cycle, OnFinish on_finish) {
+  std::vector<std::pair<int32_t, size_t>> stack;
+  for (int32_t v0 = 0; v0 < n; ++v0) {
+    if (mark[v0] != kUnvisited) continue;
+    stack.push_back({v0, 0});
+    mark[v0] = kOnPath;
+    while (!stack.empty()) {
+      const int32_t v = stack.back().first;
+      const int32_t w = edge(v, stack.back().second);
+      if (w != kNoMoreEdges) {
+        ++stack.back().second;
+        if (w < 0 || w >= n) continue;
+        if (mark[w] == kUnvisited) {
+          mark[w] = kOnPath;
+          stack.push_back({w, 0});
+        } else if (mark[w] == kOnPath) {
+          on_cycle(stack, w);
+        }
+        continue;
+      }
+      on_finish(v);
+      mark[v] = kFinished;
+      stack.pop_back();
+    }
+  }
+}
+
 }  // namespace
 
 Automaton::Automaton(const std::vector<int32_t>& program, std::vector<std::string> rule_names,
@@ -171,41 +209,28 @@ void Automaton::Build(const std::vector<int32_t>& program) {
     // Post-order over the reference graph (iterative): a rule is inlinable when it is small,
     // on no cycle, and every rule it references is inlinable.
     constexpr int64_t kInlineMaxSize = 512;  // estimated states
-    std::vector<uint8_t> colour(static_cast<size_t>(n_rules), 0);
-    std::vector<std::pair<int32_t, size_t>> stack;
-    for (int32_t r0 = 0; r0 < n_rules; ++r0) {
-      if (colour[r0] != 0) continue;
-      stack.push_back({r0, 0});
-      colour[r0] = 1;
-      while (!stack.empty()) {
-        auto& [r, k] = stack.back();
-        RuleShape& sh = shapes[r];
-        if (k < sh.refs.size()) {
-          const int32_t callee = sh.refs[k++];
-          if (callee >= 0 && callee < n_rules && colour[callee] == 0) {
-            colour[callee] = 1;
-            stack.push_back({callee, 0});
+    std::vector<uint8_t> mark(static_cast<size_t>(n_rules), kUnvisited);
+    PostOrder(
+        n_rules, mark,
+        [&](int32_t r, size_t k) { return k < shapes[r].refs.size() ? shapes[r].refs[k] : kNoMoreEdges; },
+        [](const auto&, int32_t) {},
+        [&](int32_t r) {
+          RuleShape& sh = shapes[r];
+          bool ok = true;
+          int64_t size = sh.size, depth = 0;
+          for (int32_t callee : sh.refs) {
+            // On the current path: a cycle; out of range: Emit reports it.
+            if (callee < 0 || callee >= n_rules || mark[callee] != kFinished || !shapes[callee].inlinable) {
+              ok = false;
+              break;
+            }
+            size += shapes[callee].inlined_size;
+            depth = std::max(depth, shapes[callee].inlined_depth);
           }
-          continue;
-        }
-        bool ok = true;
-        int64_t size = sh.size, depth = 0;
-        for (int32_t callee : sh.refs) {
-          // colour 1: on the current path (a cycle); out of range: Emit reports it.
-          if (callee < 0 || callee >= n_rules || colour[callee] != 2 || !shapes[callee].inlinable) {
-            ok = false;
-            break;
-          }
-          size += shapes[callee].inlined_size;
-          depth = std::max(depth, shapes[callee].inlined_depth);
-        }
-        sh.inlinable = ok && size <= kInlineMaxSize;
-        sh.inlined_size = size;
-        sh.inlined_depth = sh.depth + depth;
-        colour[r] = 2;
-        stack.pop_back();
-      }
-    }
+          sh.inlinable = ok && size <= kInlineMaxSize;
+          sh.inlined_size = size;
+          sh.inlined_depth = sh.depth + depth;
+        });
   }
   // Inlining adds at most about as many states as the program has ints (64k for small grammars).
   int64_t inline_budget = std::max<int64_t>(static_cast<int64_t>(program.size()), 1 << 16);
@@ -443,40 +468,24 @@ void Automaton::CheckLeftRecursion() {
     if (!seen[s]) continue;
     for (const CallEdge& c : calls_[s]) left_calls[state_rule_[s]].push_back(c.rule);
   }
-  // Iterative three-colour DFS for a cycle.
-  std::vector<uint8_t> colour(n_rules, 0);
-  std::vector<std::pair<int32_t, size_t>> stack;
-  for (int32_t r0 = 0; r0 < n_rules; ++r0) {
-    if (colour[r0] != 0) continue;
-    stack.push_back({r0, 0});
-    colour[r0] = 1;
-    while (!stack.empty()) {
-      auto& [r, i] = stack.back();
-      if (i < left_calls[r].size()) {
-        int32_t next = left_calls[r][i++];
-        if (colour[next] == 1) {
-          std::string cycle;
-          bool in = false;
-          for (auto& [rr, unused] : stack) {
-            if (rr == next) in = true;
-            if (in) cycle += rule_names_[rr] + " -> ";
-          }
-          cycle += rule_names_[next];
-          throw CoreError::Grammar("left-recursion",
-                                   "left recursion is not supported: " + cycle +
-                                       " (rewrite it as repetition, e.g. `a ::= b (op b)*`)",
-                                   rule_names_[next]);
+  // A cycle of left calls is left recursion: report it with its path.
+  std::vector<uint8_t> mark(n_rules, kUnvisited);
+  PostOrder(
+      n_rules, mark, [&](int32_t r, size_t k) { return k < left_calls[r].size() ? left_calls[r][k] : kNoMoreEdges; },
+      [&](const std::vector<std::pair<int32_t, size_t>>& path, int32_t next) {
+        std::string cycle;
+        bool in = false;
+        for (const auto& [rr, unused] : path) {
+          if (rr == next) in = true;
+          if (in) cycle += rule_names_[rr] + " -> ";
         }
-        if (colour[next] == 0) {
-          colour[next] = 1;
-          stack.push_back({next, 0});
-        }
-      } else {
-        colour[r] = 2;
-        stack.pop_back();
-      }
-    }
-  }
+        cycle += rule_names_[next];
+        throw CoreError::Grammar("left-recursion",
+                                 "left recursion is not supported: " + cycle +
+                                     " (rewrite it as repetition, e.g. `a ::= b (op b)*`)",
+                                 rule_names_[next]);
+      },
+      [](int32_t) {});
 }
 
 namespace {
@@ -996,40 +1005,32 @@ void Automaton::ComputePlainCapacity() {
       out.erase(std::unique(out.begin(), out.end()), out.end());
     }
   }
-  capacity_.assign(n, -1);  // -1: not computed; -2: on the current path
-  auto cap_of = [&](int32_t t) { return capacity_[t] < 0 ? 0 : capacity_[t]; };
-  std::vector<std::pair<int32_t, size_t>> stack;
-  for (int32_t s0 = 0; s0 < n; ++s0) {
-    if (capacity_[s0] != -1) continue;
-    stack.push_back({s0, 0});
-    capacity_[s0] = -2;
-    while (!stack.empty()) {
-      auto& [s, k] = stack.back();
-      const size_t n_succ = succ[s].size();
-      if (k < n_succ + via[s].size()) {
-        const int32_t t = k < n_succ ? succ[s][k] : via[s][k - n_succ];
-        ++k;
-        if (capacity_[t] == -1) {
-          capacity_[t] = -2;
-          stack.push_back({t, 0});
+  // A successor on the current path (a cycle through positions that read nothing plain) counts
+  // as capacity 0 while its own is computed.
+  capacity_.assign(n, 0);
+  std::vector<uint8_t> mark(n, kUnvisited);
+  PostOrder(
+      n, mark,
+      [&](int32_t s, size_t k) {
+        const size_t n_succ = succ[s].size();
+        if (k < n_succ) return succ[s][k];
+        return k < n_succ + via[s].size() ? via[s][k - n_succ] : kNoMoreEdges;
+      },
+      [](const auto&, int32_t) {},
+      [&](int32_t s) {
+        int64_t cap = 0;
+        if (universal_[s]) {
+          cap = kUnbounded;
+        } else {
+          if (full[s]) {
+            int64_t least = kUnbounded;
+            for (int32_t t : succ[s]) least = std::min<int64_t>(least, capacity_[t]);
+            cap = std::max<int64_t>(cap, 1 + least);
+          }
+          for (int32_t t : via[s]) cap = std::max<int64_t>(cap, 1 + capacity_[t]);
         }
-        continue;
-      }
-      int64_t cap = 0;
-      if (universal_[s]) {
-        cap = kUnbounded;
-      } else {
-        if (full[s]) {
-          int64_t least = kUnbounded;
-          for (int32_t t : succ[s]) least = std::min<int64_t>(least, cap_of(t));
-          cap = std::max<int64_t>(cap, 1 + least);
-        }
-        for (int32_t t : via[s]) cap = std::max<int64_t>(cap, 1 + cap_of(t));
-      }
-      capacity_[s] = static_cast<int32_t>(std::min<int64_t>(cap, kUnbounded));
-      stack.pop_back();
-    }
-  }
+        capacity_[s] = static_cast<int32_t>(std::min<int64_t>(cap, kUnbounded));
+      });
 }
 
 }  // namespace logitgate
