@@ -173,7 +173,7 @@ void Matcher::Walk(int32_t config, uint32_t* words) {
     // A string body, free text: every plain token is allowed, the others are decided by
     // their suffixes (Vocabulary::plain_mask).
     std::memcpy(words, v.plain_mask(), n_words * sizeof(uint32_t));
-    WalkSuffixes(config, words);
+    WalkSuffixes(words);
     return;
   }
   const uint64_t* live = parser.LiveBytes(config);
@@ -243,10 +243,10 @@ bool Matcher::PlainLoop(int32_t config) {
          (step.bytes[1] & kPlain1) == kPlain1 && (step.bytes[3] & kPlain3) == kPlain3;
 }
 
-// Sets the bits of the non-plain tokens `config` allows, `config` being a plain loop: a
-// token's plain prefix leads back to `config`, so the token is allowed iff its suffix is. The
-// suffix trie is walked like the vocabulary's (dead nodes skip their subtrees).
-void Matcher::WalkSuffixes(int32_t config, uint32_t* words) {
+// Sets the bits of the non-plain tokens the walk's configuration (walk_config_[0], a plain
+// loop) allows: a token's plain prefix leads back to it, so the token is allowed iff its
+// suffix is. The suffix trie is walked like the vocabulary's (dead nodes skip their subtrees).
+void Matcher::WalkSuffixes(uint32_t* words) {
   const Vocabulary& v = *grammar_->vocab;
   const Vocabulary::SuffixNode* node = v.suffix_nodes();
   const int32_t* toks = v.suffix_tokens().data();

@@ -65,8 +65,8 @@ class Matcher {
   void Walk(int32_t config, uint32_t* words);
   // True when `config` returns to itself on every plain character (Vocabulary::plain_mask).
   bool PlainLoop(int32_t config);
-  // Sets the non-plain tokens a plain loop allows, walking the vocabulary's suffix trie.
-  void WalkSuffixes(int32_t config, uint32_t* words);
+  // Sets the non-plain tokens walk_config_[0], a plain loop, allows (the suffix trie's walk).
+  void WalkSuffixes(uint32_t* words);
   int64_t ReachableEstimate(int32_t config);
   int64_t ReachableWithFirstByte(int32_t config, uint8_t b);
   // kClear: `words` starts as every text token and the walk clears what is not allowed (for
