@@ -70,58 +70,77 @@ Vocabulary::Vocabulary(std::vector<std::string> tokens, std::vector<bool> has_by
   }
 }
 
-void Vocabulary::BuildTrie() {
-  std::vector<int32_t> order;
-  for (int32_t i = 0; i < width_; ++i) {
-    if (text_[i]) order.push_back(i);
-  }
-  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
-    int c = tokens_[a].compare(tokens_[b]);
-    return c < 0 || (c == 0 && a < b);
-  });
-  // `path[d]` is the node index at depth d+1 on the current root-to-leaf path.
-  std::vector<int32_t> path;
-  std::vector<std::vector<int32_t>> node_tokens;
+namespace {
+
+// A flat trie in depth-first order of sorted keys (see the invariants in vocabulary.h): per
+// node its byte, depth and subtree end, and the ids of the keys ending there.
+struct FlatTrie {
   std::vector<uint8_t> byte;
   std::vector<uint16_t> depth;
   std::vector<int32_t> subtree_end;
-  const std::string* prev = nullptr;
-  for (int32_t id : order) {
-    const std::string& t = tokens_[id];
-    max_token_length_ = std::max<int32_t>(max_token_length_, static_cast<int32_t>(t.size()));
+  std::vector<int32_t> token_begin;  // tokens[token_begin[i], token_begin[i+1]): ids ending at node i
+  std::vector<int32_t> tokens;
+  int32_t max_length = 0;
+};
+
+// `keys` sorted by (bytes, id); every key non-empty.
+FlatTrie BuildFlatTrie(const std::vector<std::pair<std::string_view, int32_t>>& keys) {
+  FlatTrie t;
+  // `path[d]` is the node index at depth d+1 on the current root-to-leaf path.
+  std::vector<int32_t> path;
+  std::vector<std::vector<int32_t>> node_ids;
+  std::string_view prev;
+  for (const auto& [key, id] : keys) {
+    t.max_length = std::max<int32_t>(t.max_length, static_cast<int32_t>(key.size()));
     size_t common = 0;
-    if (prev != nullptr) {
-      size_t n = std::min(prev->size(), t.size());
-      while (common < n && (*prev)[common] == t[common]) ++common;
-    }
+    const size_t n = std::min(prev.size(), key.size());
+    while (common < n && prev[common] == key[common]) ++common;
     while (path.size() > common) {
-      subtree_end[path.back()] = static_cast<int32_t>(byte.size());
+      t.subtree_end[path.back()] = static_cast<int32_t>(t.byte.size());
       path.pop_back();
     }
-    for (size_t d = common; d < t.size(); ++d) {
-      path.push_back(static_cast<int32_t>(byte.size()));
-      byte.push_back(static_cast<uint8_t>(t[d]));
-      depth.push_back(static_cast<uint16_t>(d + 1));
-      subtree_end.push_back(0);
-      node_tokens.emplace_back();
+    for (size_t d = common; d < key.size(); ++d) {
+      path.push_back(static_cast<int32_t>(t.byte.size()));
+      t.byte.push_back(static_cast<uint8_t>(key[d]));
+      t.depth.push_back(static_cast<uint16_t>(d + 1));
+      t.subtree_end.push_back(0);
+      node_ids.emplace_back();
     }
-    node_tokens[path.back()].push_back(id);
-    prev = &t;
+    node_ids[path.back()].push_back(id);
+    prev = key;
   }
   while (!path.empty()) {
-    subtree_end[path.back()] = static_cast<int32_t>(byte.size());
+    t.subtree_end[path.back()] = static_cast<int32_t>(t.byte.size());
     path.pop_back();
   }
-  const int32_t n = static_cast<int32_t>(byte.size());
+  for (const std::vector<int32_t>& ids : node_ids) {
+    t.token_begin.push_back(static_cast<int32_t>(t.tokens.size()));
+    t.tokens.insert(t.tokens.end(), ids.begin(), ids.end());
+  }
+  t.token_begin.push_back(static_cast<int32_t>(t.tokens.size()));
+  return t;
+}
+
+}  // namespace
+
+void Vocabulary::BuildTrie() {
+  std::vector<std::pair<std::string_view, int32_t>> keys;
+  for (int32_t i = 0; i < width_; ++i) {
+    if (text_[i]) keys.emplace_back(tokens_[i], i);
+  }
+  std::sort(keys.begin(), keys.end());
+  FlatTrie t = BuildFlatTrie(keys);
+  max_token_length_ = t.max_length;
+  const auto n = static_cast<int32_t>(t.byte.size());
   trie_nodes_.resize(static_cast<size_t>(n) + 1);
   for (int32_t i = 0; i < n; ++i) {
-    trie_nodes_[i] = {subtree_end[i], static_cast<int32_t>(trie_tokens_.size()), -1, depth[i], byte[i], 0};
-    trie_tokens_.insert(trie_tokens_.end(), node_tokens[i].begin(), node_tokens[i].end());
+    trie_nodes_[i] = {t.subtree_end[i], t.token_begin[i], -1, t.depth[i], t.byte[i], 0};
   }
-  trie_nodes_[n] = {n, static_cast<int32_t>(trie_tokens_.size()), -1, 0, 0, 0};  // the sentinel
+  trie_nodes_[n] = {n, t.token_begin[n], -1, 0, 0, 0};  // the sentinel
+  trie_tokens_ = std::move(t.tokens);
   for (int32_t& r : trie_root_child_) r = -1;
-  for (int32_t i = 0; i < n; i = subtree_end[i]) trie_root_child_[byte[i]] = i;
-  ComputeSubtreeSummaries(byte, depth);
+  for (int32_t i = 0; i < n; i = t.subtree_end[i]) trie_root_child_[t.byte[i]] = i;
+  ComputeSubtreeSummaries(t.byte, t.depth);
   IndexChildren();
 }
 
@@ -250,37 +269,14 @@ void Vocabulary::BuildPlainSplit() {
     }
   }
   std::sort(suffixes.begin(), suffixes.end());
-  // Flat trie in depth-first order, as BuildTrie (`path[d]`: the node at depth d+1).
-  std::vector<int32_t> path;
-  std::vector<std::vector<int32_t>> node_tokens;
-  std::string_view prev;
-  for (const auto& [sfx, id] : suffixes) {
-    max_suffix_length_ = std::max<int32_t>(max_suffix_length_, static_cast<int32_t>(sfx.size()));
-    size_t common = 0;
-    const size_t n = std::min(prev.size(), sfx.size());
-    while (common < n && prev[common] == sfx[common]) ++common;
-    while (path.size() > common) {
-      suffix_nodes_[path.back()].subtree_end = static_cast<int32_t>(suffix_nodes_.size());
-      path.pop_back();
-    }
-    for (size_t d = common; d < sfx.size(); ++d) {
-      path.push_back(static_cast<int32_t>(suffix_nodes_.size()));
-      suffix_nodes_.push_back({0, 0, static_cast<uint16_t>(d + 1), static_cast<uint8_t>(sfx[d])});
-      node_tokens.emplace_back();
-    }
-    node_tokens[path.back()].push_back(id);
-    prev = sfx;
+  FlatTrie t = BuildFlatTrie(suffixes);
+  max_suffix_length_ = t.max_length;
+  const auto n = static_cast<int32_t>(t.byte.size());
+  for (int32_t i = 0; i < n; ++i) {
+    suffix_nodes_.push_back({t.subtree_end[i], t.token_begin[i], t.depth[i], t.byte[i]});
   }
-  while (!path.empty()) {
-    suffix_nodes_[path.back()].subtree_end = static_cast<int32_t>(suffix_nodes_.size());
-    path.pop_back();
-  }
-  for (size_t i = 0; i < node_tokens.size(); ++i) {
-    suffix_nodes_[i].token_begin = static_cast<int32_t>(suffix_tokens_.size());
-    suffix_tokens_.insert(suffix_tokens_.end(), node_tokens[i].begin(), node_tokens[i].end());
-  }
-  const auto n = static_cast<int32_t>(suffix_nodes_.size());
-  suffix_nodes_.push_back({n, static_cast<int32_t>(suffix_tokens_.size()), 0, 0});  // the sentinel
+  suffix_nodes_.push_back({n, t.token_begin[n], 0, 0});  // the sentinel
+  suffix_tokens_ = std::move(t.tokens);
 }
 
 const uint32_t* Vocabulary::alphabet_mask(const uint64_t* alphabet) const {
