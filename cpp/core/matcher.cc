@@ -27,12 +27,15 @@ void AndNot(uint32_t* __restrict dst, const uint32_t* __restrict src, size_t n) 
 bool Utf8Below(const Vocabulary& v, int32_t i, const uint64_t* below) {
   return (below[2] | below[3]) == 0 || v.trie_utf8_below(i);
 }
+// Sets the bits of the tokens toks[begin, end).
+void SetBits(const int32_t* toks, int32_t begin, int32_t end, uint32_t* words) {
+  for (int32_t k = begin; k < end; ++k) words[toks[k] >> 5] |= 1u << (toks[k] & 31);
+}
 // Sets (clears) the bit of every token in trie node i's subtree; returns how many tokens.
 int32_t SetSubtreeBits(const Vocabulary& v, int32_t i, uint32_t* words) {
   const Vocabulary::TrieNode* node = v.trie_nodes();
-  const int32_t* toks = v.trie_tokens().data();
   const int32_t begin = node[i].token_begin, end = node[node[i].subtree_end].token_begin;
-  for (int32_t k = begin; k < end; ++k) words[toks[k] >> 5] |= 1u << (toks[k] & 31);
+  SetBits(v.trie_tokens().data(), begin, end, words);
   return end - begin;
 }
 int32_t ClearSubtreeBits(const Vocabulary& v, int32_t i, uint32_t* words) {
@@ -259,9 +262,7 @@ void Matcher::WalkSuffixes(uint32_t* words) {
       i = at.subtree_end;
       continue;
     }
-    for (int32_t k = at.token_begin; k < node[i + 1].token_begin; ++k) {
-      words[toks[k] >> 5] |= 1u << (toks[k] & 31);
-    }
+    SetBits(toks, at.token_begin, node[i + 1].token_begin, words);
     walk_config_[d] = c;
     walk_row_[d] = parser.Row(c);
     ++i;
@@ -380,9 +381,7 @@ void Matcher::WalkSubtree(int32_t begin, int32_t end, int32_t config, uint32_t* 
     walk_row_[d] = parser.Row(c);
     walk_capacity_[d] = capacity;
     if (!kClear) {
-      for (int32_t k = at.token_begin; k < node[i + 1].token_begin; ++k) {
-        words[toks[k] >> 5] |= 1u << (toks[k] & 31);
-      }
+      SetBits(toks, at.token_begin, node[i + 1].token_begin, words);
       // A wide node whose configuration can follow few of its children (a move's first letter
       // in a chess grammar, a leading space before a JSON value): visit only those. The
       // nesting is bounded by kMaxSparseDepth, whatever the vocabulary's token lengths.
