@@ -5,6 +5,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "plain_text.h"
 #include "utf8_ranges.h"
 
 namespace logitgate {
@@ -828,12 +829,9 @@ namespace {
 struct Range {
   int lo, hi;
 };
-// Plain characters (see Automaton::is_universal): the plain ASCII bytes, then the valid UTF-8
-// sequences as byte ranges.
+// Plain characters (plain_text.h): the plain ASCII bytes, then the valid UTF-8 sequences, as
+// byte ranges.
 const Range kPlainAscii[] = {{0x20, 0x21}, {0x23, 0x5B}, {0x5D, 0x7E}};
-// The same ASCII bytes as bits (bit b of word b/64).
-constexpr uint64_t kPlainAsciiBits0 = ~0ull << 0x20 & ~(1ull << 0x22);                  // 0x20-0x3F but '"'
-constexpr uint64_t kPlainAsciiBits1 = ~(1ull << (0x5C - 64)) & ~(1ull << (0x7F - 64));  // 0x40-0x7E but '\'
 const std::vector<std::vector<Range>> kPlainUtf8 = {
     {{0xC2, 0xDF}, {0x80, 0xBF}},
     {{0xE0, 0xE0}, {0xA0, 0xBF}, {0x80, 0xBF}},
@@ -891,7 +889,7 @@ void Automaton::ComputeCharacterRules() {
 }
 
 bool Automaton::ReadsOnePlainCharacter(int32_t r) const {
-  return (kPlainAsciiBits0 & ~char_ascii_[r][0]) == 0 && (kPlainAsciiBits1 & ~char_ascii_[r][1]) == 0 && char_utf8_[r];
+  return (kPlainBits0 & ~char_ascii_[r][0]) == 0 && (kPlainBits1 & ~char_ascii_[r][1]) == 0 && char_utf8_[r];
 }
 
 // Greatest fixpoint over determinized states (their byte edges are sorted and disjoint):
@@ -954,7 +952,7 @@ std::vector<bool> Automaton::UniversalFixpoint(const std::vector<bool>* callees)
       ascii[1] |= char_ascii_[c.rule][1];
       utf8 = utf8 || char_utf8_[c.rule];
     }
-    const bool ok = (kPlainAsciiBits0 & ~ascii[0]) == 0 && (kPlainAsciiBits1 & ~ascii[1]) == 0 &&
+    const bool ok = (kPlainBits0 & ~ascii[0]) == 0 && (kPlainBits1 & ~ascii[1]) == 0 &&
                      (utf8 || EveryPlainUtf8(s, member));
     if (ok) continue;
     in[s] = false;

@@ -3,6 +3,8 @@
 #include <chrono>
 #include <cstring>
 
+#include "plain_text.h"
+
 namespace logitgate {
 
 namespace {
@@ -60,16 +62,10 @@ bool ChildrenLive(const Vocabulary& v, int32_t i, const uint64_t* below, const u
   }
   return true;
 }
-bool IsPlainAscii(uint8_t b) { return b >= 0x20 && b <= 0x7E && b != '"' && b != '\\'; }
-// The bytes that start plain characters (Automaton::is_universal): printable ASCII but '"' and
-// '\' (words 0 and 1), and the leads of multi-byte UTF-8 characters (word 3).
-constexpr uint64_t kPlain0 = ~0ull << 0x20 & ~(1ull << 0x22);                       // 0x20-0x3F but '"'
-constexpr uint64_t kPlain1 = ~(1ull << (0x5C - 64)) & ~(1ull << (0x7F - 64));       // 0x40-0x7E but '\'
-constexpr uint64_t kPlain3 = (~0ull << (0xC2 - 192)) & ((1ull << (0xF5 - 192)) - 1);  // leads 0xC2-0xF4
-// Only plain bytes in the set: those above, and continuation bytes (UTF-8 validity is checked
-// separately).
+// Only plain bytes in the set (plain_text.h), and continuation bytes (UTF-8 validity is
+// checked separately).
 bool PlainOnly(const uint64_t* bytes) {
-  return (bytes[0] & ~kPlain0) == 0 && (bytes[1] & ~kPlain1) == 0 && (bytes[3] & ~kPlain3) == 0;
+  return (bytes[0] & ~kPlainBits0) == 0 && (bytes[1] & ~kPlainBits1) == 0 && (bytes[3] & ~kPlainLeadBits3) == 0;
 }
 }  // namespace
 
@@ -242,8 +238,8 @@ void Matcher::Walk(int32_t config, uint32_t* words) {
 // multi-byte character leads back to it), so that any plain text keeps it unchanged.
 bool Matcher::PlainLoop(int32_t config) {
   const Parser::StepSet step = parser_->Steps(config, true);
-  return step.successor == config && (step.bytes[0] & kPlain0) == kPlain0 &&
-         (step.bytes[1] & kPlain1) == kPlain1 && (step.bytes[3] & kPlain3) == kPlain3;
+  return step.successor == config && (step.bytes[0] & kPlainBits0) == kPlainBits0 &&
+         (step.bytes[1] & kPlainBits1) == kPlainBits1 && (step.bytes[3] & kPlainLeadBits3) == kPlainLeadBits3;
 }
 
 // Sets the bits of the non-plain tokens the walk's configuration (walk_config_[0], a plain

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "error.h"
+#include "plain_text.h"
 
 namespace logitgate {
 
@@ -237,7 +238,7 @@ size_t PlainPrefix(const std::string& t) {
   while (i < t.size()) {
     const auto b = static_cast<uint8_t>(t[i]);
     if (b < 0x80) {
-      if (b < 0x20 || b == 0x7F || b == '"' || b == '\\') return i;
+      if (!IsPlainAscii(b)) return i;
       ++i;
       continue;
     }

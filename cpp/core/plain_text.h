@@ -1,0 +1,20 @@
+// Plain text: the characters a string body or free text reads whatever they are. Printable
+// ASCII but '"' and '\', and every valid multi-byte UTF-8 character. Several mechanisms rely
+// on this one definition and must agree: Automaton::is_universal and plain capacity, the mask
+// walk's plain shortcuts and plain loops, and Vocabulary::plain_mask with its suffix trie (a
+// token is decided by its suffix only if "plain" means the same on both sides).
+#pragma once
+
+#include <cstdint>
+
+namespace logitgate {
+
+constexpr bool IsPlainAscii(uint8_t b) { return b >= 0x20 && b <= 0x7E && b != '"' && b != '\\'; }
+
+// The bytes that start plain characters, as bits (bit b of word b/64): the plain ASCII bytes
+// (words 0 and 1) and the lead bytes of multi-byte characters (word 3).
+constexpr uint64_t kPlainBits0 = ~0ull << 0x20 & ~(1ull << 0x22);                        // 0x20-0x3F but '"'
+constexpr uint64_t kPlainBits1 = ~(1ull << (0x5C - 64)) & ~(1ull << (0x7F - 64));        // 0x40-0x7E but '\'
+constexpr uint64_t kPlainLeadBits3 = (~0ull << (0xC2 - 192)) & ((1ull << (0xF5 - 192)) - 1);  // 0xC2-0xF4
+
+}  // namespace logitgate
