@@ -386,6 +386,20 @@ def test_string_escapes_count_as_one_code_point(compiler: lg.Compiler) -> None:
     assert not accepts(g, '"\\ud83d"')  # a lone surrogate escape is not generated
 
 
+def test_escaped_keys_against_listed_names(compiler: lg.Compiler) -> None:
+    # Key-complement positions share one rule for the escapes of non-ASCII characters. An
+    # escaped spelling of a listed name is never an additional property (listed names are
+    # generated in their plain spelling only).
+    g = compiler.compile_json_schema(
+        {"properties": {"ab": {"type": "string"}}, "additionalProperties": {"type": "integer"}}
+    )
+    for text in ['{"\\u00e9": 1}', '{"a\\u00e9": 1}', '{"a\\ud83d\\ude00": 1}', '{"a\\uFFFF": 1}',
+                 '{"a\\u0063": 1}', '{"a\u00e9": 1}', '{"ab": "x"}']:
+        assert accepts(g, text), text
+    for text in ['{"\\u0061b": 1}', '{"a\\u0062": 1}', '{"a\\ud83d": 1}', '{"a\\ude00": 1}', '{"a\\u00": 1}']:
+        assert not accepts(g, text), text
+
+
 def test_whitespace_policies(compiler: lg.Compiler) -> None:
     schema = {"type": "object", "properties": {"a": {"type": "array"}}}
     value = {"a": [1, 2]}

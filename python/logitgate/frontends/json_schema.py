@@ -601,16 +601,30 @@ def _hex4(lo: int, hi: int) -> Node:
 
 
 @functools.lru_cache(maxsize=4096)
-def _encoded_class(cc: CharClass) -> Node:
-    """The JSON string spellings of one character of ``cc``: raw (where JSON allows it), short
-    escapes, ``\\uXXXX`` and surrogate pairs. Pure and immutable, so cached across compiles."""
-    ranges = _positive_ranges(cc)
+def _encoded_literal(value: bytes) -> Node:
+    """The JSON string spellings of the text ``value`` (UTF-8): ASCII-escaped and not."""
+    text = value.decode("utf-8")
+    forms = {json.dumps(text)[1:-1], json.dumps(text, ensure_ascii=False)[1:-1]}
+    return _alt(Literal(x.encode("utf-8")) for x in sorted(forms))
+
+
+def _raw_ranges(ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The characters of ``ranges`` a JSON string may hold unescaped (not '"', '\\', controls)."""
     raw: list[tuple[int, int]] = []
     for lo, hi in ranges:
         for a, b in ((lo, min(hi, 0x21)), (max(lo, 0x23), min(hi, 0x5B)), (max(lo, 0x5D), hi)):
             a = max(a, 0x20)
             if a <= b:
                 raw.append((a, b))
+    return raw
+
+
+@functools.lru_cache(maxsize=4096)
+def _encoded_class(cc: CharClass) -> Node:
+    """The JSON string spellings of one character of ``cc``: raw (where JSON allows it), short
+    escapes, ``\\uXXXX`` and surrogate pairs. Pure and immutable, so cached across compiles."""
+    ranges = _positive_ranges(cc)
+    raw = _raw_ranges(ranges)
     alts: list[Node] = []
     if raw:
         alts.append(CharClass(tuple(raw)))
@@ -630,6 +644,27 @@ def _encoded_class(cc: CharClass) -> Node:
                 alts.append(_seq([_hex4(ha + 1, hb - 1), _hex4(0xDC00, 0xDFFF)]))
             alts.append(_seq([_hex4(hb, hb), _hex4(0xDC00, lb)]))
     return _alt(alts) if alts else _EMPTY_LANG
+
+
+def _non_ascii_escape_tail() -> Node:
+    def digits(lo: int, hi: int) -> Node:
+        return _digits_node(_split_fixed(lo, hi, 4, 16), 16, _hex_class)
+
+    pair = _seq([digits(0xD800, 0xDBFF), Literal(b"\\u"), digits(0xDC00, 0xDFFF)])
+    return _alt([digits(0x80, 0xD7FF), digits(0xE000, 0xFFFF), pair])
+
+
+@functools.lru_cache(maxsize=4096)
+def _encoded_class_ascii(ascii_ranges: tuple[tuple[int, int], ...], non_ascii_escape: Ref) -> Node:
+    """_encoded_class for the characters of ``ascii_ranges`` (all below 0x80) and every
+    non-ASCII character, whose escapes continue as ``non_ascii_escape`` after the ``\\u``."""
+    alts: list[Node] = [CharClass((*_raw_ranges(ascii_ranges), (0x80, 0x10FFFF)))]
+    for cp, esc in _ESCAPES.items():
+        if any(lo <= cp <= hi for lo, hi in ascii_ranges):
+            alts.append(Literal(esc))
+    hex4 = [_digits_node(_split_fixed(lo, hi, 4, 16), 16, _hex_class) for lo, hi in ascii_ranges]
+    alts.append(_seq([Literal(b"\\u"), _alt([*hex4, non_ascii_escape])]))
+    return _alt(alts)
 
 
 class _Lowering:
@@ -2221,7 +2256,14 @@ class _Lowering:
         hit = self.enc_memo.get(cc)
         if hit is not None:
             return hit
-        node = _encoded_class(cc)
+        ranges = _positive_ranges(cc)
+        if ranges and ranges[-1][0] <= 0x80 and ranges[-1][1] == 0x10FFFF and ranges[0] != (0, 0x10FFFF):
+            # Every non-ASCII character is in the class (a key-complement position excludes a
+            # few ASCII characters): its \u escapes above 0x7F are one shared rule, not a copy
+            # per class (they were most of a schema's grammar).
+            node = _encoded_class_ascii(tuple(_intersect(ranges, 0, 0x7F)), self.non_ascii_escape())
+        else:
+            node = _encoded_class(cc)
         if isinstance(node, Alt) and len(node.items) > 2:
             name = f"cls{len(self.enc_memo)}"
             self.rules[name] = node
@@ -2229,21 +2271,24 @@ class _Lowering:
         self.enc_memo[cc] = node
         return node
 
+    def non_ascii_escape(self) -> Ref:
+        """What follows ``\\u`` in the escape of any character above 0x7F: four hex digits
+        (0080-D7FF, E000-FFFF) or a surrogate pair."""
+        return self.rule("u_non_ascii", _non_ascii_escape_tail)
+
+    def encode_leaf(self, n: Node) -> Node:
+        """One code-point-level leaf -> its JSON string spellings (other nodes unchanged)."""
+        if isinstance(n, CharClass):
+            return self.encode_class(n)
+        if isinstance(n, Literal):
+            return _encoded_literal(n.value)
+        if isinstance(n, ByteClass):
+            raise GrammarError("byte classes cannot appear in a string pattern", code="schema-internal")
+        return n
+
     def encode(self, node: Node) -> Node:
         """Code-point-level node -> JSON string content bytes (every encoding decodes back)."""
-
-        def leaf(n: Node) -> Node:
-            if isinstance(n, CharClass):
-                return self.encode_class(n)
-            if isinstance(n, Literal):
-                text = n.value.decode("utf-8")
-                forms = {json.dumps(text)[1:-1], json.dumps(text, ensure_ascii=False)[1:-1]}
-                return _alt(Literal(x.encode("utf-8")) for x in sorted(forms))
-            if isinstance(n, ByteClass):
-                raise GrammarError("byte classes cannot appear in a string pattern", code="schema-internal")
-            return n
-
-        return _map_leaves(node, leaf, self.limits)
+        return _map_leaves(node, self.encode_leaf, self.limits)
 
     def format_node(self, fmt: str) -> Node:
         hit = self.format_memo.get(fmt)
@@ -2273,7 +2318,8 @@ class _Lowering:
             if excluded:
                 if f.min_len or f.max_len is not None:
                     self.unsupported("not", "excluding strings under length bounds is not lowered", "")
-                return _seq([Literal(b'"'), self.encode(_complement_of(excluded, self.string_tail())), Literal(b'"')])
+                complement = _complement_of(excluded, self.string_tail(), self.encode_leaf)
+                return _seq([Literal(b'"'), complement, Literal(b'"')])
             if f.min_len == 0 and f.max_len is None:
                 return self.any_string()
             body = self.bounded(self.char_rule(), f.min_len, f.max_len)
@@ -2776,7 +2822,7 @@ class _Lowering:
         name = self.key_complements.get(names)
         if name is None:
             name = self.key_complements[names] = f"keyc{len(self.key_complements)}"
-            self.rules[name] = self.encode(_complement_of(list(names), self.string_tail()))
+            self.rules[name] = _complement_of(list(names), self.string_tail(), self.encode_leaf)
         return Ref(name)
 
     def any_value(self) -> Ref:
@@ -3009,11 +3055,21 @@ def _restrict_length(node: Node, lo: int, hi: int | None, limits: Limits, depth:
     return None
 
 
-def _complement_of(words: list[str], tail: Node | None = None) -> Node:
+def _identity(node: Node) -> Node:
+    return node
+
+
+def _complement_of(
+    words: list[str], tail: Node | None = None, leaf: Callable[[Node], Node] | None = None
+) -> Node:
     """Code-point node: every string except the ``words`` (trie construction). ``tail`` (any
     string, by default) is what follows once a prefix left the trie: pass a rule reference so
-    that the trie's many exits share one loop instead of each holding a copy."""
+    that the trie's many exits share one loop instead of each holding a copy. ``leaf`` maps
+    the trie's characters and classes as they are built (to their JSON spellings: cheaper
+    than encoding the finished node)."""
     any_str = tail if tail is not None else Repeat(CharClass(((0, 0x10FFFF),)), 0, None)
+    if leaf is None:
+        leaf = _identity
     trie: dict[str, Any] = {}
     for w in words:
         t = trie
@@ -3040,11 +3096,11 @@ def _complement_of(words: list[str], tail: Node | None = None) -> Node:
             for cp in cps:
                 ranges.append((cp, cp))
             if ranges:
-                alts.append(_seq([CharClass(tuple(ranges), negated=True), any_str]))
+                alts.append(_seq([leaf(CharClass(tuple(ranges), negated=True)), any_str]))
             else:
-                alts.append(_seq([CharClass(((0, 0x10FFFF),)), any_str]))
+                alts.append(_seq([leaf(CharClass(((0, 0x10FFFF),))), any_str]))
             for k in kids:
-                alts.append(_seq([Literal(k.encode("utf-8", "surrogatepass")), done[id(t[k])]]))
+                alts.append(_seq([leaf(Literal(k.encode("utf-8", "surrogatepass"))), done[id(t[k])]]))
             done[id(t)] = _alt(alts)
         return done[id(root)]
 
