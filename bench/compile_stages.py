@@ -1,0 +1,75 @@
+"""Where JSON Schema compile time goes: lowering (Python), serialization, core (C++).
+
+Times each stage of ``Compiler.compile_json_schema`` separately for every schema of a
+harness run's cases (the MaskBench sample), warm (each schema is lowered once before it is
+timed) and single-threaded, and prints p50/p90/p99 per stage plus the grammar size (program
+ints). Use it to see which stage a compile-time change moved.
+
+    python bench/compile_stages.py bench/results/<run>/cases.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import astuple
+from pathlib import Path
+
+import logitgate as lg
+from logitgate import _core
+from logitgate.compiler import _gc_paused
+from logitgate.frontends.json_schema import schema_to_grammar
+from logitgate.grammar.program import serialize
+from logitgate.limits import DEFAULT_LIMITS
+
+HERE = Path(__file__).resolve().parent
+
+
+def _quantile(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(len(xs) * q))]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("cases", type=Path, help="cases.json written by bench/run.py (MaskBench suite)")
+    args = ap.parse_args()
+    sys.path.insert(0, str(HERE))
+    from common import load_tokenizer
+
+    vocab = lg.Vocabulary.from_huggingface(load_tokenizer("smollm2"))
+    cases = [c for c in json.loads(args.cases.read_text())["cases"] if c.get("kind") == "json_schema"]
+    limits = DEFAULT_LIMITS
+    core_limits = list(astuple(limits)[1:8])
+    stages: dict[str, list[float]] = {"lower": [], "serialize": [], "core": []}
+    ints = 0
+    for n, case in enumerate(cases, 1):
+        try:
+            schema_to_grammar(case["source"], limits=limits, check_empty=False)  # warm caches
+            with _gc_paused():
+                t0 = time.perf_counter()
+                grammar, _ = schema_to_grammar(case["source"], limits=limits, check_empty=False)
+                t1 = time.perf_counter()
+                program, names = serialize(grammar, limits)
+                t2 = time.perf_counter()
+            _core.compile(vocab._core, program, names, core_limits)
+            t3 = time.perf_counter()
+        except lg.LogitgateError:
+            continue  # unsupported schemas are the harness's business
+        stages["lower"].append((t1 - t0) * 1e3)
+        stages["serialize"].append((t2 - t1) * 1e3)
+        stages["core"].append((t3 - t2) * 1e3)
+        ints += len(program)
+        if n % 100 == 0:
+            print(f"  {n}/{len(cases)}", file=sys.stderr)
+    print(f"{len(stages['core'])} schemas compiled, {ints:,} program ints in all")
+    for name, xs in stages.items():
+        p50, p90, p99 = (_quantile(xs, q) for q in (0.5, 0.9, 0.99))
+        print(f"{name:9s} p50 {p50:7.2f} ms  p90 {p90:7.2f} ms  p99 {p99:7.2f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
