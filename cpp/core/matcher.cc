@@ -154,7 +154,8 @@ void Matcher::Walk(int32_t config, uint32_t* words) {
   const Vocabulary& v = *grammar_->vocab;
   // Slot d holds the configuration after the walk's current node at depth d; a slot is
   // written before it is read, so it needs no reset between walks.
-  const size_t levels = static_cast<size_t>(v.max_token_length()) + 1;
+  // (One more than the trie's depth: the suffix trie has its bucket level on top.)
+  const size_t levels = static_cast<size_t>(v.max_token_length()) + 2;
   if (walk_config_.size() < levels) {
     walk_config_.resize(levels);
     walk_row_.resize(levels);
@@ -172,7 +173,23 @@ void Matcher::Walk(int32_t config, uint32_t* words) {
     // A string body, free text: every plain token is allowed, the others are decided by
     // their suffixes (Vocabulary::plain_mask).
     std::memcpy(words, v.plain_mask(), n_words * sizeof(uint32_t));
-    WalkSuffixes(words);
+    WalkSuffixes(words, false);
+    return;
+  }
+  if (walk_capacity_[0] > 0 && walk_capacity_[0] < Automaton::kUnbounded && PlainChain(config)) {
+    // A position of a bounded string: the plain tokens of at most chain_len_ characters are
+    // allowed (set or cleared, whichever touches fewer tokens), the others by their suffixes.
+    const std::vector<int32_t>& plain = v.plain_by_chars();
+    const int32_t fits = v.plain_chars_begin(chain_len_ + 1);
+    if (2 * fits >= static_cast<int32_t>(plain.size())) {
+      std::memcpy(words, v.plain_mask(), n_words * sizeof(uint32_t));
+      for (size_t k = static_cast<size_t>(fits); k < plain.size(); ++k) words[plain[k] >> 5] &= ~(1u << (plain[k] & 31));
+    } else {
+      std::memset(words, 0, n_words * sizeof(uint32_t));
+      SetBits(plain.data(), 0, fits, words);
+    }
+    walk_nodes_ += static_cast<int64_t>(plain.size()) / 16;  // bits cost like nodes, a word at a time
+    WalkSuffixes(words, true);
     return;
   }
   const uint64_t* live = parser.LiveBytes(config);
@@ -242,10 +259,43 @@ bool Matcher::PlainLoop(int32_t config) {
          (step.bytes[1] & kPlainBits1) == kPlainBits1 && (step.bytes[3] & kPlainLeadBits3) == kPlainLeadBits3;
 }
 
-// Sets the bits of the non-plain tokens the walk's configuration (walk_config_[0], a plain
-// loop) allows: a token's plain prefix leads back to it, so the token is allowed iff its
-// suffix is. The suffix trie is walked like the vocabulary's (dead nodes skip their subtrees).
-void Matcher::WalkSuffixes(uint32_t* words) {
+bool Matcher::PlainChain(int32_t config) {
+  const Vocabulary& v = *grammar_->vocab;
+  if (v.max_plain_chars() >= Vocabulary::kSuffixBucketCap) return false;  // a bucket of mixed counts
+  // Followed as far as any token's plain part reaches (plain capacity is only a lower bound:
+  // a maxLength string split into rules for its powers of two has capacity 1 at its start),
+  // or to the first configuration where no plain character is viable. Multi-byte characters
+  // are checked only as far as tokens hold them (their step sets cost far more).
+  chain_.assign(1, config);
+  chain_len_ = v.max_plain_chars();
+  for (int32_t m = 1; m <= v.max_plain_chars(); ++m) {
+    const int32_t at = chain_.back();
+    const uint64_t* live = parser_->LiveBytes(at);
+    if (((live[0] & kPlainBits0) | (live[1] & kPlainBits1) | (live[3] & kPlainLeadBits3)) == 0) {
+      chain_len_ = m - 1;
+      break;
+    }
+    int32_t next = Parser::kDead;
+    if (m <= Vocabulary::kMultibytePlainReach) {
+      const Parser::StepSet step = parser_->Steps(at, true);
+      if ((step.bytes[0] & kPlainBits0) == kPlainBits0 && (step.bytes[1] & kPlainBits1) == kPlainBits1 &&
+          (step.bytes[3] & kPlainLeadBits3) == kPlainLeadBits3) {
+        next = step.successor;
+      }
+    } else {
+      next = parser_->PlainAsciiSuccessor(at);
+    }
+    if (next == Parser::kDead) return false;
+    chain_.push_back(next);
+  }
+  return true;
+}
+
+// Sets the bits of the non-plain tokens the walk's configuration allows: a token's plain
+// prefix leads back to walk_config_[0] (a plain loop) or down the chain, so the token is
+// allowed iff its suffix is from there. The suffix trie is walked like the vocabulary's (dead
+// nodes skip their subtrees); its first level buckets tokens by their prefix's characters.
+void Matcher::WalkSuffixes(uint32_t* words, bool chained) {
   const Vocabulary& v = *grammar_->vocab;
   const Vocabulary::SuffixNode* node = v.suffix_nodes();
   const int32_t* toks = v.suffix_tokens().data();
@@ -253,6 +303,16 @@ void Matcher::WalkSuffixes(uint32_t* words) {
   for (int32_t i = 0, n = v.suffix_size(); i < n; ++walk_nodes_) {
     const Vocabulary::SuffixNode& at = node[i];
     const int32_t d = at.depth;
+    if (d == 1) {  // a bucket: where its suffixes start
+      if (chained && at.byte > chain_len_) {
+        i = at.subtree_end;
+        continue;
+      }
+      walk_config_[1] = chained ? chain_[at.byte] : walk_config_[0];
+      walk_row_[1] = parser.Row(walk_config_[1]);
+      ++i;
+      continue;
+    }
     const int32_t c = parser.NextInRow(walk_row_[d - 1], walk_config_[d - 1], at.byte);
     if (c == Parser::kDead) {
       i = at.subtree_end;

@@ -65,8 +65,15 @@ class Matcher {
   void Walk(int32_t config, uint32_t* words);
   // True when `config` returns to itself on every plain character (Vocabulary::plain_mask).
   bool PlainLoop(int32_t config);
-  // Sets the non-plain tokens walk_config_[0], a plain loop, allows (the suffix trie's walk).
-  void WalkSuffixes(uint32_t* words);
+  // True when every plain character leads from `config` through a chain of configurations
+  // (chain_[m]: after m characters) until none is viable (after chain_len_ characters) or as
+  // far as any token's plain part reaches (chain_len_ = Vocabulary::max_plain_chars): the
+  // positions of a `maxLength` string. Fills chain_ (chain_len_ + 1 entries).
+  bool PlainChain(int32_t config);
+  // Sets the non-plain tokens allowed from walk_config_[0], a plain loop (`chained` false) or
+  // the head of chain_ (a token whose plain prefix holds m characters goes on from chain_[m];
+  // past chain_len_ it is dead). The suffix trie's walk.
+  void WalkSuffixes(uint32_t* words, bool chained);
   int64_t ReachableEstimate(int32_t config);
   int64_t ReachableWithFirstByte(int32_t config, uint8_t b);
   // kClear: `words` starts as every text token and the walk clears what is not allowed (for
@@ -102,6 +109,8 @@ class Matcher {
   int64_t walk_nodes_ = 0;  // trie nodes the last walk visited
   std::vector<const std::atomic<int32_t>*> walk_row_;
   std::vector<int32_t> walk_capacity_;  // plain capacity of walk_config_[d]
+  std::vector<int32_t> chain_;          // PlainChain's configurations
+  int32_t chain_len_ = 0;
   bool clear_from_alphabet_ = false;     // this clearing walk started from the alphabet's mask
 };
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "plain_text.h"
+
 namespace logitgate {
 
 namespace {
@@ -333,6 +335,25 @@ void Parser::GroupClassesLocked(int32_t config) {
     if (leader == k) group_leaders_.push_back(k);
     Slot(config, group_reps_[k].cls).store(kFirstPending - group_reps_[leader].byte, std::memory_order_relaxed);
   }
+}
+
+int32_t Parser::PlainAsciiSuccessor(int32_t config) {
+  const uint64_t* live = LiveBytes(config);
+  if ((live[0] & kPlainBits0) != kPlainBits0 || (live[1] & kPlainBits1) != kPlainBits1) return kDead;
+  const int32_t successor = Next(config, 'a');  // groups the classes, if they are grouped
+  if (successor == kDead) return kDead;
+  uint64_t seen[4] = {0, 0, 0, 0};  // classes checked (class ids are < 256)
+  for (int b = 0x20; b <= 0x7E; ++b) {
+    if (!IsPlainAscii(static_cast<uint8_t>(b))) continue;
+    const int32_t cls = automaton_->byte_class(static_cast<uint8_t>(b));
+    if (seen[cls >> 6] >> (cls & 63) & 1) continue;
+    seen[cls >> 6] |= 1ull << (cls & 63);
+    int32_t next = Slot(config, cls).load(std::memory_order_acquire);
+    if (next <= kFirstPending) next = Next(config, static_cast<uint8_t>(kFirstPending - next));  // its leader's
+    if (next == kUnknown) next = Next(config, static_cast<uint8_t>(b));
+    if (next != successor) return kDead;
+  }
+  return successor;
 }
 
 Parser::StepSet Parser::Steps(int32_t config, bool with_leads) {

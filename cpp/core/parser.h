@@ -76,6 +76,10 @@ class Parser {
   };
   // With `with_leads` false only the ASCII part is guaranteed (lead bits may be clear).
   StepSet Steps(int32_t config, bool with_leads);
+  // The configuration every plain ASCII byte (plain_text.h) leads to from `config`, or kDead
+  // when some is not allowed or they lead to different ones. Where the classes were grouped
+  // this costs one closure (a step set also pays for '"' and '\\'). Thread-safe.
+  int32_t PlainAsciiSuccessor(int32_t config);
   // The step successor of `config` if its step set was already computed, else kUnknown.
   int32_t KnownStepSuccessor(int32_t config) const {
     Block* block = BlockOf(config);

@@ -233,15 +233,21 @@ void Vocabulary::IndexChildren() {
 namespace {
 // Length of the prefix of `t` made of plain characters (see Vocabulary::plain_mask), or
 // t.size() when the rest is a valid partial multi-byte character.
-size_t PlainPrefix(const std::string& t) {
+// The length in bytes of t's plain prefix, and its characters in `chars` (a valid partial
+// character ending the token counts as one). A multi-byte character after the first
+// Vocabulary::kMultibytePlainReach characters ends the prefix (its token has a suffix).
+size_t PlainPrefix(const std::string& t, int32_t* chars) {
   size_t i = 0;
+  *chars = 0;
   while (i < t.size()) {
     const auto b = static_cast<uint8_t>(t[i]);
     if (b < 0x80) {
       if (!IsPlainAscii(b)) return i;
       ++i;
+      ++*chars;
       continue;
     }
+    if (*chars >= Vocabulary::kMultibytePlainReach) return i;
     Utf8State st = Utf8Step(Utf8State{}, b);
     if (st.need <= 0) return i;  // a continuation byte or an invalid lead
     size_t j = i + 1;
@@ -251,6 +257,7 @@ size_t PlainPrefix(const std::string& t) {
       ++j;
     }
     i = j;  // a whole character, or a valid partial one ending the token
+    ++*chars;
   }
   return i;
 }
@@ -258,20 +265,38 @@ size_t PlainPrefix(const std::string& t) {
 
 void Vocabulary::BuildPlainSplit() {
   plain_mask_.assign(static_cast<size_t>(mask_words()), 0);
-  std::vector<std::pair<std::string_view, int32_t>> suffixes;
+  std::vector<std::string> keys;  // bucket byte + suffix
+  std::vector<int32_t> key_ids;
+  std::vector<std::pair<int32_t, int32_t>> plain;  // (characters, id)
+  max_plain_chars_ = 0;
+  max_suffix_prefix_chars_ = 0;
   for (int32_t id = 0; id < width_; ++id) {
     if (!text_[id]) continue;
     const std::string& t = tokens_[id];
-    const size_t p = PlainPrefix(t);
+    int32_t chars = 0;
+    const size_t p = PlainPrefix(t, &chars);
+    max_plain_chars_ = std::max(max_plain_chars_, chars);
     if (p == t.size()) {
       plain_mask_[id >> 5] |= 1u << (id & 31);
+      plain.emplace_back(chars, id);
     } else {
-      suffixes.emplace_back(std::string_view(t).substr(p), id);
+      max_suffix_prefix_chars_ = std::max(max_suffix_prefix_chars_, chars);
+      keys.push_back(static_cast<char>(std::min(chars, kSuffixBucketCap)) + t.substr(p));
+      key_ids.push_back(id);
     }
   }
+  std::sort(plain.begin(), plain.end());
+  plain_by_chars_.clear();
+  plain_chars_begin_.assign(static_cast<size_t>(max_plain_chars_) + 2, static_cast<int32_t>(plain.size()));
+  for (size_t k = plain.size(); k-- > 0;) plain_chars_begin_[plain[k].first] = static_cast<int32_t>(k);
+  for (int32_t n = max_plain_chars_; n >= 0; --n) {
+    plain_chars_begin_[n] = std::min(plain_chars_begin_[n], plain_chars_begin_[n + 1]);
+  }
+  for (const auto& [chars, id] : plain) plain_by_chars_.push_back(id);
+  std::vector<std::pair<std::string_view, int32_t>> suffixes;
+  for (size_t k = 0; k < keys.size(); ++k) suffixes.emplace_back(keys[k], key_ids[k]);
   std::sort(suffixes.begin(), suffixes.end());
   FlatTrie t = BuildFlatTrie(suffixes);
-  max_suffix_length_ = t.max_length;
   const auto n = static_cast<int32_t>(t.byte.size());
   for (int32_t i = 0; i < n; ++i) {
     suffix_nodes_.push_back({t.subtree_end[i], t.token_begin[i], t.depth[i], t.byte[i]});

@@ -106,18 +106,37 @@ class Vocabulary {
   // starts no plain character. plain_mask() holds the plain tokens (mask_words() words); the
   // suffix trie holds the other tokens' suffixes (far fewer nodes than the vocabulary's trie):
   // a walk from such a configuration starts from the mask and walks only the suffixes.
+  // A chain of configurations (the positions of a `maxLength` string: each plain character
+  // leads to the next) is handled the same way with character counts: a plain token of n
+  // characters (a trailing partial one counts) needs n positions, and a suffix starts at the
+  // position after its token's plain prefix.
   const uint32_t* plain_mask() const { return plain_mask_.data(); }
+  // The plain tokens ordered by character count: plain_by_chars()[plain_chars_begin(n), ...)
+  // are those of n characters or more (n <= max_plain_chars() + 1).
+  const std::vector<int32_t>& plain_by_chars() const { return plain_by_chars_; }
+  int32_t plain_chars_begin(int32_t n) const { return plain_chars_begin_[n]; }
+  // The most characters of any token's plain part (a plain token, or a suffix token's prefix),
+  // and of a suffix token's prefix alone.
+  int32_t max_plain_chars() const { return max_plain_chars_; }
+  int32_t max_suffix_prefix_chars() const { return max_suffix_prefix_chars_; }
+  // Plain parts hold multi-byte characters only within their first kMultibytePlainReach
+  // characters (a token with one further on is a suffix token from there): a chain's step sets
+  // for multi-byte characters, which cost far more than the ASCII ones, are needed only that far.
+  static constexpr int32_t kMultibytePlainReach = 16;
+  // The suffix trie's first level is a *bucket* per character count of the plain prefix
+  // (byte = that count, capped at kSuffixBucketCap: that bucket holds every longer prefix);
+  // the suffix bytes are below it (depth 2 on). Buckets have no tokens of their own.
+  static constexpr int32_t kSuffixBucketCap = 255;
   struct SuffixNode {
     int32_t subtree_end;  // like TrieNode's
     int32_t token_begin;  // its tokens: suffix_tokens()[token_begin, next record's token_begin)
-    uint16_t depth;       // length of the suffix so far (>= 1)
+    uint16_t depth;       // 1 for a bucket, else 1 + the length of the suffix so far
     uint8_t byte;
   };
   // suffix_size() records plus a sentinel (as for the trie).
   const SuffixNode* suffix_nodes() const { return suffix_nodes_.data(); }
   int32_t suffix_size() const { return static_cast<int32_t>(suffix_nodes_.size()) - 1; }
   const std::vector<int32_t>& suffix_tokens() const { return suffix_tokens_; }
-  int32_t max_suffix_length() const { return max_suffix_length_; }
   // Number of tokens whose first byte is b, and whose first two bytes are b1 b2.
   int32_t tokens_with_first_byte(uint8_t b) const { return first_byte_tokens_[b]; }
   int32_t tokens_with_first_bytes(uint8_t b1, uint8_t b2) const { return pair_tokens_[b1 << 8 | b2]; }
@@ -161,7 +180,10 @@ class Vocabulary {
   std::vector<uint32_t> plain_mask_;
   std::vector<SuffixNode> suffix_nodes_;
   std::vector<int32_t> suffix_tokens_;
-  int32_t max_suffix_length_ = 0;
+  std::vector<int32_t> plain_by_chars_;
+  std::vector<int32_t> plain_chars_begin_;
+  int32_t max_plain_chars_ = 0;
+  int32_t max_suffix_prefix_chars_ = 0;
   std::vector<int32_t> pair_tokens_;
   int32_t first_byte_mask_index_[256];
   std::vector<uint32_t> first_byte_masks_;

@@ -242,6 +242,58 @@ def test_synthetic_vocab_masks_match_reference(key: str) -> None:
     run_differential(f"synthetic {key}", compiled, vocab_view(vocab), walks=6, max_tokens=30, checks_per_walk=6)
 
 
+def _long_tokens(seed: int) -> list[bytes | None]:
+    """_synthetic_tokens plus long ones: plain runs past any short maxLength, multi-byte
+    characters far into a token (past Vocabulary's kMultibytePlainReach of 16 characters), and
+    quotes, escapes and split characters after plain prefixes of every length up to 40."""
+    rng = random.Random(seed)
+    tokens = _synthetic_tokens(seed)
+    seen = set(tokens)
+    extra: list[bytes] = []
+    for n in range(1, 70):
+        extra += [b"a" * n, b"ab" * (n // 2 + 1), "é".encode() * (n // 3 + 1), ("x" * n + "é").encode()]
+    for n in range(0, 41):
+        prefix = ("".join(rng.choice("abc é日") for _ in range(n))).encode()
+        extra += [prefix + end for end in (b'"', b'",', b'"}', b"\\n", b"\\", "日".encode()[:2])]
+    blobs = [t.encode("utf-8") for t in SYNTHETIC_TEXTS]
+    for _ in range(300):
+        blob = rng.choice(blobs)
+        i = rng.randrange(len(blob))
+        extra.append(blob[i : i + rng.randint(8, 60)])
+    for tok in extra:
+        if tok and tok not in seen:
+            seen.add(tok)
+            tokens.append(tok)
+    return tokens
+
+
+# Bounded strings (plain chains): walked as plain tokens by character count plus the suffix
+# trie from the position after each token's plain prefix.
+BOUNDED_CASES: dict[str, Callable[[Any], Any]] = {
+    "max-3": lambda c: c.compile_json_schema({"type": "string", "maxLength": 3}),
+    "min-5-max-20": lambda c: c.compile_json_schema({"type": "string", "minLength": 5, "maxLength": 20}),
+    "max-300": lambda c: c.compile_json_schema({"type": "string", "maxLength": 300}),
+    "object-of-bounded": lambda c: c.compile_json_schema(
+        {
+            "type": "object",
+            "properties": {"a": {"type": "string", "maxLength": 12}, "b": {"type": "string", "minLength": 30}},
+            "required": ["a", "b"],
+        }
+    ),
+    "gbnf-bounded-raw": lambda c: c.compile_ebnf('root ::= "\\"" ([^"\\\\] | "\\\\" ["\\\\])' + "{0,25}" + ' "\\""'),
+    # Any character first, then ASCII only: the chain's multi-byte check must stop it.
+    "gbnf-then-ascii": lambda c: c.compile_ebnf('root ::= "\\"" [^"\\\\]{4} [ -!#-\\[\\]-~]{0,10} "\\""'),
+}
+
+
+@pytest.mark.parametrize("key", sorted(BOUNDED_CASES))
+def test_bounded_string_masks_match_reference(key: str) -> None:
+    tokens = _long_tokens(_seed(key))
+    vocab = lg.Vocabulary.from_tokens(tokens, eos_ids=[0], special_ids=[1], logits_width=len(tokens) + 5)
+    compiled = _compile(vocab, BOUNDED_CASES[key])
+    run_differential(f"bounded {key}", compiled, vocab_view(vocab), walks=6, max_tokens=40, checks_per_walk=8)
+
+
 GEMMA_CASES: dict[str, Callable[[Any], Any]] = {
     "json.gbnf": lambda c: c.compile_ebnf((CORPORA_DIR / "gbnf" / "json.gbnf").read_text(encoding="utf-8")),
     "japanese.gbnf": lambda c: c.compile_ebnf((CORPORA_DIR / "gbnf" / "japanese.gbnf").read_text(encoding="utf-8")),
