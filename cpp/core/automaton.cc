@@ -909,14 +909,24 @@ std::vector<bool> Automaton::UniversalFixpoint(const std::vector<bool>* callees)
   // as JSON string contents use) covers that character too (char_ascii_, char_utf8_).
   auto reads_one = [&](const CallEdge& c) { return (char_ascii_[c.rule][0] | char_ascii_[c.rule][1]) != 0; };
 
+  // Candidates: states whose edges and character calls cover every plain ASCII byte, whatever
+  // they lead to (a necessary condition). Most states (literals, digits, punctuation) are not,
+  // and never enter the fixpoint.
   std::vector<bool> in(n, false);
   std::vector<std::vector<int32_t>> preds(n);
   std::vector<int32_t> work;
   for (int32_t s = 0; s < n; ++s) {
     if (!deterministic_[s]) continue;
-    bool some = !bytes_[s].empty();
-    for (const CallEdge& c : calls_[s]) some = some || reads_one(c);
-    if (!some) continue;
+    uint64_t ascii[2] = {0, 0};
+    for (const ByteEdge& e : bytes_[s]) {
+      for (int b = std::max<int>(e.lo, 0x20); b <= std::min<int>(e.hi, 0x7E); ++b) ascii[b >> 6] |= 1ull << (b & 63);
+    }
+    for (const CallEdge& c : calls_[s]) {
+      if (!reads_one(c)) continue;
+      ascii[0] |= char_ascii_[c.rule][0];
+      ascii[1] |= char_ascii_[c.rule][1];
+    }
+    if ((kPlainBits0 & ~ascii[0]) != 0 || (kPlainBits1 & ~ascii[1]) != 0) continue;
     in[s] = true;
     work.push_back(s);
   }
