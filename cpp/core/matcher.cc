@@ -276,6 +276,11 @@ bool Matcher::PlainChain(int32_t config) {
       break;
     }
     int32_t next = Parser::kDead;
+    if (m > 1 && at == chain_[m - 2]) {
+      // A loop (a key's string tail after its last listed prefix): the same step from here on.
+      chain_.resize(static_cast<size_t>(v.max_plain_chars()) + 1, at);
+      break;
+    }
     if (m <= Vocabulary::kMultibytePlainReach) {
       const Parser::StepSet step = parser_->Steps(at, true);
       if ((step.bytes[0] & kPlainBits0) == kPlainBits0 && (step.bytes[1] & kPlainBits1) == kPlainBits1 &&

@@ -184,6 +184,7 @@ int32_t Parser::Intern(bool accepting) {
     for (auto& r : block->steps_ready) r.store(0, std::memory_order_relaxed);
     for (auto& l : block->live) l.store(0, std::memory_order_relaxed);
     for (auto& c : block->capacity) c.store(0, std::memory_order_relaxed);
+    for (auto& p : block->plain_successor) p.store(kUnknown, std::memory_order_relaxed);
     blocks_[id >> kBlockBits].store(block, std::memory_order_release);
   }
   int32_t capacity = 0;
@@ -338,6 +339,16 @@ void Parser::GroupClassesLocked(int32_t config) {
 }
 
 int32_t Parser::PlainAsciiSuccessor(int32_t config) {
+  std::atomic<int32_t>& memo = BlockOf(config)->plain_successor[config & kBlockMask];
+  int32_t known = memo.load(std::memory_order_relaxed);
+  if (known == kUnknown) {
+    known = ComputePlainAsciiSuccessor(config);
+    memo.store(known, std::memory_order_relaxed);  // racing threads store the same value
+  }
+  return known;
+}
+
+int32_t Parser::ComputePlainAsciiSuccessor(int32_t config) {
   const uint64_t* live = LiveBytes(config);
   if ((live[0] & kPlainBits0) != kPlainBits0 || (live[1] & kPlainBits1) != kPlainBits1) return kDead;
   const int32_t successor = Next(config, 'a');  // groups the classes, if they are grouped

@@ -78,7 +78,7 @@ class Parser {
   StepSet Steps(int32_t config, bool with_leads);
   // The configuration every plain ASCII byte (plain_text.h) leads to from `config`, or kDead
   // when some is not allowed or they lead to different ones. Where the classes were grouped
-  // this costs one closure (a step set also pays for '"' and '\\'). Thread-safe.
+  // this costs one closure (a step set also pays for '"' and '\\'); memoized. Thread-safe.
   int32_t PlainAsciiSuccessor(int32_t config);
   // The step successor of `config` if its step set was already computed, else kUnknown.
   int32_t KnownStepSuccessor(int32_t config) const {
@@ -127,6 +127,7 @@ class Parser {
     std::atomic<uint8_t> steps_ready[kBlockSize];
     std::atomic<uint64_t> live[4 * kBlockSize];  // LiveBytes, written before the id is published
     std::atomic<int32_t> capacity[kBlockSize];    // plain_capacity, likewise
+    std::atomic<int32_t> plain_successor[kBlockSize];  // PlainAsciiSuccessor once known, else kUnknown
   };
   struct Frame {
     int32_t ret;
@@ -150,6 +151,7 @@ class Parser {
   // transition computed (with fewer, grouping costs more than the closures it saves).
   static constexpr int32_t kGroupLiveClasses = 8;
   int32_t ComputeLocked(int32_t config, uint8_t b);
+  int32_t ComputePlainAsciiSuccessor(int32_t config);
   int32_t TransitionLocked(int32_t config, uint8_t b);
   void GroupClassesLocked(int32_t config);
   void Closure(int32_t state, int32_t frame);
