@@ -178,20 +178,13 @@ void Matcher::Walk(int32_t config, uint32_t* words) {
   }
   if (walk_capacity_[0] > 0 && walk_capacity_[0] < Automaton::kUnbounded && PlainChain(config)) {
     // A position of a bounded string: the plain tokens of at most chain_len_ characters are
-    // allowed (set or cleared, whichever touches fewer tokens), the others by their suffixes.
-    const std::vector<int32_t>& plain = v.plain_by_chars();
-    const int32_t fits = v.plain_chars_begin(chain_len_ + 1);
-    if (2 * fits >= static_cast<int32_t>(plain.size())) {
-      std::memcpy(words, v.plain_mask(), n_words * sizeof(uint32_t));
-      for (size_t k = static_cast<size_t>(fits); k < plain.size(); ++k) words[plain[k] >> 5] &= ~(1u << (plain[k] & 31));
-    } else {
-      std::memset(words, 0, n_words * sizeof(uint32_t));
-      SetBits(plain.data(), 0, fits, words);
-    }
-    walk_nodes_ += static_cast<int64_t>(plain.size()) / 16;  // bits cost like nodes, a word at a time
+    // allowed, the others by their suffixes.
+    chain_shift_ = 0;
+    SetPlainTokensUpTo(chain_len_, words);
     WalkSuffixes(words, true);
     return;
   }
+  if (PlainStepWithExceptions(config, words)) return;
   const uint64_t* live = parser.LiveBytes(config);
   int64_t reachable = 0;  // tokens whose first byte some head consumes
   for (int q = 0; q < 4; ++q) {
@@ -259,6 +252,58 @@ bool Matcher::PlainLoop(int32_t config) {
          (step.bytes[1] & kPlainBits1) == kPlainBits1 && (step.bytes[3] & kPlainLeadBits3) == kPlainLeadBits3;
 }
 
+// Sets exactly the plain tokens of at most `chars` characters in `words` (all of it), by
+// copying the plain mask and clearing the longer ones or by setting the shorter ones,
+// whichever touches fewer tokens.
+void Matcher::SetPlainTokensUpTo(int32_t chars, uint32_t* words) {
+  const Vocabulary& v = *grammar_->vocab;
+  const size_t n_words = static_cast<size_t>(v.mask_words());
+  const std::vector<int32_t>& plain = v.plain_by_chars();
+  const int32_t fits = v.plain_chars_begin(std::min(chars, v.max_plain_chars()) + 1);
+  if (2 * fits >= static_cast<int32_t>(plain.size())) {
+    std::memcpy(words, v.plain_mask(), n_words * sizeof(uint32_t));
+    for (size_t k = static_cast<size_t>(fits); k < plain.size(); ++k) words[plain[k] >> 5] &= ~(1u << (plain[k] & 31));
+  } else {
+    std::memset(words, 0, n_words * sizeof(uint32_t));
+    SetBits(plain.data(), 0, fits, words);
+  }
+  walk_nodes_ += static_cast<int64_t>(plain.size()) / 16;  // bits cost like nodes, a word at a time
+}
+
+// A position where every plain character but a few ASCII ones (the exceptions) leads to one
+// configuration that starts a plain loop or chain: a JSON key's start or a prefix of listed
+// keys, where other keys are allowed too (the exceptions continue listed keys). Tokens are
+// decided as in a chain one position longer, except those starting with an exception, whose
+// subtrees are cleared and walked from `config`. False (nothing written) when that does not
+// apply or would walk too much of the vocabulary.
+bool Matcher::PlainStepWithExceptions(int32_t config, uint32_t* words) {
+  const Vocabulary& v = *grammar_->vocab;
+  const uint64_t* live = parser_->LiveBytes(config);
+  if ((live[0] & kPlainBits0) != kPlainBits0 || (live[1] & kPlainBits1) != kPlainBits1) return false;
+  const Parser::StepSet step = parser_->Steps(config, true);
+  if (step.successor == Parser::kDead || (step.bytes[3] & kPlainLeadBits3) != kPlainLeadBits3) return false;
+  const uint64_t except[2] = {kPlainBits0 & ~step.bytes[0], kPlainBits1 & ~step.bytes[1]};
+  int64_t except_tokens = 0;
+  for (int q = 0; q < 2; ++q) {
+    for (uint64_t w = except[q]; w != 0; w &= w - 1) {
+      except_tokens += v.tokens_with_first_byte(static_cast<uint8_t>(64 * q + __builtin_ctzll(w)));
+    }
+  }
+  if (4 * except_tokens > v.num_text_tokens() || !PlainChain(step.successor)) return false;
+  chain_shift_ = 1;
+  SetPlainTokensUpTo(chain_len_ + 1, words);
+  WalkSuffixes(words, true);
+  for (int q = 0; q < 2; ++q) {
+    for (uint64_t w = except[q]; w != 0; w &= w - 1) {
+      const int32_t root = v.trie_root_child(static_cast<uint8_t>(64 * q + __builtin_ctzll(w)));
+      if (root < 0) continue;
+      walk_nodes_ += ClearSubtreeBits(v, root, words);
+      WalkSubtree<false>(root, v.trie_nodes()[root].subtree_end, config, words);
+    }
+  }
+  return true;
+}
+
 bool Matcher::PlainChain(int32_t config) {
   const Vocabulary& v = *grammar_->vocab;
   if (v.max_plain_chars() >= Vocabulary::kSuffixBucketCap) return false;  // a bucket of mixed counts
@@ -309,11 +354,12 @@ void Matcher::WalkSuffixes(uint32_t* words, bool chained) {
     const Vocabulary::SuffixNode& at = node[i];
     const int32_t d = at.depth;
     if (d == 1) {  // a bucket: where its suffixes start
-      if (chained && at.byte > chain_len_) {
+      const int32_t k = at.byte - chain_shift_;  // plain characters from the chain's head
+      if (chained && k > chain_len_) {
         i = at.subtree_end;
         continue;
       }
-      walk_config_[1] = chained ? chain_[at.byte] : walk_config_[0];
+      walk_config_[1] = !chained || k < 0 ? walk_config_[0] : chain_[k];
       walk_row_[1] = parser.Row(walk_config_[1]);
       ++i;
       continue;

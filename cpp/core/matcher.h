@@ -71,9 +71,11 @@ class Matcher {
   // positions of a `maxLength` string. Fills chain_ (chain_len_ + 1 entries).
   bool PlainChain(int32_t config);
   // Sets the non-plain tokens allowed from walk_config_[0], a plain loop (`chained` false) or
-  // the head of chain_ (a token whose plain prefix holds m characters goes on from chain_[m];
-  // past chain_len_ it is dead). The suffix trie's walk.
+  // a chain: a token whose plain prefix holds m characters goes on from chain_[m - chain_shift_]
+  // (from walk_config_[0] when that is negative; dead past chain_len_). The suffix trie's walk.
   void WalkSuffixes(uint32_t* words, bool chained);
+  void SetPlainTokensUpTo(int32_t chars, uint32_t* words);
+  bool PlainStepWithExceptions(int32_t config, uint32_t* words);
   int64_t ReachableEstimate(int32_t config);
   int64_t ReachableWithFirstByte(int32_t config, uint8_t b);
   // kClear: `words` starts as every text token and the walk clears what is not allowed (for
@@ -111,6 +113,7 @@ class Matcher {
   std::vector<int32_t> walk_capacity_;  // plain capacity of walk_config_[d]
   std::vector<int32_t> chain_;          // PlainChain's configurations
   int32_t chain_len_ = 0;
+  int32_t chain_shift_ = 0;             // positions before chain_[0] (see WalkSuffixes)
   bool clear_from_alphabet_ = false;     // this clearing walk started from the alphabet's mask
 };
 

@@ -16,7 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.differential.walks import format_disagreements, random_walk, vocab_view
+from tests.differential.walks import (
+    compare_full,
+    format_disagreements,
+    mask_to_bools,
+    random_walk,
+    vocab_view,
+)
 from tests.reference.recognizer import Reference
 
 from logitgate.grammar.ir import Alt, ByteClass, CharClass, Grammar, Literal, Repeat
@@ -292,6 +298,69 @@ def test_bounded_string_masks_match_reference(key: str) -> None:
     vocab = lg.Vocabulary.from_tokens(tokens, eos_ids=[0], special_ids=[1], logits_width=len(tokens) + 5)
     compiled = _compile(vocab, BOUNDED_CASES[key])
     run_differential(f"bounded {key}", compiled, vocab_view(vocab), walks=6, max_tokens=40, checks_per_walk=8)
+
+
+def _key_tokens() -> list[bytes | None]:
+    """A vocabulary of JSON object pieces: key-like strings (every one or two letters of nine,
+    three of three) alone and followed by '"', '":', '": ' or '",', and the punctuation, digits
+    and literals around them. Few tokens start with any one letter, as in real vocabularies."""
+    tokens: list[bytes | None] = [b"<eos>", b"<special>"]
+    letters = "abcdefghé"
+    words = [*letters, *(x + y for x in letters for y in letters)]
+    words += [x + y + z for x in "abc" for y in "abc" for z in "abc"]
+    words += [x + y + z for x in "defg" for y in "defg" for z in "dgh"]
+    seen: set[bytes] = set()
+    for w in sorted(set(words)):
+        for end in ("", '"', '":', '": ', '",'):
+            tok = (w + end).encode()
+            if tok and tok not in seen:
+                seen.add(tok)
+                tokens.append(tok)
+    glue = [b"{", b"}", b'{"', b',"', b', "', b",", b" ", b":", b'"', b"0", b"1", b"12", b"true", b"\\", b"\\u0061"]
+    for tok in glue:
+        if tok not in seen:
+            seen.add(tok)
+            tokens.append(tok)
+    return tokens
+
+
+# Key positions where other keys are allowed too: every plain character but the listed keys'
+# next ones leads to the key's string tail (Matcher::PlainStepWithExceptions).
+KEY_CASES: dict[str, Any] = {
+    "shared-prefixes": {"properties": {"ab": {"type": "integer"}, "ac": {"type": "integer"}, "b": {}}},
+    "additional-typed": {
+        "properties": {"ab": {"type": "string"}, "c": {"type": "integer"}},
+        "additionalProperties": {"type": "integer"},
+    },
+    "pattern-properties": {
+        "properties": {"ab": {"type": "string"}},
+        "patternProperties": {"^c": {"type": "integer"}},
+        "additionalProperties": {"type": "boolean"},
+    },
+}
+
+
+@pytest.mark.parametrize("key", sorted(KEY_CASES))
+def test_key_position_masks_match_reference(key: str) -> None:
+    tokens = _key_tokens()
+    vocab = lg.Vocabulary.from_tokens(tokens, eos_ids=[0], special_ids=[1])
+    compiled = _compile(vocab, lambda c: c.compile_json_schema(KEY_CASES[key], whitespace="compact"))
+    run_differential(f"keys {key}", compiled, vocab_view(vocab), walks=12, max_tokens=24, checks_per_walk=8)
+    # Every key position of a few fixed objects (after a listed key was used, its spelling is
+    # no other key's: tokens starting with an exception letter are not the string tail's).
+    ref, view = Reference(compiled.grammar), vocab_view(vocab)
+    bits = lg.allocate_mask(vocab)
+    for text in ['{"ab":"x","c":1,"d":2}', '{"ab":1,"ac":2,"b":3}', '{"c":1,"dd":2}', '{"ab":"x","cab":1}']:
+        data = text.encode()
+        m, state = compiled.matcher(), ref.start()
+        for i in range(len(data) + 1):
+            if i and data[i - 1 : i] in (b'"', b"a", b"c"):
+                m.fill_mask(bits)
+                bad = compare_full(f"keys {key}", ref, state, data[:i], mask_to_bools(bits, view.width), view)
+                assert not bad, format_disagreements(bad)
+            if i == len(data) or not m.accept_bytes(data[i : i + 1]):
+                break
+            state = ref.advance(state, data[i : i + 1])
 
 
 GEMMA_CASES: dict[str, Callable[[Any], Any]] = {
