@@ -340,10 +340,11 @@ void Parser::GroupClassesLocked(int32_t config) {
 
 int32_t Parser::PlainAsciiSuccessor(int32_t config) {
   std::atomic<int32_t>& memo = BlockOf(config)->plain_successor[config & kBlockMask];
-  int32_t known = memo.load(std::memory_order_relaxed);
+  // Release/acquire: a reader then also sees the successor configuration's own data.
+  int32_t known = memo.load(std::memory_order_acquire);
   if (known == kUnknown) {
     known = ComputePlainAsciiSuccessor(config);
-    memo.store(known, std::memory_order_relaxed);  // racing threads store the same value
+    memo.store(known, std::memory_order_release);  // racing threads store the same value
   }
   return known;
 }
