@@ -326,7 +326,7 @@ bool Matcher::PlainChain(int32_t config) {
       chain_.resize(static_cast<size_t>(v.max_plain_chars()) + 1, at);
       break;
     }
-    if (m <= Vocabulary::kMultibytePlainReach) {
+    if (m <= v.multibyte_plain_reach()) {
       const Parser::StepSet step = parser_->Steps(at, true);
       if ((step.bytes[0] & kPlainBits0) == kPlainBits0 && (step.bytes[1] & kPlainBits1) == kPlainBits1 &&
           (step.bytes[3] & kPlainLeadBits3) == kPlainLeadBits3) {

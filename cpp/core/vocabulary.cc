@@ -233,12 +233,14 @@ void Vocabulary::IndexChildren() {
 namespace {
 // Length of the prefix of `t` made of plain characters (see Vocabulary::plain_mask), or
 // t.size() when the rest is a valid partial multi-byte character.
-// The length in bytes of t's plain prefix, and its characters in `chars` (a valid partial
-// character ending the token counts as one). A multi-byte character after the first
+// The length in bytes of t's plain prefix, its characters in `chars` (a valid partial
+// character ending the token counts as one), and in `multibyte_end` the number of characters
+// up to its last multi-byte one (0: none). A multi-byte character after the first
 // Vocabulary::kMultibytePlainReach characters ends the prefix (its token has a suffix).
-size_t PlainPrefix(const std::string& t, int32_t* chars) {
+size_t PlainPrefix(const std::string& t, int32_t* chars, int32_t* multibyte_end) {
   size_t i = 0;
   *chars = 0;
+  *multibyte_end = 0;
   while (i < t.size()) {
     const auto b = static_cast<uint8_t>(t[i]);
     if (b < 0x80) {
@@ -257,7 +259,7 @@ size_t PlainPrefix(const std::string& t, int32_t* chars) {
       ++j;
     }
     i = j;  // a whole character, or a valid partial one ending the token
-    ++*chars;
+    *multibyte_end = ++*chars;
   }
   return i;
 }
@@ -270,12 +272,14 @@ void Vocabulary::BuildPlainSplit() {
   std::vector<std::pair<int32_t, int32_t>> plain;  // (characters, id)
   max_plain_chars_ = 0;
   max_suffix_prefix_chars_ = 0;
+  multibyte_plain_reach_ = 0;
   for (int32_t id = 0; id < width_; ++id) {
     if (!text_[id]) continue;
     const std::string& t = tokens_[id];
-    int32_t chars = 0;
-    const size_t p = PlainPrefix(t, &chars);
+    int32_t chars = 0, multibyte_end = 0;
+    const size_t p = PlainPrefix(t, &chars, &multibyte_end);
     max_plain_chars_ = std::max(max_plain_chars_, chars);
+    multibyte_plain_reach_ = std::max(multibyte_plain_reach_, multibyte_end);
     if (p == t.size()) {
       plain_mask_[id >> 5] |= 1u << (id & 31);
       plain.emplace_back(chars, id);

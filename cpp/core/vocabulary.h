@@ -119,10 +119,12 @@ class Vocabulary {
   // and of a suffix token's prefix alone.
   int32_t max_plain_chars() const { return max_plain_chars_; }
   int32_t max_suffix_prefix_chars() const { return max_suffix_prefix_chars_; }
-  // Plain parts hold multi-byte characters only within their first kMultibytePlainReach
-  // characters (a token with one further on is a suffix token from there): a chain's step sets
-  // for multi-byte characters, which cost far more than the ASCII ones, are needed only that far.
+  // Plain parts hold multi-byte characters only within their first multibyte_plain_reach()
+  // characters, at most kMultibytePlainReach (a token with one further on is a suffix token
+  // from there): a chain's step sets for multi-byte characters, which cost far more than the
+  // ASCII ones, are needed only that far.
   static constexpr int32_t kMultibytePlainReach = 16;
+  int32_t multibyte_plain_reach() const { return multibyte_plain_reach_; }
   // The suffix trie's first level is a *bucket* per character count of the plain prefix
   // (byte = that count, capped at kSuffixBucketCap: that bucket holds every longer prefix);
   // the suffix bytes are below it (depth 2 on). Buckets have no tokens of their own.
@@ -184,6 +186,7 @@ class Vocabulary {
   std::vector<int32_t> plain_chars_begin_;
   int32_t max_plain_chars_ = 0;
   int32_t max_suffix_prefix_chars_ = 0;
+  int32_t multibyte_plain_reach_ = 0;
   std::vector<int32_t> pair_tokens_;
   int32_t first_byte_mask_index_[256];
   std::vector<uint32_t> first_byte_masks_;

@@ -289,7 +289,26 @@ BOUNDED_CASES: dict[str, Callable[[Any], Any]] = {
     "gbnf-bounded-raw": lambda c: c.compile_ebnf('root ::= "\\"" ([^"\\\\] | "\\\\" ["\\\\])' + "{0,25}" + ' "\\""'),
     # Any character first, then ASCII only: the chain's multi-byte check must stop it.
     "gbnf-then-ascii": lambda c: c.compile_ebnf('root ::= "\\"" [^"\\\\]{4} [ -!#-\\[\\]-~]{0,10} "\\""'),
+    # The same at the last position where tokens hold multi-byte characters (the 16th).
+    "gbnf-15-then-ascii": lambda c: c.compile_ebnf('root ::= "\\"" [^"\\\\]{15} [ -!#-\\[\\]-~]{0,10} "\\""'),
 }
+
+
+def _check_prefixes(name: str, compiled: Any, vocab: Any, texts: list[bytes], at: Callable[[bytes, int], bool]) -> None:
+    """Compares the core's mask with the reference's at every position i of each text where
+    at(text, i) holds (the text is fed byte by byte; a text the grammar rejects stops there)."""
+    ref, view = Reference(compiled.grammar), vocab_view(vocab)
+    bits = lg.allocate_mask(vocab)
+    for data in texts:
+        m, state = compiled.matcher(), ref.start()
+        for i in range(len(data) + 1):
+            if at(data, i):
+                m.fill_mask(bits)
+                bad = compare_full(name, ref, state, data[:i], mask_to_bools(bits, view.width), view)
+                assert not bad, format_disagreements(bad)
+            if i == len(data) or not m.accept_bytes(data[i : i + 1]):
+                break
+            state = ref.advance(state, data[i : i + 1])
 
 
 @pytest.mark.parametrize("key", sorted(BOUNDED_CASES))
@@ -298,6 +317,9 @@ def test_bounded_string_masks_match_reference(key: str) -> None:
     vocab = lg.Vocabulary.from_tokens(tokens, eos_ids=[0], special_ids=[1], logits_width=len(tokens) + 5)
     compiled = _compile(vocab, BOUNDED_CASES[key])
     run_differential(f"bounded {key}", compiled, vocab_view(vocab), walks=6, max_tokens=40, checks_per_walk=8)
+    # Every position of a few strings (the chain's start and each length left).
+    texts = [b'"' + b"x" * 40 + b'"', b'"ab\\"c' + "é日".encode() * 5 + b'"']
+    _check_prefixes(f"bounded {key}", compiled, vocab, texts, lambda data, i: i > 0)
 
 
 def _key_tokens() -> list[bytes | None]:
@@ -348,19 +370,10 @@ def test_key_position_masks_match_reference(key: str) -> None:
     run_differential(f"keys {key}", compiled, vocab_view(vocab), walks=12, max_tokens=24, checks_per_walk=8)
     # Every key position of a few fixed objects (after a listed key was used, its spelling is
     # no other key's: tokens starting with an exception letter are not the string tail's).
-    ref, view = Reference(compiled.grammar), vocab_view(vocab)
-    bits = lg.allocate_mask(vocab)
-    for text in ['{"ab":"x","c":1,"d":2}', '{"ab":1,"ac":2,"b":3}', '{"c":1,"dd":2}', '{"ab":"x","cab":1}']:
-        data = text.encode()
-        m, state = compiled.matcher(), ref.start()
-        for i in range(len(data) + 1):
-            if i and data[i - 1 : i] in (b'"', b"a", b"c"):
-                m.fill_mask(bits)
-                bad = compare_full(f"keys {key}", ref, state, data[:i], mask_to_bools(bits, view.width), view)
-                assert not bad, format_disagreements(bad)
-            if i == len(data) or not m.accept_bytes(data[i : i + 1]):
-                break
-            state = ref.advance(state, data[i : i + 1])
+    objects = ['{"ab":"x","c":1,"d":2}', '{"ab":1,"ac":2,"b":3}', '{"c":1,"dd":2}', '{"ab":"x","cab":1}']
+    after = (b'"', b"a", b"c")
+    texts = [t.encode() for t in objects]
+    _check_prefixes(f"keys {key}", compiled, vocab, texts, lambda data, i: i > 0 and data[i - 1 : i] in after)
 
 
 GEMMA_CASES: dict[str, Callable[[Any], Any]] = {
