@@ -55,10 +55,9 @@ Parser::Parser(std::shared_ptr<const Automaton> automaton, const CoreLimits& lim
   config_heads_.reserve(32);
   heads_.reserve(256);
   std::lock_guard<std::mutex> lock(mu_);
-  // Configuration 0 is dead: its own successor on every byte.
+  // Configuration 0 is dead: its own successor on every byte (rows start kDead).
   out_.clear();
-  int32_t dead = Intern(false);
-  for (int32_t c = 0; c < num_classes_; ++c) Slot(dead, c).store(kDead, std::memory_order_relaxed);
+  Intern(false);
   out_.clear();
   visited_.Clear();
   accepting_scratch_ = false;
@@ -174,8 +173,10 @@ int32_t Parser::Intern(bool accepting) {
   if (block == nullptr) {
     block = new Block();
     const size_t n = static_cast<size_t>(kBlockSize) * num_classes_;
-    block->transitions.reset(new std::atomic<int32_t>[n]);
-    // Rows are written when their configuration is interned (below), not here.
+    // Value-initialized: every slot starts kDead (0), so interning a configuration writes only
+    // its live classes (a row has a slot per byte class: often a hundred or more).
+    static_assert(kDead == 0, "transition rows are zero-initialized to kDead");
+    block->transitions.reset(new std::atomic<int32_t>[n]());
     for (auto& f : block->flags) f.store(0, std::memory_order_relaxed);
     for (auto& m : block->masks) m.store(nullptr, std::memory_order_relaxed);
     for (auto& f : block->mask_fills) f.store(0, std::memory_order_relaxed);
@@ -213,7 +214,6 @@ int32_t Parser::Intern(bool accepting) {
     }
     for (int q = 0; q < 4; ++q) block->live[4 * (id & kBlockMask) + q].store(live[q], std::memory_order_relaxed);
     std::atomic<int32_t>* row = &block->transitions[static_cast<size_t>(id & kBlockMask) * num_classes_];
-    for (int32_t c = 0; c < num_classes_; ++c) row[c].store(kDead, std::memory_order_relaxed);
     int32_t live_classes = 0;
     for (int q = 0; q < 4; ++q) {
       for (uint64_t w = live[q]; w != 0; w &= w - 1) {
