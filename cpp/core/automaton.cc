@@ -889,7 +889,7 @@ void Automaton::ComputeCharacterRules() {
 }
 
 bool Automaton::ReadsOnePlainCharacter(int32_t r) const {
-  return (kPlainBits0 & ~char_ascii_[r][0]) == 0 && (kPlainBits1 & ~char_ascii_[r][1]) == 0 && char_utf8_[r];
+  return HasAllPlainAscii(char_ascii_[r].data()) && char_utf8_[r];
 }
 
 // Greatest fixpoint over determinized states (their byte edges are sorted and disjoint):
@@ -908,6 +908,22 @@ std::vector<bool> Automaton::UniversalFixpoint(const std::vector<bool>* callees)
   // A call of a rule that reads one character and may then end (an encoded character class,
   // as JSON string contents use) covers that character too (char_ascii_, char_utf8_).
   auto reads_one = [&](const CallEdge& c) { return (char_ascii_[c.rule][0] | char_ascii_[c.rule][1]) != 0; };
+  // True when the byte edges of s and its character calls that lead to states `keep` accepts
+  // cover every plain ASCII byte; `utf8` is set when such a call reads every UTF-8 character.
+  auto covers_plain_ascii = [&](int32_t s, auto&& keep, bool* utf8) {
+    uint64_t ascii[2] = {0, 0};
+    for (const ByteEdge& e : bytes_[s]) {
+      if (e.lo > 0x7E || e.hi < 0x20 || !keep(e.target)) continue;
+      for (int b = std::max<int>(e.lo, 0x20); b <= std::min<int>(e.hi, 0x7E); ++b) ascii[b >> 6] |= 1ull << (b & 63);
+    }
+    for (const CallEdge& c : calls_[s]) {
+      if (!reads_one(c) || !keep(c.ret)) continue;
+      ascii[0] |= char_ascii_[c.rule][0];
+      ascii[1] |= char_ascii_[c.rule][1];
+      *utf8 = *utf8 || char_utf8_[c.rule];
+    }
+    return HasAllPlainAscii(ascii);
+  };
 
   // Candidates: states whose edges and character calls cover every plain ASCII byte, whatever
   // they lead to (a necessary condition). Most states (literals, digits, punctuation) are not,
@@ -916,17 +932,8 @@ std::vector<bool> Automaton::UniversalFixpoint(const std::vector<bool>* callees)
   std::vector<std::vector<int32_t>> preds(n);
   std::vector<int32_t> work;
   for (int32_t s = 0; s < n; ++s) {
-    if (!deterministic_[s]) continue;
-    uint64_t ascii[2] = {0, 0};
-    for (const ByteEdge& e : bytes_[s]) {
-      for (int b = std::max<int>(e.lo, 0x20); b <= std::min<int>(e.hi, 0x7E); ++b) ascii[b >> 6] |= 1ull << (b & 63);
-    }
-    for (const CallEdge& c : calls_[s]) {
-      if (!reads_one(c)) continue;
-      ascii[0] |= char_ascii_[c.rule][0];
-      ascii[1] |= char_ascii_[c.rule][1];
-    }
-    if ((kPlainBits0 & ~ascii[0]) != 0 || (kPlainBits1 & ~ascii[1]) != 0) continue;
+    bool utf8 = false;
+    if (!deterministic_[s] || !covers_plain_ascii(s, [](int32_t) { return true; }, &utf8)) continue;
     in[s] = true;
     work.push_back(s);
   }
@@ -950,20 +957,8 @@ std::vector<bool> Automaton::UniversalFixpoint(const std::vector<bool>* callees)
     work.pop_back();
     if (!in[s]) continue;
     // Plain ASCII bytes covered by an edge to a member or a character call returning to one.
-    uint64_t ascii[2] = {0, 0};
-    for (const ByteEdge& e : bytes_[s]) {
-      if (e.lo > 0x7E || e.hi < 0x20 || !member(e.target)) continue;
-      for (int b = std::max<int>(e.lo, 0x20); b <= std::min<int>(e.hi, 0x7E); ++b) ascii[b >> 6] |= 1ull << (b & 63);
-    }
     bool utf8 = false;
-    for (const CallEdge& c : calls_[s]) {
-      if (!reads_one(c) || !member(c.ret)) continue;
-      ascii[0] |= char_ascii_[c.rule][0];
-      ascii[1] |= char_ascii_[c.rule][1];
-      utf8 = utf8 || char_utf8_[c.rule];
-    }
-    const bool ok = (kPlainBits0 & ~ascii[0]) == 0 && (kPlainBits1 & ~ascii[1]) == 0 &&
-                     (utf8 || EveryPlainUtf8(s, member));
+    const bool ok = covers_plain_ascii(s, member, &utf8) && (utf8 || EveryPlainUtf8(s, member));
     if (ok) continue;
     in[s] = false;
     for (int32_t p : preds[s]) {

@@ -33,6 +33,10 @@ bool Utf8Below(const Vocabulary& v, int32_t i, const uint64_t* below) {
 void SetBits(const int32_t* toks, int32_t begin, int32_t end, uint32_t* words) {
   for (int32_t k = begin; k < end; ++k) words[toks[k] >> 5] |= 1u << (toks[k] & 31);
 }
+// Clears the bits of the tokens toks[begin, end).
+void ClearBits(const int32_t* toks, int32_t begin, int32_t end, uint32_t* words) {
+  for (int32_t k = begin; k < end; ++k) words[toks[k] >> 5] &= ~(1u << (toks[k] & 31));
+}
 // Sets (clears) the bit of every token in trie node i's subtree; returns how many tokens.
 int32_t SetSubtreeBits(const Vocabulary& v, int32_t i, uint32_t* words) {
   const Vocabulary::TrieNode* node = v.trie_nodes();
@@ -42,9 +46,8 @@ int32_t SetSubtreeBits(const Vocabulary& v, int32_t i, uint32_t* words) {
 }
 int32_t ClearSubtreeBits(const Vocabulary& v, int32_t i, uint32_t* words) {
   const Vocabulary::TrieNode* node = v.trie_nodes();
-  const int32_t* toks = v.trie_tokens().data();
   const int32_t begin = node[i].token_begin, end = node[node[i].subtree_end].token_begin;
-  for (int32_t k = begin; k < end; ++k) words[toks[k] >> 5] &= ~(1u << (toks[k] & 31));
+  ClearBits(v.trie_tokens().data(), begin, end, words);
   return end - begin;
 }
 // True when every child of node i whose byte is in `below` has its byte in `live`.
@@ -248,8 +251,7 @@ void Matcher::Walk(int32_t config, uint32_t* words) {
 // multi-byte character leads back to it), so that any plain text keeps it unchanged.
 bool Matcher::PlainLoop(int32_t config) {
   const Parser::StepSet step = parser_->Steps(config, true);
-  return step.successor == config && (step.bytes[0] & kPlainBits0) == kPlainBits0 &&
-         (step.bytes[1] & kPlainBits1) == kPlainBits1 && (step.bytes[3] & kPlainLeadBits3) == kPlainLeadBits3;
+  return step.successor == config && HasAllPlainAscii(step.bytes) && HasAllPlainLeads(step.bytes);
 }
 
 // Sets exactly the plain tokens of at most `chars` characters in `words` (all of it), by
@@ -262,7 +264,7 @@ void Matcher::SetPlainTokensUpTo(int32_t chars, uint32_t* words) {
   const int32_t fits = v.plain_chars_begin(std::min(chars, v.max_plain_chars()) + 1);
   if (2 * fits >= static_cast<int32_t>(plain.size())) {
     std::memcpy(words, v.plain_mask(), n_words * sizeof(uint32_t));
-    for (size_t k = static_cast<size_t>(fits); k < plain.size(); ++k) words[plain[k] >> 5] &= ~(1u << (plain[k] & 31));
+    ClearBits(plain.data(), fits, static_cast<int32_t>(plain.size()), words);
   } else {
     std::memset(words, 0, n_words * sizeof(uint32_t));
     SetBits(plain.data(), 0, fits, words);
@@ -279,9 +281,9 @@ void Matcher::SetPlainTokensUpTo(int32_t chars, uint32_t* words) {
 bool Matcher::PlainStepWithExceptions(int32_t config, uint32_t* words) {
   const Vocabulary& v = *grammar_->vocab;
   const uint64_t* live = parser_->LiveBytes(config);
-  if ((live[0] & kPlainBits0) != kPlainBits0 || (live[1] & kPlainBits1) != kPlainBits1) return false;
+  if (!HasAllPlainAscii(live)) return false;
   const Parser::StepSet step = parser_->Steps(config, true);
-  if (step.successor == Parser::kDead || (step.bytes[3] & kPlainLeadBits3) != kPlainLeadBits3) return false;
+  if (step.successor == Parser::kDead || !HasAllPlainLeads(step.bytes)) return false;
   const uint64_t except[2] = {kPlainBits0 & ~step.bytes[0], kPlainBits1 & ~step.bytes[1]};
   int64_t except_tokens = 0;
   for (int q = 0; q < 2; ++q) {
@@ -316,7 +318,7 @@ bool Matcher::PlainChain(int32_t config) {
   for (int32_t m = 1; m <= v.max_plain_chars(); ++m) {
     const int32_t at = chain_.back();
     const uint64_t* live = parser_->LiveBytes(at);
-    if (((live[0] & kPlainBits0) | (live[1] & kPlainBits1) | (live[3] & kPlainLeadBits3)) == 0) {
+    if (!HasSomePlain(live)) {
       chain_len_ = m - 1;
       break;
     }
@@ -328,10 +330,7 @@ bool Matcher::PlainChain(int32_t config) {
     }
     if (m <= v.multibyte_plain_reach()) {
       const Parser::StepSet step = parser_->Steps(at, true);
-      if ((step.bytes[0] & kPlainBits0) == kPlainBits0 && (step.bytes[1] & kPlainBits1) == kPlainBits1 &&
-          (step.bytes[3] & kPlainLeadBits3) == kPlainLeadBits3) {
-        next = step.successor;
-      }
+      if (HasAllPlainAscii(step.bytes) && HasAllPlainLeads(step.bytes)) next = step.successor;
     } else {
       next = parser_->PlainAsciiSuccessor(at);
     }

@@ -351,7 +351,7 @@ int32_t Parser::PlainAsciiSuccessor(int32_t config) {
 
 int32_t Parser::ComputePlainAsciiSuccessor(int32_t config) {
   const uint64_t* live = LiveBytes(config);
-  if ((live[0] & kPlainBits0) != kPlainBits0 || (live[1] & kPlainBits1) != kPlainBits1) return kDead;
+  if (!HasAllPlainAscii(live)) return kDead;
   const int32_t successor = Next(config, 'a');  // groups the classes, if they are grouped
   if (successor == kDead) return kDead;
   uint64_t seen[4] = {0, 0, 0, 0};  // classes checked (class ids are < 256)

@@ -17,4 +17,14 @@ constexpr uint64_t kPlainBits0 = ~0ull << 0x20 & ~(1ull << 0x22);               
 constexpr uint64_t kPlainBits1 = ~(1ull << (0x5C - 64)) & ~(1ull << (0x7F - 64));        // 0x40-0x7E but '\'
 constexpr uint64_t kPlainLeadBits3 = (~0ull << (0xC2 - 192)) & ((1ull << (0xF5 - 192)) - 1);  // 0xC2-0xF4
 
+// On byte sets (bit b of word b/64; words 0-1, or 0-3 where leads are read): every plain ASCII
+// byte is in the set; every plain lead byte is; some plain byte (ASCII or lead) is.
+inline bool HasAllPlainAscii(const uint64_t* bits) {
+  return (bits[0] & kPlainBits0) == kPlainBits0 && (bits[1] & kPlainBits1) == kPlainBits1;
+}
+inline bool HasAllPlainLeads(const uint64_t* bits) { return (bits[3] & kPlainLeadBits3) == kPlainLeadBits3; }
+inline bool HasSomePlain(const uint64_t* bits) {
+  return ((bits[0] & kPlainBits0) | (bits[1] & kPlainBits1) | (bits[3] & kPlainLeadBits3)) != 0;
+}
+
 }  // namespace logitgate
