@@ -1,6 +1,7 @@
 #include "vocabulary.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <numeric>
 #include <string_view>
 
@@ -231,8 +232,6 @@ void Vocabulary::IndexChildren() {
 }
 
 namespace {
-// Length of the prefix of `t` made of plain characters (see Vocabulary::plain_mask), or
-// t.size() when the rest is a valid partial multi-byte character.
 // The length in bytes of t's plain prefix, its characters in `chars` (a valid partial
 // character ending the token counts as one), and in `multibyte_end` the number of characters
 // up to its last multi-byte one (0: none). A multi-byte character after the first
@@ -290,12 +289,12 @@ void Vocabulary::BuildPlainSplit() {
     }
   }
   std::sort(plain.begin(), plain.end());
-  plain_by_chars_.clear();
-  plain_chars_begin_.assign(static_cast<size_t>(max_plain_chars_) + 2, static_cast<int32_t>(plain.size()));
-  for (size_t k = plain.size(); k-- > 0;) plain_chars_begin_[plain[k].first] = static_cast<int32_t>(k);
-  for (int32_t n = max_plain_chars_; n >= 0; --n) {
-    plain_chars_begin_[n] = std::min(plain_chars_begin_[n], plain_chars_begin_[n + 1]);
+  plain_chars_begin_.clear();
+  for (int32_t n = 0; n <= max_plain_chars_ + 1; ++n) {
+    const auto first = std::lower_bound(plain.begin(), plain.end(), std::make_pair(n, INT32_MIN));
+    plain_chars_begin_.push_back(static_cast<int32_t>(first - plain.begin()));
   }
+  plain_by_chars_.clear();
   for (const auto& [chars, id] : plain) plain_by_chars_.push_back(id);
   std::vector<std::pair<std::string_view, int32_t>> suffixes;
   for (size_t k = 0; k < keys.size(); ++k) suffixes.emplace_back(keys[k], key_ids[k]);
