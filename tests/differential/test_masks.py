@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import random
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -248,13 +248,21 @@ def test_synthetic_vocab_masks_match_reference(key: str) -> None:
     run_differential(f"synthetic {key}", compiled, vocab_view(vocab), walks=6, max_tokens=30, checks_per_walk=6)
 
 
+def _with_new(tokens: list[bytes | None], extra: Iterable[bytes]) -> list[bytes | None]:
+    """``tokens`` followed by the non-empty tokens of ``extra`` not in it yet, in order."""
+    seen = set(tokens)
+    for tok in extra:
+        if tok and tok not in seen:
+            seen.add(tok)
+            tokens.append(tok)
+    return tokens
+
+
 def _long_tokens(seed: int) -> list[bytes | None]:
     """_synthetic_tokens plus long ones: plain runs past any short maxLength, multi-byte
     characters far into a token (past Vocabulary's kMultibytePlainReach of 16 characters), and
     quotes, escapes and split characters after plain prefixes of every length up to 40."""
     rng = random.Random(seed)
-    tokens = _synthetic_tokens(seed)
-    seen = set(tokens)
     extra: list[bytes] = []
     for n in range(1, 70):
         extra += [b"a" * n, b"ab" * (n // 2 + 1), "é".encode() * (n // 3 + 1), ("x" * n + "é").encode()]
@@ -266,11 +274,7 @@ def _long_tokens(seed: int) -> list[bytes | None]:
         blob = rng.choice(blobs)
         i = rng.randrange(len(blob))
         extra.append(blob[i : i + rng.randint(8, 60)])
-    for tok in extra:
-        if tok and tok not in seen:
-            seen.add(tok)
-            tokens.append(tok)
-    return tokens
+    return _with_new(_synthetic_tokens(seed), extra)
 
 
 # Bounded strings (plain chains): walked as plain tokens by character count plus the suffix
@@ -326,24 +330,13 @@ def _key_tokens() -> list[bytes | None]:
     """A vocabulary of JSON object pieces: key-like strings (every one or two letters of nine,
     three of three) alone and followed by '"', '":', '": ' or '",', and the punctuation, digits
     and literals around them. Few tokens start with any one letter, as in real vocabularies."""
-    tokens: list[bytes | None] = [b"<eos>", b"<special>"]
     letters = "abcdefghé"
     words = [*letters, *(x + y for x in letters for y in letters)]
     words += [x + y + z for x in "abc" for y in "abc" for z in "abc"]
     words += [x + y + z for x in "defg" for y in "defg" for z in "dgh"]
-    seen: set[bytes] = set()
-    for w in sorted(set(words)):
-        for end in ("", '"', '":', '": ', '",'):
-            tok = (w + end).encode()
-            if tok and tok not in seen:
-                seen.add(tok)
-                tokens.append(tok)
+    keys = [(w + end).encode() for w in sorted(set(words)) for end in ("", '"', '":', '": ', '",')]
     glue = [b"{", b"}", b'{"', b',"', b', "', b",", b" ", b":", b'"', b"0", b"1", b"12", b"true", b"\\", b"\\u0061"]
-    for tok in glue:
-        if tok not in seen:
-            seen.add(tok)
-            tokens.append(tok)
-    return tokens
+    return _with_new([b"<eos>", b"<special>"], keys + glue)
 
 
 # Key positions where other keys are allowed too: every plain character but the listed keys'
