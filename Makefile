@@ -8,7 +8,7 @@ DEPS_STAMP := $(VENV)/.deps-stamp
 BUILD_STAMP := $(VENV)/.build-stamp
 CORE_SOURCES := $(shell find cpp -name '*.cc' -o -name '*.h') CMakeLists.txt pyproject.toml
 
-.PHONY: demo test test-all lint sanitize bench fuzz clean
+.PHONY: demo test test-all lint sanitize bench walk-bench fuzz clean
 
 # torch is pinned to the local CPU wheel first, so nothing can pull a CUDA build later.
 $(DEPS_STAMP): pyproject.toml
@@ -52,6 +52,12 @@ sanitize: $(DEPS_STAMP)
 bench: $(BUILD_STAMP)
 	$(BIN)/pip install -q -c bench/constraints.txt -r bench/requirements.txt
 	$(BIN)/python bench/run.py
+
+# The core without Python, on exported harness cases (bench/native/README.md): for profiling.
+walk-bench: build/walk_bench
+build/walk_bench: bench/native/walk_bench.cc $(CORE_SOURCES)
+	mkdir -p build
+	$(CXX) -std=c++17 -O2 -g -mpopcnt -Wall -Wextra -o $@ bench/native/walk_bench.cc $(wildcard cpp/core/*.cc) -lpthread
 
 # Ten minutes each: the GBNF and regex frontends alone, then both through the core.
 fuzz: $(BUILD_STAMP)

@@ -1,0 +1,217 @@
+// Native driver for the core: core compile and mask walks of exported harness cases, with no
+// Python in the loop, for profiling (perf, valgrind --tool=cachegrind/callgrind) and for timing
+// engine changes more steadily than the harness can. Inputs come from bench/native/export.py.
+//
+//   walk_bench DIR [--case SUBSTR] [--repeat N] [--evict] [--verbose]
+//
+// Per case: a cold core compile (Automaton + Parser), then for every instance a fresh matcher
+// that fills the mask at each position and accepts the instance's token, as bench/worker.py
+// does. --evict touches a 64 MiB buffer before each case, so the case starts with cold caches
+// (the harness's gc.collect() and the cases before it do the same to the vocabulary trie).
+// Prints per case the compile time, mask mean / max (first mask excluded, as in the harness)
+// and transitions; then totals.
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "../../cpp/core/automaton.h"
+#include "../../cpp/core/matcher.h"
+#include "../../cpp/core/parser.h"
+#include "../../cpp/core/vocabulary.h"
+
+using namespace logitgate;
+
+namespace {
+
+class Reader {
+ public:
+  explicit Reader(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::runtime_error("cannot open " + path);
+    data_.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  int32_t I32() { return Take<int32_t>(); }
+  int64_t I64() { return Take<int64_t>(); }
+  std::string Bytes(int32_t n) {
+    if (n < 0 || pos_ + static_cast<size_t>(n) > data_.size()) throw std::runtime_error("truncated input");
+    std::string s(data_.data() + pos_, static_cast<size_t>(n));
+    pos_ += static_cast<size_t>(n);
+    return s;
+  }
+  std::string Str() { return Bytes(I32()); }
+  std::vector<int32_t> I32s() {
+    const int32_t n = I32();
+    std::vector<int32_t> v(static_cast<size_t>(n));
+    for (auto& x : v) x = I32();
+    return v;
+  }
+
+ private:
+  template <typename T>
+  T Take() {
+    if (pos_ + sizeof(T) > data_.size()) throw std::runtime_error("truncated input");
+    T v;
+    std::memcpy(&v, data_.data() + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return v;
+  }
+  std::vector<char> data_;
+  size_t pos_ = 0;
+};
+
+struct Case {
+  std::string id;
+  std::vector<int32_t> program;
+  std::vector<std::string> names;
+  CoreLimits limits;
+  std::vector<std::vector<int32_t>> instances;
+};
+
+double Micros(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double, std::micro>(b - a).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: walk_bench DIR [--case SUBSTR] [--repeat N] [--evict] [--verbose]\n");
+    return 2;
+  }
+  const std::string dir = argv[1];
+  std::string filter;
+  int repeat = 1;
+  bool evict = false, verbose = false;
+  for (int i = 2; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--case" && i + 1 < argc) {
+      filter = argv[++i];
+    } else if (a == "--repeat" && i + 1 < argc) {
+      repeat = std::max(1, std::atoi(argv[++i]));
+    } else if (a == "--evict") {
+      evict = true;
+    } else if (a == "--verbose") {
+      verbose = true;
+    } else {
+      std::fprintf(stderr, "unknown argument %s\n", a.c_str());
+      return 2;
+    }
+  }
+
+  Reader vr(dir + "/vocab.bin");
+  const int32_t width = vr.I32();
+  const int32_t n_tokens = vr.I32();
+  std::vector<std::string> tokens(static_cast<size_t>(n_tokens));
+  std::vector<bool> has(static_cast<size_t>(n_tokens), false);
+  for (int32_t i = 0; i < n_tokens; ++i) {
+    const int32_t n = vr.I32();
+    if (n < 0) continue;
+    has[static_cast<size_t>(i)] = true;
+    tokens[static_cast<size_t>(i)] = vr.Bytes(n);
+  }
+  const std::vector<int32_t> specials = vr.I32s(), eos = vr.I32s();
+  auto t0 = std::chrono::steady_clock::now();
+  auto vocab = std::make_shared<const Vocabulary>(std::move(tokens), std::move(has), specials, eos, width);
+  std::printf("vocabulary: %d tokens, trie %d nodes, built in %.1f ms\n", n_tokens, vocab->trie_size(),
+              Micros(t0, std::chrono::steady_clock::now()) / 1e3);
+
+  Reader cr(dir + "/cases.bin");
+  std::vector<Case> cases(static_cast<size_t>(cr.I32()));
+  for (Case& c : cases) {
+    c.id = cr.Str();
+    c.program = cr.I32s();
+    c.names.resize(static_cast<size_t>(cr.I32()));
+    for (auto& n : c.names) n = cr.Str();
+    c.limits.max_nesting = cr.I64();
+    c.limits.max_repeat = cr.I64();
+    c.limits.max_automaton_states = cr.I64();
+    c.limits.max_stack_depth = cr.I64();
+    c.limits.max_parse_heads = cr.I64();
+    c.limits.max_configurations = cr.I64();
+    c.limits.mask_cache_entries = cr.I64();
+    c.instances.resize(static_cast<size_t>(cr.I32()));
+    for (auto& inst : c.instances) inst = cr.I32s();
+  }
+
+  std::vector<uint8_t> evict_buffer(evict ? size_t{64} << 20 : 0, 1);
+  uint64_t evict_sum = 0;  // printed, so the eviction reads cannot be optimized away
+  std::vector<uint32_t> words(static_cast<size_t>(vocab->mask_words()));
+  std::vector<double> all_masks, compiles;
+  int64_t transitions = 0, failures = 0;
+  for (int rep = 0; rep < repeat; ++rep) {
+    for (const Case& c : cases) {
+      if (!filter.empty() && c.id.find(filter) == std::string::npos) continue;
+      if (evict) {
+        for (size_t i = 0; i < evict_buffer.size(); i += 64) evict_sum += evict_buffer[i];
+      }
+      std::shared_ptr<CompiledGrammar> g;
+      const auto c0 = std::chrono::steady_clock::now();
+      try {
+        g = std::make_shared<CompiledGrammar>();
+        g->vocab = vocab;
+        g->limits = c.limits;
+        g->automaton = std::make_shared<const Automaton>(c.program, c.names, c.limits);
+        g->parser = std::make_shared<Parser>(g->automaton, c.limits);
+      } catch (const std::exception& e) {
+        if (rep == 0) std::printf("%-40s compile error: %s\n", c.id.c_str(), e.what());
+        continue;
+      }
+      const double compile_us = Micros(c0, std::chrono::steady_clock::now());
+      compiles.push_back(compile_us);
+      std::vector<double> masks;
+      bool first = true;
+      for (const auto& inst : c.instances) {
+        Matcher m(g);
+        for (size_t pos = 0; pos <= inst.size(); ++pos) {
+          const int64_t tr0 = g->parser->num_transitions();
+          const auto m0 = std::chrono::steady_clock::now();
+          m.FillMask(words.data());
+          const double us = Micros(m0, std::chrono::steady_clock::now());
+          if (!first) masks.push_back(us);
+          if (verbose && rep == repeat - 1) {
+            std::printf("  %-38s pos %3zu %8.2f us nodes %7lld transitions %4lld%s\n", c.id.c_str(), pos, us,
+                        static_cast<long long>(m.last_walk_nodes()),
+                        static_cast<long long>(g->parser->num_transitions() - tr0), first ? " (first)" : "");
+          }
+          first = false;
+          if (pos == inst.size()) break;
+          const int32_t t = inst[pos];
+          if (!(words[static_cast<size_t>(t) >> 5] >> (t & 31) & 1) || !m.Accept(t)) {
+            ++failures;
+            break;
+          }
+        }
+      }
+      transitions += g->parser->num_transitions();
+      double sum = 0, mx = 0;
+      for (double x : masks) sum += x, mx = std::max(mx, x);
+      if (rep == repeat - 1) {
+        std::printf("%-40s compile %8.1f us  masks %5zu  mean %7.2f  max %8.1f  transitions %lld\n", c.id.c_str(),
+                    compile_us, masks.size(), masks.empty() ? 0.0 : sum / masks.size(), mx,
+                    static_cast<long long>(g->parser->num_transitions()));
+      }
+      all_masks.insert(all_masks.end(), masks.begin(), masks.end());
+    }
+  }
+  auto pct = [](std::vector<double> v, double p) {
+    if (v.empty()) return 0.0;
+    std::sort(v.begin(), v.end());
+    return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
+  };
+  double sum = 0;
+  for (double x : all_masks) sum += x;
+  std::printf("total: %zu masks, mean %.2f us, p50 %.2f, p99 %.1f, max %.1f; compile p50 %.1f us, p99 %.1f; "
+              "%lld transitions; %lld rejected instances\n",
+              all_masks.size(), all_masks.empty() ? 0.0 : sum / all_masks.size(), pct(all_masks, 0.5),
+              pct(all_masks, 0.99), pct(all_masks, 1.0), pct(compiles, 0.5), pct(compiles, 0.99),
+              static_cast<long long>(transitions), static_cast<long long>(failures));
+  if (evict) std::printf("(evicted %llu lines)\n", static_cast<unsigned long long>(evict_sum));
+  return failures == 0 ? 0 : 1;
+}
