@@ -39,16 +39,21 @@ void ClearBits(const int32_t* toks, int32_t begin, int32_t end, uint32_t* words)
 }
 // Sets (clears) the bit of every token in trie node i's subtree; returns how many tokens.
 int32_t SetSubtreeBits(const Vocabulary& v, int32_t i, uint32_t* words) {
-  const Vocabulary::TrieNode* node = v.trie_nodes();
-  const int32_t begin = node[i].token_begin, end = node[node[i].subtree_end].token_begin;
+  const int32_t begin = v.trie_token_begin(i), end = v.trie_token_begin(v.trie_nodes()[i].subtree_end);
   SetBits(v.trie_tokens().data(), begin, end, words);
   return end - begin;
 }
 int32_t ClearSubtreeBits(const Vocabulary& v, int32_t i, uint32_t* words) {
-  const Vocabulary::TrieNode* node = v.trie_nodes();
-  const int32_t begin = node[i].token_begin, end = node[node[i].subtree_end].token_begin;
+  const int32_t begin = v.trie_token_begin(i), end = v.trie_token_begin(v.trie_nodes()[i].subtree_end);
   ClearBits(v.trie_tokens().data(), begin, end, words);
   return end - begin;
+}
+// Sets the bits of the tokens whose bytes end at trie node i (`at`).
+void SetNodeBits(const Vocabulary& v, const Vocabulary::TrieNode& at, int32_t i, uint32_t* words) {
+  if (at.token >= 0) words[at.token >> 5] |= 1u << (at.token & 31);
+  if (at.flags & Vocabulary::kMoreTokens) {
+    SetBits(v.trie_tokens().data(), v.trie_token_begin(i) + 1, v.trie_token_begin(i + 1), words);
+  }
 }
 // True when every child of node i whose byte is in `below` has its byte in `live`.
 bool ChildrenLive(const Vocabulary& v, int32_t i, const uint64_t* below, const uint64_t* live) {
@@ -416,7 +421,6 @@ template <bool kClear>
 void Matcher::WalkSubtree(int32_t begin, int32_t end, int32_t config, uint32_t* words) {
   const Vocabulary& v = *grammar_->vocab;
   const Vocabulary::TrieNode* node = v.trie_nodes();
-  const int32_t* toks = v.trie_tokens().data();
   constexpr int32_t kShortcutMinNodes = 16;
   Parser& parser = *parser_;
   // Bytes no edge reads: their subtrees are dead; in clearing mode they are skipped unseen
@@ -487,7 +491,7 @@ void Matcher::WalkSubtree(int32_t begin, int32_t end, int32_t config, uint32_t* 
     walk_row_[d] = parser.Row(c);
     walk_capacity_[d] = capacity;
     if (!kClear) {
-      SetBits(toks, at.token_begin, node[i + 1].token_begin, words);
+      SetNodeBits(v, at, i, words);
       // A wide node whose configuration can follow few of its children (a move's first letter
       // in a chess grammar, a leading space before a JSON value): visit only those. The
       // nesting is bounded by kMaxSparseDepth, whatever the vocabulary's token lengths.
@@ -500,12 +504,20 @@ void Matcher::WalkSubtree(int32_t begin, int32_t end, int32_t config, uint32_t* 
             follow[q] = kids[q] & live[q];
             n_follow += __builtin_popcountll(follow[q]);
           }
-          if (2 * n_follow < v.trie_inner(i).num_children) {
+          if (2 * n_follow < v.trie_num_children(i)) {
+            // The children's records are scattered (a subtree apart each): ask for all of
+            // them before walking the first, so that their cache misses overlap.
+            int32_t follow_nodes[256];
+            int32_t n = 0;
             for (int q = 0; q < 4; ++q) {
               for (uint64_t w = follow[q]; w != 0; w &= w - 1) {
                 const int32_t j = v.trie_child(i, static_cast<uint8_t>(64 * q + __builtin_ctzll(w)));
-                WalkSubtree<false>(j, node[j].subtree_end, config, words);
+                __builtin_prefetch(&node[j]);
+                follow_nodes[n++] = j;
               }
+            }
+            for (int32_t k = 0; k < n; ++k) {
+              WalkSubtree<false>(follow_nodes[k], node[follow_nodes[k]].subtree_end, config, words);
             }
             i = at.subtree_end;
             continue;

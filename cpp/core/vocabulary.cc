@@ -136,14 +136,16 @@ void Vocabulary::BuildTrie() {
   const auto n = static_cast<int32_t>(t.byte.size());
   trie_nodes_.resize(static_cast<size_t>(n) + 1);
   for (int32_t i = 0; i < n; ++i) {
-    trie_nodes_[i] = {t.subtree_end[i], t.token_begin[i], -1, t.depth[i], t.byte[i], 0};
+    const int32_t own = t.token_begin[i + 1] - t.token_begin[i];
+    trie_nodes_[i] = {t.subtree_end[i], own > 0 ? t.tokens[t.token_begin[i]] : -1, -1, t.depth[i], t.byte[i],
+                      static_cast<uint8_t>(own > 1 ? kMoreTokens : 0)};
   }
-  trie_nodes_[n] = {n, t.token_begin[n], -1, 0, 0, 0};  // the sentinel
+  trie_nodes_[n] = {n, -1, -1, 0, 0, 0};  // the sentinel
   trie_tokens_ = std::move(t.tokens);
+  trie_token_begin_ = std::move(t.token_begin);
   for (int32_t& r : trie_root_child_) r = -1;
   for (int32_t i = 0; i < n; i = t.subtree_end[i]) trie_root_child_[t.byte[i]] = i;
   ComputeSubtreeSummaries(t.byte, t.depth);
-  IndexChildren();
 }
 
 namespace {
@@ -183,51 +185,59 @@ void Vocabulary::ComputeSubtreeSummaries(const std::vector<uint8_t>& byte, const
     state[i] = Utf8Step(by_depth[depth[i] - 1], byte[i]);
     by_depth[depth[i]] = state[i];
   }
-  // Byte sets, heights and validity, bottom-up (children follow their parent in DFS order).
+  // Byte sets, heights and validity of the nodes with children, bottom-up (children follow
+  // their parent in DFS order).
+  struct Summary {
+    uint64_t below[4];
+    int32_t height;
+    int32_t children;
+  };
+  std::vector<Summary> summaries;
+  std::vector<int32_t> summary_of(n, -1);
   std::vector<bool> all_valid_below(n, true);
   for (int32_t i = n - 1; i >= 0; --i) {
     TrieNode& node = trie_nodes_[i];
     if (node.subtree_end == i + 1) continue;  // leaf
-    TrieInner inner{{0, 0, 0, 0}, 0, -1, -1, 0};
+    Summary sum{{0, 0, 0, 0}, 0, 0};
     bool valid = true;
     for (int32_t j = i + 1; j < node.subtree_end; j = trie_nodes_[j].subtree_end) {
-      inner.height = std::max(inner.height, trie_height(j) + 1);
-      inner.below[byte[j] >> 6] |= 1ull << (byte[j] & 63);
-      if (const uint64_t* below = trie_descendant_bytes(j)) {
-        for (int q = 0; q < 4; ++q) inner.below[q] |= below[q];
+      ++sum.children;
+      sum.below[byte[j] >> 6] |= 1ull << (byte[j] & 63);
+      if (summary_of[j] >= 0) {
+        const Summary& child = summaries[summary_of[j]];
+        sum.height = std::max(sum.height, child.height + 1);
+        for (int q = 0; q < 4; ++q) sum.below[q] |= child.below[q];
+      } else {
+        sum.height = std::max(sum.height, 1);
       }
       valid = valid && state[j].need >= 0 && all_valid_below[j];
     }
     all_valid_below[i] = valid;
     if (valid && state[i].need == 0) node.flags |= kUtf8Below;
-    node.inner = static_cast<int32_t>(trie_inner_.size());
-    trie_inner_.push_back(inner);
+    summary_of[i] = static_cast<int32_t>(summaries.size());
+    summaries.push_back(sum);
   }
-  // Records in node order (the walk's order) rather than in the bottom-up order made above.
-  std::reverse(trie_inner_.begin(), trie_inner_.end());
-  const int32_t last = static_cast<int32_t>(trie_inner_.size()) - 1;
+  // The blocks, in node order (the walk's order).
+  trie_inner_.clear();
   for (int32_t i = 0; i < n; ++i) {
-    if (trie_nodes_[i].inner >= 0) trie_nodes_[i].inner = last - trie_nodes_[i].inner;
-  }
-}
-
-void Vocabulary::IndexChildren() {
-  for (int32_t i = 0; i < trie_size(); ++i) {
+    if (summary_of[i] < 0) continue;
+    if (trie_inner_.size() > static_cast<size_t>(INT32_MAX)) throw CoreError::Usage("vocabulary trie too large");
     TrieNode& node = trie_nodes_[i];
-    if (node.inner < 0) continue;
-    TrieInner& inner = trie_inner_[node.inner];
-    for (int32_t j = i + 1; j < node.subtree_end; j = trie_nodes_[j].subtree_end) ++inner.num_children;
-    if (inner.num_children < kWideChildren) continue;
-    WideNode w{{0, 0, 0, 0}};
-    inner.first_child = static_cast<int32_t>(wide_children_.size());
-    for (int32_t j = i + 1; j < node.subtree_end; j = trie_nodes_[j].subtree_end) {
-      const uint8_t b = trie_nodes_[j].byte;
-      w.bytes[b >> 6] |= 1ull << (b & 63);
-      wide_children_.push_back(j);
-    }
-    inner.wide = static_cast<int32_t>(wide_nodes_.size());
+    const Summary& sum = summaries[summary_of[i]];
+    node.inner = static_cast<int32_t>(trie_inner_.size());
+    trie_inner_.insert(trie_inner_.end(), sum.below, sum.below + 4);
+    trie_inner_.push_back(static_cast<uint64_t>(static_cast<uint32_t>(sum.children)) << 32 |
+                          static_cast<uint32_t>(sum.height));
+    if (sum.children < kWideChildren) continue;
     node.flags |= kWideNode;
-    wide_nodes_.push_back(w);
+    const size_t bytes_at = trie_inner_.size();
+    trie_inner_.resize(bytes_at + 4 + static_cast<size_t>(sum.children + 1) / 2, 0);
+    int32_t rank = 0;
+    for (int32_t j = i + 1; j < node.subtree_end; j = trie_nodes_[j].subtree_end, ++rank) {
+      const uint8_t b = byte[j];
+      trie_inner_[bytes_at + (b >> 6)] |= 1ull << (b & 63);
+      trie_inner_[bytes_at + 4 + rank / 2] |= static_cast<uint64_t>(static_cast<uint32_t>(j)) << (32 * (rank & 1));
+    }
   }
 }
 

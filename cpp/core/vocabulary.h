@@ -36,65 +36,69 @@ class Vocabulary {
 
   // Flat trie (see the invariants above). One record per node, packed so that a walk reads one
   // record per node visited: the walk's visits are scattered (live children only), and with
-  // a separate array per field each visit would cost a cache line per field.
+  // a separate array per field each visit would cost a cache line per field. A node's token
+  // id is in its record (a first visit of a trie region is bound by memory latency: an id in
+  // another array costs a second miss per token).
   struct TrieNode {
     int32_t subtree_end;  // node i's subtree is [i, subtree_end)
-    int32_t token_begin;  // its tokens: trie_tokens()[token_begin, next record's token_begin)
-    int32_t inner;        // index of its TrieInner for nodes with children, else -1
+    int32_t token;        // the id whose bytes end here (the first of several: kMoreTokens), or -1
+    int32_t inner;        // offset of its summary block (nodes with children, see below), else -1
     uint16_t depth;       // length of the node's byte string (>= 1)
     uint8_t byte;
-    uint8_t flags;        // kUtf8Below, kWideNode
+    uint8_t flags;        // kUtf8Below, kWideNode, kMoreTokens
   };
-  static constexpr uint8_t kUtf8Below = 1;  // see trie_utf8_below
-  static constexpr uint8_t kWideNode = 2;   // see trie_child_bytes
-  // Summary of a node with children.
-  struct TrieInner {
-    uint64_t below[4];    // the bytes on the nodes strictly below (bit b of word b/64)
-    int32_t height;       // length in bytes of the longest path below
-    int32_t wide;          // index of its children's byte set (wide nodes), else -1
-    int32_t first_child;   // wide nodes: its children are wide_children_[first_child, + num_children)
-    int32_t num_children;
-  };
+  static constexpr uint8_t kUtf8Below = 1;   // see trie_utf8_below
+  static constexpr uint8_t kWideNode = 2;    // see trie_child_bytes
+  static constexpr uint8_t kMoreTokens = 4;  // several ids share the node's bytes: see trie_node_tokens
   int32_t trie_size() const { return static_cast<int32_t>(trie_nodes_.size()) - 1; }
-  // trie_size() records plus a sentinel whose token_begin ends the last node's tokens.
+  // trie_size() records plus a sentinel.
   const TrieNode* trie_nodes() const { return trie_nodes_.data(); }
+  // Every text token in trie order: node i's subtree holds trie_tokens()[trie_token_begin(i),
+  // trie_token_begin(subtree_end)), and the node itself the first trie_token_begin(i + 1) -
+  // trie_token_begin(i) of them.
   const std::vector<int32_t>& trie_tokens() const { return trie_tokens_; }
+  int32_t trie_token_begin(int32_t i) const { return trie_token_begin_[i]; }
   int32_t max_token_length() const { return max_token_length_; }
   // The depth-1 trie node for first byte b, or -1 when no token starts with b.
   int32_t trie_root_child(uint8_t b) const { return trie_root_child_[b]; }
-  // The set of bytes on the nodes strictly below node i (4 words, bit b of word b/64), or
-  // nullptr for leaves.
+  // A node with children has a *summary block* in trie_inner_ (64-bit words, in node order),
+  // read only where a shortcut may apply: the set of bytes on the nodes strictly below (words
+  // 0-3, bit b of word b/64), the height of its subtree and its number of children (word 4).
+  // Nodes with at least kWideChildren children ("wide" nodes) index their children by byte
+  // in the same block, so that a walk that can follow few of them visits only those with one
+  // more cache line or two: the children's byte set (words 5-8) and the children's node
+  // indices in byte order (two per word from word 9).
+  static constexpr int32_t kWideChildren = 8;
+  // The set of bytes on the nodes strictly below node i (4 words), or nullptr for leaves.
   const uint64_t* trie_descendant_bytes(int32_t i) const {
     const int32_t k = trie_nodes_[i].inner;
-    return k < 0 ? nullptr : trie_inner_[k].below;
+    return k < 0 ? nullptr : &trie_inner_[static_cast<size_t>(k)];
+  }
+  // Length in bytes of the longest path below node i (0 for a leaf).
+  int32_t trie_height(int32_t i) const {
+    const int32_t k = trie_nodes_[i].inner;
+    return k < 0 ? 0 : static_cast<int32_t>(trie_inner_[static_cast<size_t>(k) + 4] & 0xFFFFFFFFu);
+  }
+  // Number of children of node i, which must have children.
+  int32_t trie_num_children(int32_t i) const {
+    return static_cast<int32_t>(trie_inner_[static_cast<size_t>(trie_nodes_[i].inner) + 4] >> 32);
   }
   // True when node i ends on a UTF-8 character boundary and every path below it continues
   // with valid UTF-8 (complete characters, possibly ending in a valid partial one).
   bool trie_utf8_below(int32_t i) const { return (trie_nodes_[i].flags & kUtf8Below) != 0; }
-  // Nodes with at least kWideChildren children ("wide" nodes) index their children by byte, so
-  // a walk that can follow few of them visits only those. trie_child_bytes(i) is the set of
-  // the children's bytes (4 words, bit b of word b/64), nullptr for other nodes;
+  // The set of a wide node's children's bytes (4 words), nullptr for other nodes;
   // trie_child(i, b) is the child on byte b, which must be in that set.
-  static constexpr int32_t kWideChildren = 8;
   const uint64_t* trie_child_bytes(int32_t i) const {
-    const int32_t k = trie_nodes_[i].inner;
-    if (k < 0 || trie_inner_[k].wide < 0) return nullptr;
-    return wide_nodes_[trie_inner_[k].wide].bytes;
+    if (!(trie_nodes_[i].flags & kWideNode)) return nullptr;
+    return &trie_inner_[static_cast<size_t>(trie_nodes_[i].inner) + 5];
   }
   int32_t trie_child(int32_t i, uint8_t b) const {
-    const TrieInner& inner = trie_inner_[trie_nodes_[i].inner];
-    const uint64_t* bytes = wide_nodes_[inner.wide].bytes;
+    const uint64_t* block = &trie_inner_[static_cast<size_t>(trie_nodes_[i].inner)];
+    const uint64_t* bytes = block + 5;
     int32_t rank = 0;  // children with a smaller byte (they are in byte order)
     for (int q = 0; q < (b >> 6); ++q) rank += __builtin_popcountll(bytes[q]);
     rank += __builtin_popcountll(bytes[b >> 6] & ((1ull << (b & 63)) - 1));
-    return wide_children_[inner.first_child + rank];
-  }
-  // Node i's summary; i must have children.
-  const TrieInner& trie_inner(int32_t i) const { return trie_inner_[trie_nodes_[i].inner]; }
-  // Length in bytes of the longest path below node i (0 for a leaf).
-  int32_t trie_height(int32_t i) const {
-    const int32_t k = trie_nodes_[i].inner;
-    return k < 0 ? 0 : trie_inner_[k].height;
+    return static_cast<int32_t>(block[9 + rank / 2] >> (32 * (rank & 1)) & 0xFFFFFFFFu);
   }
   // The mask of every text token (mask_words() words): where a mask walk that expects to allow
   // most of the vocabulary starts before clearing what is not allowed.
@@ -159,8 +163,8 @@ class Vocabulary {
 
  private:
   void BuildTrie();
+  // The summary blocks, and the nodes' kUtf8Below and kWideNode flags and inner offsets.
   void ComputeSubtreeSummaries(const std::vector<uint8_t>& byte, const std::vector<uint16_t>& depth);
-  void IndexChildren();  // TrieInner::num_children, and the wide nodes' children
   void BuildPlainSplit();
 
   int32_t width_;
@@ -168,13 +172,9 @@ class Vocabulary {
   std::vector<bool> special_, eos_, text_;
   std::vector<int32_t> eos_ids_;
   std::vector<TrieNode> trie_nodes_;
-  std::vector<TrieInner> trie_inner_;
+  std::vector<uint64_t> trie_inner_;  // summary blocks (see trie_descendant_bytes)
   std::vector<int32_t> trie_tokens_;
-  struct WideNode {
-    uint64_t bytes[4];
-  };
-  std::vector<WideNode> wide_nodes_;
-  std::vector<int32_t> wide_children_;  // children of wide nodes, in byte order per node
+  std::vector<int32_t> trie_token_begin_;
   int32_t max_token_length_ = 0;
   int32_t trie_root_child_[256];
   int32_t first_byte_tokens_[256] = {};

@@ -63,6 +63,25 @@ def test_negated_class_never_yields_invalid_utf8(vocab: lg.Vocabulary) -> None:
     assert not m.accept(A9)  # a stray continuation byte is not a character
 
 
+def test_ids_sharing_bytes_are_allowed_together() -> None:
+    # Several ids with the same bytes share one trie node; the walk sets the first from the
+    # node's record and the others from the node's token range. A node with 8 or more
+    # children ("ab" + letters) is walked sparsely, through its child table. The "x" tokens
+    # and the wide logits row keep the walk in its setting mode (it clears from a full mask
+    # where most of the vocabulary, or of a first byte's tokens, may be allowed).
+    letters = [b"ab" + bytes([c]) for c in b"cdefghijk"]
+    tokens = [b"ab", b"a", b"ab", *letters, b"abc", b"b", b"ab", b"abz", *[b"x" * n for n in range(1, 30)]]
+    vocab = lg.Vocabulary.from_tokens(tokens, logits_width=4096)
+    compiler = lg.Compiler(vocab)
+    for pattern, prefix in [("ab[c-e]?", b""), ("[a-z]*", b""), ("abc|abd", b""), ("abcx?", b"ab")]:
+        m = compiler.compile_regex(pattern).matcher()
+        assert m.accept_bytes(prefix)
+        expected = {i for i, t in enumerate(tokens) if m.fork().accept(i)}
+        assert allowed(m, vocab) == expected, pattern
+    m = compiler.compile_regex("ab[c-e]?").matcher()
+    assert allowed(m, vocab) == {0, 1, 2, 3, 4, 5, 12, 14}  # "a", every "ab", "abc" twice, "abd", "abe"
+
+
 def test_rejected_token_leaves_state_unchanged(vocab: lg.Vocabulary) -> None:
     m = lg.Compiler(vocab).compile_choice(["ab", "ba"]).matcher()
     assert m.accept(0)
