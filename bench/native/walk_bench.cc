@@ -2,7 +2,7 @@
 // Python in the loop, for profiling (perf, valgrind --tool=cachegrind/callgrind) and for timing
 // engine changes more steadily than the harness can. Inputs come from bench/native/export.py.
 //
-//   walk_bench DIR [--case SUBSTR] [--repeat N] [--evict] [--verbose]
+//   walk_bench DIR [--case SUBSTR] [--repeat N] [--evict] [--verbose] [--compile-only]
 //
 // Per case: a cold core compile (Automaton + Parser), then for every instance a fresh matcher
 // that fills the mask at each position and accepts the instance's token, as bench/worker.py
@@ -82,13 +82,13 @@ double Micros(std::chrono::steady_clock::time_point a, std::chrono::steady_clock
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: walk_bench DIR [--case SUBSTR] [--repeat N] [--evict] [--verbose]\n");
+    std::fprintf(stderr, "usage: walk_bench DIR [--case SUBSTR] [--repeat N] [--evict] [--verbose] [--compile-only]\n");
     return 2;
   }
   const std::string dir = argv[1];
   std::string filter;
   int repeat = 1;
-  bool evict = false, verbose = false;
+  bool evict = false, verbose = false, compile_only = false;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--case" && i + 1 < argc) {
@@ -99,6 +99,8 @@ int main(int argc, char** argv) {
       evict = true;
     } else if (a == "--verbose") {
       verbose = true;
+    } else if (a == "--compile-only") {
+      compile_only = true;
     } else {
       std::fprintf(stderr, "unknown argument %s\n", a.c_str());
       return 2;
@@ -168,6 +170,7 @@ int main(int argc, char** argv) {
       std::vector<double> masks;
       bool first = true;
       for (const auto& inst : c.instances) {
+        if (compile_only) break;
         Matcher m(g);
         for (size_t pos = 0; pos <= inst.size(); ++pos) {
           const int64_t tr0 = g->parser->num_transitions();

@@ -130,6 +130,13 @@ void Automaton::Build(const std::vector<int32_t>& program) {
         case kOpAlt: pending += std::max(0, rd.At(pos + 1)); pos += 2; break;
         case kOpRepeat: pending += 1; pos += 3; break;
         case kOpRef: pos += 2; break;
+        case kOpStringExcept: {
+          const int32_t n_words = std::max(0, rd.At(pos + 1));
+          pos += 2;
+          for (int32_t w = 0; w < n_words; ++w) pos += 1 + static_cast<size_t>(std::max(0, rd.At(pos)));
+          pending += 1;  // the tail
+          break;
+        }
         default: throw CoreError::Grammar("bad-program", "unknown opcode in grammar program");
       }
       rd.At(pos - 1);  // bounds check of the node just skipped
@@ -202,6 +209,20 @@ void Automaton::Build(const std::vector<int32_t>& program) {
             sh.refs.push_back(rd.At(p + 1));
             p += 2;
             break;
+          case kOpStringExcept: {
+            // A few states per trie node (code point), and the shared exits.
+            const int32_t n_words = std::max(0, rd.At(p + 1));
+            p += 2;
+            int64_t cps = 0;
+            for (int32_t w = 0; w < n_words; ++w) {
+              const int32_t n = std::max(0, rd.At(p));
+              cps += n;
+              p += 1 + static_cast<size_t>(n);
+            }
+            add(8 * cps + 48, copies);
+            open.push_back({1, copies});  // the tail
+            break;
+          }
           default: throw CoreError::Grammar("bad-program", "unknown opcode in grammar program");
         }
       }
@@ -389,6 +410,28 @@ void Automaton::Build(const std::vector<int32_t>& program) {
             cur = Emit(child, s, depth + 1, child_copies, true);
           }
           a->eps_[cur].push_back(end);
+          return end;
+        }
+        case kOpStringExcept: {
+          const int32_t n_words = rd.At(pos + 1);
+          if (n_words < 0) throw CoreError::Grammar("bad-program", "bad word count");
+          std::vector<std::vector<uint32_t>> words(static_cast<size_t>(n_words));
+          size_t p = pos + 2;
+          for (auto& w : words) {
+            const int32_t n = rd.At(p);
+            if (n < 0) throw CoreError::Grammar("bad-program", "bad word length");
+            w.resize(static_cast<size_t>(n));
+            for (int32_t k = 0; k < n; ++k) {
+              const int32_t cp = rd.At(p + 1 + static_cast<size_t>(k));
+              if (cp < 0 || cp > 0x10FFFF) throw CoreError::Grammar("bad-program", "bad code point");
+              w[static_cast<size_t>(k)] = static_cast<uint32_t>(cp);
+            }
+            p += 1 + static_cast<size_t>(n);
+          }
+          const int32_t end = New();
+          const int32_t tail = New();
+          a->eps_[Emit(p, tail, depth + 1, copies, looped)].push_back(end);
+          a->BuildStringExcept(words, from, end, tail);
           return end;
         }
         case kOpRef: {
@@ -693,9 +736,48 @@ void Automaton::Determinize() {
     int lo, hi;
     int32_t target;
   };
-  std::vector<Span> spans;
+  std::vector<Span> spans, active;
   std::vector<std::pair<int32_t, int32_t>> calls;
+  // A rule whose NFA is a DFA already (no epsilon edges but to states that only end the rule,
+  // disjoint byte edges, one call per callee: sequences of literals, classes and calls, the
+  // natively built StringExcept tries) is copied as it is, its states one DFA state each:
+  // what the subset construction would build, without its cost.
+  auto pure_end = [&](int32_t t) { return final_[t] && bytes_[t].empty() && calls_[t].empty() && eps_[t].empty(); };
+  auto copy_if_deterministic = [&](int32_t r) {
+    for (int32_t s : states_of[r]) {
+      for (int32_t t : eps_[s]) {
+        if (!pure_end(t)) return false;
+      }
+      std::vector<ByteEdge>& b = bytes_[s];
+      std::sort(b.begin(), b.end(), [](const ByteEdge& x, const ByteEdge& y) { return x.lo < y.lo; });
+      for (size_t k = 1; k < b.size(); ++k) {
+        if (b[k].lo <= b[k - 1].hi) return false;
+      }
+      const std::vector<CallEdge>& c = calls_[s];
+      for (size_t i = 0; i < c.size(); ++i) {
+        for (size_t j = i + 1; j < c.size(); ++j) {
+          if (c[i].rule == c[j].rule) return false;
+        }
+      }
+    }
+    const size_t base = out_bytes.size();
+    if (static_cast<int64_t>(base + states_of[r].size()) > limits_.max_automaton_states) {
+      throw CoreError::Limit("max_automaton_states", limits_.max_automaton_states,
+                             "the grammar's automaton is too large (large bounded repetitions?)");
+    }
+    for (size_t k = 0; k < states_of[r].size(); ++k) remap[states_of[r][k]] = static_cast<int32_t>(base + k);
+    for (int32_t s : states_of[r]) {
+      const int32_t d = new_out(r);
+      out_bytes[d].reserve(bytes_[s].size());
+      for (const ByteEdge& e : bytes_[s]) out_bytes[d].push_back({e.lo, e.hi, remap[e.target]});
+      for (const CallEdge& c : calls_[s]) out_calls[d].push_back({c.rule, remap[c.ret]});
+      out_final[d] = final_[s] || !eps_[s].empty();  // epsilon edges lead only to ends
+    }
+    out_start[r] = remap[rule_start_[r]];
+    return true;
+  };
   for (int32_t r = 0; r < n_rules; ++r) {
+    if (copy_if_deterministic(r)) continue;
     const size_t base = out_bytes.size();
     const int64_t room = limits_.max_automaton_states - static_cast<int64_t>(base);
     const int64_t cap = std::min<int64_t>(4 * static_cast<int64_t>(states_of[r].size()) + 64, room);
@@ -774,13 +856,21 @@ void Automaton::Determinize() {
       }
       std::sort(points.begin(), points.end());
       points.erase(std::unique(points.begin(), points.end()), points.end());
+      // Sweep the elementary intervals between points in order, keeping the spans that cover
+      // the current one (a span covers an interval wholly or not at all): spans sorted by lo
+      // enter as the sweep reaches them and leave once past their hi.
+      std::sort(spans.begin(), spans.end(), [](const Span& x, const Span& y) { return x.lo < y.lo; });
+      active.clear();
+      size_t next_span = 0;
       for (size_t k = 0; k + 1 < points.size() && !overflow; ++k) {
         const int lo = points[k], hi = points[k + 1] - 1;
+        while (next_span < spans.size() && spans[next_span].lo <= lo) active.push_back(spans[next_span++]);
+        active.erase(std::remove_if(active.begin(), active.end(), [&](const Span& sp) { return sp.hi < lo; }),
+                     active.end());
+        if (active.empty()) continue;
         ++epoch;
         set.clear();
-        for (const Span& sp : spans) {
-          if (sp.lo <= lo && hi <= sp.hi) closure_into(sp.target, set);
-        }
+        for (const Span& sp : active) closure_into(sp.target, set);
         if (set.empty()) continue;
         const int32_t t = intern(set);
         if (t < 0) break;

@@ -21,6 +21,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,9 @@ enum Op : int32_t {
   kOpAlt = 5,        // [5, n, child0 .. ]
   kOpRepeat = 6,     // [6, min, max (-1: unbounded), child]
   kOpRef = 7,        // [7, rule index]
+  // JSON string contents spelling anything but the words, then `tail` (string_except.cc):
+  // [8, n_words, (n, code point 0 .. n-1) per word, tail node]
+  kOpStringExcept = 8,
 };
 
 struct ByteEdge {
@@ -88,6 +92,19 @@ class Automaton {
  private:
   int32_t NewState();
   void Build(const std::vector<int32_t>& program);
+  // Adds the states and edges of a kOpStringExcept node in `from`'s rule (string_except.cc):
+  // the trie of `words` starts at `from`, a node that is no word may continue at `end`, and
+  // every character that leaves the trie continues at `tail` (where the tail node starts).
+  void BuildStringExcept(const std::vector<std::vector<uint32_t>>& words, int32_t from, int32_t end, int32_t tail);
+  // Rules the core adds itself (after the program's), with a start and a final state.
+  int32_t NewRule(const std::string& name);
+  // The rules StringExcept tries share (string_except.cc): the escape spellings of one
+  // character, and one character but a sorted set in any spelling; one per character or set
+  // per grammar.
+  int32_t EscapeOf(uint32_t cp);
+  int32_t CharOtherThan(const std::vector<uint32_t>& kids);
+  template <typename Exit, typename After>
+  void HexDigits(int32_t s, uint32_t lo, int left, Exit&& exit, After&& after);
   void CheckLeftRecursion();
   void PruneDead();
   void Determinize();
@@ -124,6 +141,8 @@ class Automaton {
   std::vector<std::array<uint64_t, 2>> char_ascii_;
   std::vector<bool> char_utf8_;
   std::vector<int32_t> kernel_offset_, kernel_;
+  std::map<uint32_t, int32_t> escape_of_;                     // EscapeOf's rules
+  std::map<std::vector<uint32_t>, int32_t> char_other_than_;  // CharOtherThan's rules
   int32_t byte_class_[256] = {};
   int32_t num_byte_classes_ = 1;
   uint64_t alphabet_[4] = {0, 0, 0, 0};

@@ -369,6 +369,68 @@ def test_key_position_masks_match_reference(key: str) -> None:
     _check_prefixes(f"keys {key}", compiled, vocab, texts, lambda data, i: i > 0 and data[i - 1 : i] in after)
 
 
+def _escape_tokens() -> list[bytes | None]:
+    """A vocabulary of JSON string pieces in every spelling: letters and the words' characters
+    raw, as short escapes, as \\uXXXX in both cases and cut anywhere inside, surrogate pairs
+    and their halves, split UTF-8, and the quotes and punctuation around them."""
+    pieces: list[bytes] = [b'"', b'":', b",", b"{", b"}", b":", b"1", b"\\", b"\\u", b"\\\\", b'\\"', b"\\/"]
+    for esc in "nrtbf":
+        pieces.append(b"\\" + esc.encode())
+    for ch in "abxyé/\n😀\U0001f601日":
+        cp = ord(ch)
+        raw = ch.encode() if cp >= 0x20 else b""
+        escapes = []
+        if cp <= 0xFFFF:
+            escapes += [f"\\u{cp:04x}".encode(), f"\\u{cp:04X}".encode()]
+        else:
+            hi, lo = 0xD800 + ((cp - 0x10000) >> 10), 0xDC00 + ((cp - 0x10000) & 0x3FF)
+            escapes += [f"\\u{hi:04x}\\u{lo:04x}".encode(), f"\\u{hi:04X}".encode(), f"\\u{lo:04x}".encode()]
+        for form in [raw, *escapes]:
+            pieces += [form[:k] for k in range(1, len(form) + 1)] + [form + b'"', b"a" + form]
+    for d in "0123456789abcdefABCDEF":
+        pieces.append(d.encode())
+    return _with_new([b"<eos>", b"<special>"], pieces)
+
+
+# Strings and keys other than a few words (StringExcept, built natively by the core): words with
+# characters that have short escapes, non-ASCII and supplementary characters, prefixes of one
+# another, the empty string, and a lone surrogate (which no spelling can produce).
+EXCEPT_WORDS = ["ab", "a", "a/b", "é", "x\ny", "😀", "😀😁", "", "日本", "b\ud800"]
+EXCEPT_CASES: dict[str, Any] = {
+    "not-enum": {"type": "string", "not": {"enum": EXCEPT_WORDS}},
+    "keys": {"type": "object", "properties": {w: {"type": "integer"} for w in EXCEPT_WORDS if w}},
+}
+
+
+@pytest.mark.parametrize("key", sorted(EXCEPT_CASES))
+def test_string_except_masks_match_reference(key: str) -> None:
+    vocab = lg.Vocabulary.from_tokens(_escape_tokens(), eos_ids=[0], special_ids=[1])
+    compiled = _compile(vocab, lambda c: c.compile_json_schema(EXCEPT_CASES[key], whitespace="compact"))
+    run_differential(f"except {key}", compiled, vocab_view(vocab), walks=12, max_tokens=16, checks_per_walk=8)
+    # Every position of texts that spell the words and their neighbours in other ways.
+    contents = [
+        "ab",
+        "a\\u0062",
+        "\\u0061b",
+        "abc",
+        "\\u00e9",
+        "\\u00C9",
+        "é",
+        "\\ud83d\\ude00",
+        "😀\\ud83d\\ude01",
+        "x\\ny",
+        "x\\u000Ay",
+        "a\\/b",
+        "a/b",
+        "日本語",
+        "\\u65e5\\u672c",
+        "b",
+        "",
+    ]
+    texts = [f'"{c}"'.encode() if key == "not-enum" else f'{{"{c}":1}}'.encode() for c in contents]
+    _check_prefixes(f"except {key}", compiled, vocab, texts, lambda data, i: True)
+
+
 GEMMA_CASES: dict[str, Callable[[Any], Any]] = {
     "json.gbnf": lambda c: c.compile_ebnf((CORPORA_DIR / "gbnf" / "json.gbnf").read_text(encoding="utf-8")),
     "japanese.gbnf": lambda c: c.compile_ebnf((CORPORA_DIR / "gbnf" / "japanese.gbnf").read_text(encoding="utf-8")),

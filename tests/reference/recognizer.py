@@ -29,7 +29,7 @@ from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from logitgate.grammar.ir import Alt, ByteClass, CharClass, Grammar, Literal, Node, Ref, Repeat, Seq
+from logitgate.grammar.ir import Alt, ByteClass, CharClass, Grammar, Literal, Node, Ref, Repeat, Seq, StringExcept
 
 __all__ = ["LeftRecursionError", "Reference", "State", "TokenTrie", "utf8_prefix_status"]
 
@@ -94,6 +94,9 @@ def _intersects(ranges: Sequence[tuple[int, int]], lo: int, hi: int) -> bool:
     i = bisect_right(ranges, (hi, MAX_SCALAR + 1)) - 1  # last range starting at or before hi
     return i >= 0 and ranges[i][1] >= lo
 
+
+# JSON's short escapes: code point -> the byte after the backslash.
+_SHORT_ESCAPES = {0x22: b'"', 0x5C: b"\\", 0x2F: b"/", 0x08: b"b", 0x0C: b"f", 0x0A: b"n", 0x0D: b"r", 0x09: b"t"}
 
 DEAD, PARTIAL, DONE = 0, 1, 2
 
@@ -163,6 +166,7 @@ class _Flat:
         self.lhs: list[int] = []
         self.n_nonterminals = 0
         self._memo: dict[int, int] = {}  # id(node) -> symbol; the grammar keeps the nodes alive
+        self._spellings: dict[tuple[tuple[int, int], ...], int] = {}  # code point set -> its spellings
         self._work: list[tuple[Node, int]] = []
         rule_nt = {name: self._new_nt() for name in grammar.rules}
         self._rule_nt = rule_nt
@@ -237,8 +241,94 @@ class _Flat:
                     self._add(nxt, (x, opt))
                     opt = nxt
                 self._add(nt, (*head, opt))
+        elif isinstance(node, StringExcept):
+            self._expand_string_except(node, nt)
         else:  # pragma: no cover - guarded by the IR's Node union
             raise TypeError(f"not an IR node: {node!r}")
+
+    # -- StringExcept: JSON spellings, written out here (independently of the frontend) --------
+
+    def _expand_string_except(self, node: StringExcept, nt: int) -> None:
+        """A trie over the words' code points; at each trie position the contents may end (if
+        that prefix is no word), a child's character in any spelling continues in the child,
+        and any other character in any spelling continues with the tail."""
+        trie: dict[str, dict] = {}
+        for w in node.words:
+            t = trie
+            for ch in w:
+                t = t.setdefault(ch, {})
+            t[""] = {}
+        tail = self._sym(node.tail)
+        work: list[tuple[dict[str, dict], int]] = [(trie, nt)]
+        while work:
+            t, x = work.pop()
+            kids = sorted(ord(k) for k in t if k)
+            if "" not in t:
+                self._add(x, ())
+            others = _complement(_merge((c, c) for c in kids), 0, MAX_SCALAR)
+            self._add(x, (self._spelling(others), tail))
+            for c in kids:
+                child = self._new_nt()
+                self._add(x, (self._spelling([(c, c)]), child))
+                work.append((t[chr(c)], child))
+
+    def _spelling(self, ranges: list[tuple[int, int]]) -> int:
+        """A nonterminal for one character of ``ranges`` in any JSON spelling (one per set)."""
+        scalars = _minus(_merge(ranges), SURROGATES)
+        key = tuple(scalars)
+        if key in self._spellings:
+            return self._spellings[key]
+        x = self._spellings[key] = self._new_nt()
+        raw = _minus(_minus(_minus(scalars, (0, 0x1F)), (0x22, 0x22)), (0x5C, 0x5C))
+        if raw:
+            self._add(x, (self._term(_CharTerm(tuple(raw))),))
+        backslash = self._term(_ByteTerm(frozenset(b"\\")))
+        for cp, esc in _SHORT_ESCAPES.items():
+            if _intersects(scalars, cp, cp):
+                self._add(x, (backslash, self._term(_ByteTerm(frozenset(esc)))))
+        u = self._term(_ByteTerm(frozenset(b"u")))
+        for lo, hi in scalars:
+            if lo <= 0xFFFF:  # \uXXXX (surrogates are already out)
+                for digits in self._hex_sequences(lo, min(hi, 0xFFFF)):
+                    self._add(x, (backslash, u, *digits))
+            if hi >= 0x10000:  # surrogate pairs: a partial first and last high half, full ones between
+                a, b = max(lo, 0x10000), hi
+                high_a, high_b = 0xD800 + ((a - 0x10000) >> 10), 0xD800 + ((b - 0x10000) >> 10)
+                low_a, low_b = 0xDC00 + ((a - 0x10000) & 0x3FF), 0xDC00 + ((b - 0x10000) & 0x3FF)
+                if high_a == high_b:
+                    pieces = [(high_a, high_a, low_a, low_b)]
+                else:
+                    pieces = [(high_a, high_a, low_a, 0xDFFF), (high_b, high_b, 0xDC00, low_b)]
+                    if high_a + 1 <= high_b - 1:
+                        pieces.append((high_a + 1, high_b - 1, 0xDC00, 0xDFFF))
+                for h_lo, h_hi, l_lo, l_hi in pieces:
+                    for hd in self._hex_sequences(h_lo, h_hi):
+                        for ld in self._hex_sequences(l_lo, l_hi):
+                            self._add(x, (backslash, u, *hd, backslash, u, *ld))
+        return x
+
+    def _hex_sequences(self, lo: int, hi: int) -> list[tuple[int, ...]]:
+        """Four hex digit terminals per way of spelling the values [lo, hi] (either case)."""
+        out: list[tuple[int, ...]] = []
+        stack: list[tuple[int, int, int, tuple[int, ...]]] = [(lo, hi, 4, ())]
+        while stack:
+            a, b, width, prefix = stack.pop()
+            if width == 0:
+                out.append(prefix)
+                continue
+            size = 16 ** (width - 1)
+            for d in range(a // size, b // size + 1):
+                sub_lo, sub_hi = max(a, d * size), min(b, d * size + size - 1)
+                if sub_lo == d * size and sub_hi == d * size + size - 1:
+                    rest = (self._hex_digit(0, 15),) * (width - 1)
+                    out.append((*prefix, self._hex_digit(d, d), *rest))
+                else:
+                    stack.append((sub_lo - d * size, sub_hi - d * size, width - 1, (*prefix, self._hex_digit(d, d))))
+        return out
+
+    def _hex_digit(self, a: int, b: int) -> int:
+        spelled = {ord(c) for v in range(a, b + 1) for c in f"{v:x}{v:X}"}
+        return self._term(_ByteTerm(frozenset(spelled)))
 
     def _prune_unproductive(self) -> None:
         """Keep only productions all of whose symbols derive some byte string."""

@@ -387,16 +387,27 @@ def test_string_escapes_count_as_one_code_point(compiler: lg.Compiler) -> None:
 
 
 def test_escaped_keys_against_listed_names(compiler: lg.Compiler) -> None:
-    # Key-complement positions share one rule for the escapes of non-ASCII characters. An
-    # escaped spelling of a listed name is never an additional property (listed names are
-    # generated in their plain spelling only).
+    # Unlisted keys are told from listed ones by the characters they decode to, in every
+    # spelling: an escaped spelling of a listed name is never an additional property (listed
+    # names are generated in their plain spelling only), and an escape of a listed name's
+    # character starts an unlisted key as well as its raw spelling does.
     g = compiler.compile_json_schema(
         {"properties": {"ab": {"type": "string"}}, "additionalProperties": {"type": "integer"}}
     )
     for text in ['{"\\u00e9": 1}', '{"a\\u00e9": 1}', '{"a\\ud83d\\ude00": 1}', '{"a\\uFFFF": 1}',
-                 '{"a\\u0063": 1}', '{"a\u00e9": 1}', '{"ab": "x"}']:
+                 '{"a\\u0063": 1}', '{"a\u00e9": 1}', '{"ab": "x"}', '{"\\u0061": 1}', '{"\\u0061bc": 1}',
+                 '{"a\\u0062c": 1}', '{"\\u0041b": 1}', '{"a\\/": 1}']:
         assert accepts(g, text), text
-    for text in ['{"\\u0061b": 1}', '{"a\\u0062": 1}', '{"a\\ud83d": 1}', '{"a\\ude00": 1}', '{"a\\u00": 1}']:
+    for text in ['{"\\u0061b": 1}', '{"a\\u0062": 1}', '{"\\u0061\\u0062": 1}', '{"a\\ud83d": 1}',
+                 '{"a\\ude00": 1}', '{"a\\u00": 1}', '{"\\u0061b": "x"}']:
+        assert not accepts(g, text), text
+
+
+def test_not_enum_strings_in_every_spelling(compiler: lg.Compiler) -> None:
+    g = compiler.compile_json_schema({"type": "string", "not": {"enum": ["a/b", "é", "x\ny"]}})
+    for text in ['"a/bc"', '"a"', '"\\u00e9\\u00e9"', '"x\\u000Ay!"', '""', '"b"']:
+        assert accepts(g, text), text
+    for text in ['"a/b"', '"a\\/b"', '"\\u0061\\u002Fb"', '"é"', '"\\u00E9"', '"x\\ny"', '"x\\u000ay"']:
         assert not accepts(g, text), text
 
 

@@ -28,7 +28,6 @@ into a recorded entry of the returned ``dropped`` list and lowers the rest.
 from __future__ import annotations
 
 import collections
-import functools
 import json
 import math
 import re
@@ -51,9 +50,22 @@ from logitgate.grammar.ir import (
     Ref,
     Repeat,
     Seq,
-    complement_ranges,
-    merge_ranges,
+    StringExcept,
 )
+from logitgate.grammar.json_text import EMPTY_LANG as _EMPTY_LANG
+from logitgate.grammar.json_text import alt as _alt
+from logitgate.grammar.json_text import dec_class as _dec_class
+from logitgate.grammar.json_text import digits_node as _digits_node
+from logitgate.grammar.json_text import encoded_class as _encoded_class
+from logitgate.grammar.json_text import encoded_class_ascii as _encoded_class_ascii
+from logitgate.grammar.json_text import encoded_literal as _encoded_literal
+from logitgate.grammar.json_text import intersect as _intersect
+from logitgate.grammar.json_text import intersect_ranges as _intersect_ranges
+from logitgate.grammar.json_text import non_ascii_escape_tail as _non_ascii_escape_tail
+from logitgate.grammar.json_text import opt as _opt
+from logitgate.grammar.json_text import positive_ranges as _positive_ranges
+from logitgate.grammar.json_text import seq as _seq
+from logitgate.grammar.json_text import split_fixed as _split_fixed
 from logitgate.limits import Limits
 
 __all__ = ["schema_to_grammar"]
@@ -63,7 +75,6 @@ _DEFAULT_BASE = "https://logitgate.invalid/schema.json"
 # so that type sets intersect and complement exactly.
 _ALL_TYPES = frozenset({"null", "boolean", "object", "array", "string", "integer", "fraction"})
 _PUBLIC_TYPES = frozenset({"null", "boolean", "object", "array", "string", "number", "integer"})
-_EMPTY_LANG = Alt(())
 _ANNOTATIONS = frozenset(
     {
         "title",
@@ -360,110 +371,6 @@ class _Facts:
     empty_reason: tuple[str, str] | None = None  # (pointer, message) when a contradiction was seen
 
 
-# ---------------------------------------------------------------------------------------------
-# Digit ranges (integers, \\uXXXX escapes).
-
-
-def _split_fixed(lo: int, hi: int, width: int, base: int) -> list[list[tuple[int, int]]]:
-    """Fixed-width digit strings with values in [lo, hi], as per-position digit ranges."""
-    if width == 0:
-        return [[]]
-    p = base ** (width - 1)
-    lo_d, lo_r = divmod(lo, p)
-    hi_d, hi_r = divmod(hi, p)
-    if lo_d == hi_d:
-        return [[(lo_d, lo_d), *s] for s in _split_fixed(lo_r, hi_r, width - 1, base)]
-    out: list[list[tuple[int, int]]] = []
-    if lo_r != 0:
-        out += [[(lo_d, lo_d), *s] for s in _split_fixed(lo_r, p - 1, width - 1, base)]
-        lo_d += 1
-    tail: list[list[tuple[int, int]]] = []
-    if hi_r != p - 1:
-        tail = [[(hi_d, hi_d), *s] for s in _split_fixed(0, hi_r, width - 1, base)]
-        hi_d -= 1
-    if lo_d <= hi_d:
-        out.append([(lo_d, hi_d)] + [(0, base - 1)] * (width - 1))
-    return out + tail
-
-
-def _dec_class(a: int, b: int) -> Node:
-    return Literal(str(a).encode()) if a == b else CharClass(((0x30 + a, 0x30 + b),))
-
-
-def _hex_class(a: int, b: int) -> Node:
-    ranges: list[tuple[int, int]] = []
-    if a <= 9:
-        ranges.append((0x30 + a, 0x30 + min(b, 9)))
-    if b >= 10:
-        x, y = max(a, 10) - 10, b - 10
-        ranges += [(0x41 + x, 0x41 + y), (0x61 + x, 0x61 + y)]
-    if len(ranges) == 1 and ranges[0][0] == ranges[0][1]:
-        return Literal(bytes([ranges[0][0]]))
-    return CharClass(tuple(ranges))
-
-
-def _digits_node(parts: list[list[tuple[int, int]]], base: int, cls: Callable[[int, int], Node]) -> Node:
-    alts: list[Node] = []
-    for seq in parts:
-        items: list[Node] = []
-        i = 0
-        while i < len(seq):
-            a, b = seq[i]
-            if (a, b) == (0, base - 1):
-                j = i
-                while j < len(seq) and seq[j] == (0, base - 1):
-                    j += 1
-                items.append(Repeat(cls(0, base - 1), j - i, j - i) if j - i > 1 else cls(0, base - 1))
-                i = j
-                continue
-            items.append(cls(a, b))
-            i += 1
-        alts.append(_seq(items))
-    return _alt(alts)
-
-
-def _seq(items: Iterable[Node]) -> Node:
-    """Sequence of ``items``: nested sequences flattened, adjacent literals merged, empty
-    literals dropped; the empty language absorbs everything. (Exact type checks: this runs
-    for every node the lowering builds.)"""
-    merged: list[Node] = []
-    for it in items:
-        t = type(it)
-        if t is Seq:
-            parts: tuple[Node, ...] = it.items  # type: ignore[union-attr]
-        elif t is Alt and not it.items:  # type: ignore[union-attr]
-            return _EMPTY_LANG
-        else:
-            parts = (it,)
-        for p in parts:
-            if type(p) is Literal:
-                if not p.value:  # type: ignore[union-attr]
-                    continue
-                if merged and type(merged[-1]) is Literal:
-                    merged[-1] = Literal(merged[-1].value + p.value)  # type: ignore[union-attr]
-                    continue
-            merged.append(p)
-    return merged[0] if len(merged) == 1 else Seq(tuple(merged))
-
-
-def _alt(items: Iterable[Node]) -> Node:
-    out: list[Node] = []
-    seen: set[object] = set()
-    for it in items:
-        parts = it.items if isinstance(it, Alt) else (it,)
-        for p in parts:
-            # Dedupe leaves by value; composite nodes by identity (hashing them is O(size)).
-            key: object = p if isinstance(p, (Literal, Ref, CharClass)) else id(p)
-            if key not in seen:
-                seen.add(key)
-                out.append(p)
-    return out[0] if len(out) == 1 else Alt(tuple(out))
-
-
-def _opt(node: Node) -> Node:
-    return _alt([node, EMPTY]) if node != _EMPTY_LANG else EMPTY
-
-
 def _nonneg_range(a: int, b: int | None) -> Node:
     """Decimal naturals in [a, b] (b=None: unbounded), no leading zeros."""
     alts: list[Node] = []
@@ -570,101 +477,6 @@ _UNSUPPORTED_FORMATS = frozenset({"idn-hostname", "iri", "iri-reference", "uri-t
 
 # ---------------------------------------------------------------------------------------------
 # The lowering.
-
-_ESCAPES = {
-    0x22: b'\\"',
-    0x5C: b"\\\\",
-    0x2F: b"\\/",
-    0x08: b"\\b",
-    0x0C: b"\\f",
-    0x0A: b"\\n",
-    0x0D: b"\\r",
-    0x09: b"\\t",
-}
-
-
-def _positive_ranges(cc: CharClass) -> list[tuple[int, int]]:
-    merged = list(merge_ranges(cc.ranges))
-    return list(complement_ranges(merged)) if cc.negated else merged
-
-
-def _intersect_ranges(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    return [(max(x, y), min(p, q)) for x, p in a for y, q in b if max(x, y) <= min(p, q)]
-
-
-def _intersect(ranges: list[tuple[int, int]], lo: int, hi: int) -> list[tuple[int, int]]:
-    return [(max(a, lo), min(b, hi)) for a, b in ranges if max(a, lo) <= min(b, hi)]
-
-
-def _hex4(lo: int, hi: int) -> Node:
-    return _seq([Literal(b"\\u"), _digits_node(_split_fixed(lo, hi, 4, 16), 16, _hex_class)])
-
-
-@functools.lru_cache(maxsize=4096)
-def _encoded_literal(value: bytes) -> Node:
-    """The JSON string spellings of the text ``value`` (UTF-8): ASCII-escaped and not."""
-    text = value.decode("utf-8")
-    forms = {json.dumps(text)[1:-1], json.dumps(text, ensure_ascii=False)[1:-1]}
-    return _alt(Literal(x.encode("utf-8")) for x in sorted(forms))
-
-
-def _raw_ranges(ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
-    """The characters of ``ranges`` a JSON string may hold unescaped (not '"', '\\', controls)."""
-    raw: list[tuple[int, int]] = []
-    for lo, hi in ranges:
-        for a, b in ((lo, min(hi, 0x21)), (max(lo, 0x23), min(hi, 0x5B)), (max(lo, 0x5D), hi)):
-            a = max(a, 0x20)
-            if a <= b:
-                raw.append((a, b))
-    return raw
-
-
-@functools.lru_cache(maxsize=4096)
-def _encoded_class(cc: CharClass) -> Node:
-    """The JSON string spellings of one character of ``cc``: raw (where JSON allows it), short
-    escapes, ``\\uXXXX`` and surrogate pairs. Pure and immutable, so cached across compiles."""
-    ranges = _positive_ranges(cc)
-    raw = _raw_ranges(ranges)
-    alts: list[Node] = []
-    if raw:
-        alts.append(CharClass(tuple(raw)))
-    for cp, esc in _ESCAPES.items():
-        if any(lo <= cp <= hi for lo, hi in ranges):
-            alts.append(Literal(esc))
-    for lo, hi in _intersect(ranges, 0, 0xD7FF) + _intersect(ranges, 0xE000, 0xFFFF):
-        alts.append(_hex4(lo, hi))
-    for lo, hi in _intersect(ranges, 0x10000, 0x10FFFF):
-        ha, la = 0xD800 + ((lo - 0x10000) >> 10), 0xDC00 + ((lo - 0x10000) & 0x3FF)
-        hb, lb = 0xD800 + ((hi - 0x10000) >> 10), 0xDC00 + ((hi - 0x10000) & 0x3FF)
-        if ha == hb:
-            alts.append(_seq([_hex4(ha, ha), _hex4(la, lb)]))
-        else:
-            alts.append(_seq([_hex4(ha, ha), _hex4(la, 0xDFFF)]))
-            if ha + 1 <= hb - 1:
-                alts.append(_seq([_hex4(ha + 1, hb - 1), _hex4(0xDC00, 0xDFFF)]))
-            alts.append(_seq([_hex4(hb, hb), _hex4(0xDC00, lb)]))
-    return _alt(alts) if alts else _EMPTY_LANG
-
-
-def _non_ascii_escape_tail() -> Node:
-    def digits(lo: int, hi: int) -> Node:
-        return _digits_node(_split_fixed(lo, hi, 4, 16), 16, _hex_class)
-
-    pair = _seq([digits(0xD800, 0xDBFF), Literal(b"\\u"), digits(0xDC00, 0xDFFF)])
-    return _alt([digits(0x80, 0xD7FF), digits(0xE000, 0xFFFF), pair])
-
-
-@functools.lru_cache(maxsize=4096)
-def _encoded_class_ascii(ascii_ranges: tuple[tuple[int, int], ...], non_ascii_escape: Ref) -> Node:
-    """_encoded_class for the characters of ``ascii_ranges`` (all below 0x80) and every
-    non-ASCII character, whose escapes continue as ``non_ascii_escape`` after the ``\\u``."""
-    alts: list[Node] = [CharClass((*_raw_ranges(ascii_ranges), (0x80, 0x10FFFF)))]
-    for cp, esc in _ESCAPES.items():
-        if any(lo <= cp <= hi for lo, hi in ascii_ranges):
-            alts.append(Literal(esc))
-    hex4 = [_digits_node(_split_fixed(lo, hi, 4, 16), 16, _hex_class) for lo, hi in ascii_ranges]
-    alts.append(_seq([Literal(b"\\u"), _alt([*hex4, non_ascii_escape])]))
-    return _alt(alts)
 
 
 class _Lowering:
@@ -2318,7 +2130,7 @@ class _Lowering:
             if excluded:
                 if f.min_len or f.max_len is not None:
                     self.unsupported("not", "excluding strings under length bounds is not lowered", "")
-                complement = _complement_of(excluded, self.string_tail(), self.encode_leaf)
+                complement = StringExcept(tuple(sorted(set(excluded))), self.string_tail())
                 return _seq([Literal(b'"'), complement, Literal(b'"')])
             if f.min_len == 0 and f.max_len is None:
                 return self.any_string()
@@ -2822,7 +2634,7 @@ class _Lowering:
         name = self.key_complements.get(names)
         if name is None:
             name = self.key_complements[names] = f"keyc{len(self.key_complements)}"
-            self.rules[name] = _complement_of(list(names), self.string_tail(), self.encode_leaf)
+            self.rules[name] = StringExcept(names, self.string_tail())
         return Ref(name)
 
     def any_value(self) -> Ref:
@@ -3055,58 +2867,6 @@ def _restrict_length(node: Node, lo: int, hi: int | None, limits: Limits, depth:
     return None
 
 
-def _identity(node: Node) -> Node:
-    return node
-
-
-def _complement_of(
-    words: list[str], tail: Node | None = None, leaf: Callable[[Node], Node] | None = None
-) -> Node:
-    """Code-point node: every string except the ``words`` (trie construction). ``tail`` (any
-    string, by default) is what follows once a prefix left the trie: pass a rule reference so
-    that the trie's many exits share one loop instead of each holding a copy. ``leaf`` maps
-    the trie's characters and classes as they are built (to their JSON spellings: cheaper
-    than encoding the finished node)."""
-    any_str = tail if tail is not None else Repeat(CharClass(((0, 0x10FFFF),)), 0, None)
-    if leaf is None:
-        leaf = _identity
-    trie: dict[str, Any] = {}
-    for w in words:
-        t = trie
-        for ch in w:
-            t = t.setdefault(ch, {})
-        t[""] = True
-
-    # Iterative post-order build over the trie.
-    def build(root: dict[str, Any]) -> Node:
-        stack: list[tuple[dict[str, Any], bool]] = [(root, False)]
-        done: dict[int, Node] = {}
-        while stack:
-            t, visited = stack.pop()
-            kids = [k for k in t if k]
-            if not visited:
-                stack.append((t, True))
-                stack.extend((t[k], False) for k in kids)
-                continue
-            alts: list[Node] = []
-            if "" not in t:
-                alts.append(EMPTY)
-            cps = sorted(ord(k) for k in kids)
-            ranges: list[tuple[int, int]] = []
-            for cp in cps:
-                ranges.append((cp, cp))
-            if ranges:
-                alts.append(_seq([leaf(CharClass(tuple(ranges), negated=True)), any_str]))
-            else:
-                alts.append(_seq([leaf(CharClass(((0, 0x10FFFF),))), any_str]))
-            for k in kids:
-                alts.append(_seq([leaf(Literal(k.encode("utf-8", "surrogatepass"))), done[id(t[k])]]))
-            done[id(t)] = _alt(alts)
-        return done[id(root)]
-
-    return build(trie)
-
-
 def _literal_prefix(pattern: str) -> str | None:
     """The literal text every match of an anchored ``^...`` pattern starts with (None: unanchored)."""
     if not pattern.startswith("^"):
@@ -3151,6 +2911,8 @@ def _refs_of(node: Node) -> set[str]:
             stack.extend(n.items)
         elif isinstance(n, Repeat):
             stack.append(n.item)
+        elif isinstance(n, StringExcept):
+            stack.append(n.tail)
     return out
 
 
@@ -3165,10 +2927,10 @@ def _productive(node: Node, productive: set[str]) -> bool:
             keep.append(n)
             stack.extend((i, False) for i in n.items)
             continue
-        if isinstance(n, Repeat) and not visited:
+        if isinstance(n, (Repeat, StringExcept)) and not visited:
             stack.append((n, True))
             keep.append(n)
-            stack.append((n.item, False))
+            stack.append((n.item if isinstance(n, Repeat) else n.tail, False))
             continue
         if isinstance(n, Literal):
             r = True
@@ -3182,6 +2944,10 @@ def _productive(node: Node, productive: set[str]) -> bool:
             r = any(results[id(i)] for i in n.items)
         elif isinstance(n, Repeat):
             r = n.min == 0 or results[id(n.item)]
+        elif isinstance(n, StringExcept):
+            # Some trie prefix that is no word ends the contents, or the tail follows.
+            words = set(n.words)
+            r = results[id(n.tail)] or any(w[:k] not in words for w in n.words or ("",) for k in range(len(w) + 1))
         else:
             raise TypeError(n)
         results[id(n)] = r

@@ -13,6 +13,9 @@ A :class:`Grammar` is a set of named rules over *bytes*. Each rule body is a tre
 - :class:`Repeat`    ``item{min,max}``; ``max=None`` is unbounded.
 - :class:`Ref`       a reference to another rule by name (recursion allowed; left recursion is
   rejected by the core with :class:`~logitgate.GrammarError`).
+- :class:`StringExcept` JSON string contents spelling any string but a few words (the keys a
+  JSON object does not list); built natively by the core, printed through its IR expansion
+  (:func:`logitgate.grammar.json_text.expand_string_except`).
 
 Nodes are immutable and hashable, so grammars can be compared and cached by value.
 
@@ -41,6 +44,7 @@ __all__ = [
     "Ref",
     "Repeat",
     "Seq",
+    "StringExcept",
 ]
 
 MAX_CODE_POINT = 0x10FFFF
@@ -113,6 +117,20 @@ class Ref:
     name: str
 
 
+@dataclass(frozen=True)
+class StringExcept:
+    """JSON string contents (the bytes between the quotes) that spell any string but
+    ``words``: read through the trie of ``words`` one character at a time, in any JSON
+    spelling of the character (raw where JSON allows it, a short escape, ``\\uXXXX`` in
+    either case, a surrogate pair); the contents may end at a trie node that is not a word,
+    and the first character that leaves the trie is followed by ``tail``. With ``tail`` any
+    string content (the JSON frontend's ``string_tail`` rule) this is every spelling of every
+    string not among ``words``."""
+
+    words: tuple[str, ...]
+    tail: Node
+
+
 def merge_ranges(ranges: Iterable[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
     """Sorts inclusive ranges and merges overlapping or adjacent ones."""
     out: list[tuple[int, int]] = []
@@ -138,7 +156,7 @@ def complement_ranges(ranges: Iterable[tuple[int, int]], top: int = MAX_CODE_POI
     return tuple(out)
 
 
-Node = Literal | CharClass | ByteClass | Seq | Alt | Repeat | Ref
+Node = Literal | CharClass | ByteClass | Seq | Alt | Repeat | Ref | StringExcept
 
 EMPTY = Seq(())
 
@@ -172,6 +190,8 @@ class Grammar:
                 stack.extend(node.items)
             elif isinstance(node, Repeat):
                 stack.append(node.item)
+            elif isinstance(node, StringExcept):
+                stack.append(node.tail)
 
 
 # Printing precedence: 0 = alternation context, 1 = sequence item, 2 = repetition operand.
@@ -210,6 +230,10 @@ def _print(node: Node, prec: int) -> str:
         else:
             op = f"{{{lo},{hi}}}"
         return inner + op
+    if isinstance(node, StringExcept):
+        from .json_text import expand_string_except  # imports this module
+
+        return _print(expand_string_except(node.words, node.tail), prec)
     raise TypeError(f"not an IR node: {node!r}")
 
 

@@ -12,11 +12,11 @@ from array import array
 
 from ..errors import GrammarError, LimitExceeded
 from ..limits import Limits
-from .ir import Alt, ByteClass, CharClass, Grammar, Literal, Node, Ref, Repeat, Seq
+from .ir import Alt, ByteClass, CharClass, Grammar, Literal, Node, Ref, Repeat, Seq, StringExcept
 
 __all__ = ["serialize"]
 
-OP_LITERAL, OP_CHAR_CLASS, OP_BYTE_CLASS, OP_SEQ, OP_ALT, OP_REPEAT, OP_REF = range(1, 8)
+OP_LITERAL, OP_CHAR_CLASS, OP_BYTE_CLASS, OP_SEQ, OP_ALT, OP_REPEAT, OP_REF, OP_STRING_EXCEPT = range(1, 9)
 
 
 def serialize(grammar: Grammar, limits: Limits) -> tuple[array, list[str]]:
@@ -72,6 +72,14 @@ def serialize(grammar: Grammar, limits: Limits) -> tuple[array, list[str]]:
                 emit(lo)
                 emit(-1 if hi is None else hi)
                 push((node.item, depth + 1))  # type: ignore[union-attr]
+            elif t is StringExcept:
+                words = node.words  # type: ignore[union-attr]
+                emit(OP_STRING_EXCEPT)
+                emit(len(words))
+                for w in words:
+                    emit(len(w))
+                    extend(map(ord, w))
+                push((node.tail, depth + 1))  # type: ignore[union-attr]
             else:
                 raise TypeError(f"not an IR node: {node!r}")
     return array("i", out), names

@@ -1,0 +1,332 @@
+// The JSON string contents that spell anything but a few words (kOpStringExcept): the
+// unlisted keys of a JSON object, strings excluded by `not: {enum: [...]}`.
+//
+// A trie over the words' code points, read one character at a time in any JSON spelling:
+// raw UTF-8 where JSON allows it (not '"', '\\' or a control), a short escape (\" \\ \/ \b
+// \f \n \r \t), \uXXXX in either case, or a \uXXXX\uXXXX surrogate pair. A character the
+// current trie node has no child for leaves the trie: the tail (any string content, for the
+// JSON frontend) follows. The contents may end at a trie node that is no word. Lone surrogate
+// escapes are never read.
+//
+// Layout: one state per trie node, with byte edges for its children's raw spellings. The
+// other spellings are rules shared by the whole grammar, called from the trie: "one escape
+// spelling character c" (returning to c's child) per child character, and "one character in
+// any spelling but those of the characters K" (returning to the tail) per set K of a node's
+// children. A word thus costs a state per character, and a grammar a few rules per distinct
+// character of its words. (The second rule reads a whole character, raw or escaped, and then
+// ends: the automaton's plain-text analyses see a call of it as reading those characters.)
+#include <algorithm>
+#include <map>
+#include <string>
+
+#include "automaton.h"
+#include "utf8_ranges.h"
+
+namespace logitgate {
+
+namespace {
+
+constexpr uint32_t kHighFirst = 0xD800, kHighLast = 0xDBFF, kLowFirst = 0xDC00, kLowLast = 0xDFFF;
+
+// The short escapes: the byte after the backslash, and the character it stands for.
+constexpr std::pair<uint8_t, uint32_t> kShortEscapes[] = {{'"', 0x22}, {'\\', 0x5C}, {'/', 0x2F}, {'b', 0x08},
+                                                           {'f', 0x0C}, {'n', 0x0A}, {'r', 0x0D}, {'t', 0x09}};
+
+bool IsSurrogate(uint32_t cp) { return cp >= kHighFirst && cp <= kLowLast; }
+
+std::string Hex(uint32_t cp) {
+  static const char* kDigits = "0123456789ABCDEF";
+  std::string out;
+  for (int shift = cp > 0xFFFF ? 20 : 12; shift >= 0; shift -= 4) out += kDigits[(cp >> shift) & 0xF];
+  return out;
+}
+
+struct TrieNode {
+  std::vector<std::pair<uint32_t, int32_t>> kids;  // (code point, node), sorted by code point
+  bool word = false;
+};
+
+}  // namespace
+
+int32_t Automaton::NewRule(const std::string& name) {
+  const auto r = static_cast<int32_t>(rule_start_.size());
+  rule_names_.push_back(name);
+  rule_start_.push_back(-1);
+  rule_final_.push_back(-1);
+  const int32_t start = NewState(), end = NewState();
+  state_rule_[start] = state_rule_[end] = r;
+  final_[end] = true;
+  rule_start_[r] = start;
+  rule_final_[r] = end;
+  return r;
+}
+
+// Edges from `s` that read the hex digits of a code point with value in [lo, lo + 16^left)
+// so far. `exit(a, b)` classifies the values [a, b] the next digit leaves possible: a state
+// -1 when none is allowed, -2 to tell them apart digit by digit, or any other value, which
+// `after(value, digits left)` turns into the state that reads the rest. Depth <= 4.
+template <typename Exit, typename After>
+void Automaton::HexDigits(int32_t s, uint32_t lo, int left, Exit&& exit, After&& after) {
+  const int32_t rule = state_rule_[s];
+  const uint32_t span = 1u << (4 * (left - 1));  // code points per value of the next digit
+  int32_t targets[16];
+  for (int h = 0; h < 16; ++h) {
+    const uint32_t a = lo + static_cast<uint32_t>(h) * span, b = a + span - 1;
+    const int32_t e = exit(a, b);
+    if (e == -2) {
+      targets[h] = NewState();
+      state_rule_[targets[h]] = rule;
+      HexDigits(targets[h], a, left - 1, exit, after);
+    } else {
+      targets[h] = e == -1 ? -1 : after(e, left - 1);
+    }
+  }
+  // Digits with one target share edges: [0-9], [A-F], [a-f] at most per run of targets.
+  for (int h = 0; h < 16;) {
+    int e = h;
+    while (e + 1 < 16 && e + 1 != 10 && targets[e + 1] == targets[h]) ++e;
+    if (targets[h] >= 0) {
+      if (h < 10) {
+        bytes_[s].push_back({static_cast<uint8_t>('0' + h), static_cast<uint8_t>('0' + e), targets[h]});
+      } else {
+        bytes_[s].push_back({static_cast<uint8_t>('A' + h - 10), static_cast<uint8_t>('A' + e - 10), targets[h]});
+        bytes_[s].push_back({static_cast<uint8_t>('a' + h - 10), static_cast<uint8_t>('a' + e - 10), targets[h]});
+      }
+    }
+    h = e + 1;
+  }
+}
+
+// The rule that reads one escape spelling character cp (a short escape, \uXXXX in either
+// case, or a surrogate pair), one per character per grammar.
+int32_t Automaton::EscapeOf(uint32_t cp) {
+  auto it = escape_of_.find(cp);
+  if (it != escape_of_.end()) return it->second;
+  const int32_t r = NewRule("<escape of U+" + Hex(cp) + ">");
+  escape_of_.emplace(cp, r);
+  const int32_t start = rule_start_[r], end = rule_final_[r];
+  auto fresh = [&] {
+    const int32_t q = NewState();
+    state_rule_[q] = r;
+    return q;
+  };
+  const int32_t backslash = fresh();
+  bytes_[start].push_back({'\\', '\\', backslash});
+  for (const auto& [byte, c] : kShortEscapes) {
+    if (c == cp) bytes_[backslash].push_back({byte, byte, end});
+  }
+  const int32_t u = fresh();
+  bytes_[backslash].push_back({'u', 'u', u});
+  // The four digits of `value`, then `then`.
+  auto digits = [&](int32_t from, uint32_t value, int32_t then) {
+    HexDigits(
+        from, 0, 4, [&](uint32_t a, uint32_t b) { return value < a || value > b ? -1 : a == b ? 0 : -2; },
+        [&](int32_t, int) { return then; });
+  };
+  if (cp <= 0xFFFF) {
+    digits(u, cp, end);
+  } else {
+    const uint32_t high = kHighFirst + ((cp - 0x10000) >> 10), low = kLowFirst + ((cp - 0x10000) & 0x3FF);
+    const int32_t slash = fresh(), u2 = fresh(), low_start = fresh();
+    digits(u, high, slash);
+    bytes_[slash].push_back({'\\', '\\', u2});
+    bytes_[u2].push_back({'u', 'u', low_start});
+    digits(low_start, low, end);
+  }
+  return r;
+}
+
+// The rule that reads one character but those of `kids` (sorted) in any spelling, one per
+// set per grammar. The hex digits left after a decided prefix share one chain per count.
+int32_t Automaton::CharOtherThan(const std::vector<uint32_t>& kids) {
+  auto it = char_other_than_.find(kids);
+  if (it != char_other_than_.end()) return it->second;
+  std::string name = "<character but";
+  for (uint32_t cp : kids) name += " U+" + Hex(cp);
+  const int32_t r = NewRule(name + ">");
+  char_other_than_.emplace(kids, r);
+  const int32_t start = rule_start_[r], end = rule_final_[r];
+  auto fresh = [&] {
+    const int32_t q = NewState();
+    state_rule_[q] = r;
+    return q;
+  };
+  auto kid_in = [&](uint32_t a, uint32_t b) {
+    auto k = std::lower_bound(kids.begin(), kids.end(), a);
+    return k != kids.end() && *k <= b;
+  };
+  // hex_left[d]: d hex digits, then the end; high_left[d]: d hex digits, then the \uXXXX of
+  // any low surrogate, then the end (a pair whose character is no kid).
+  std::vector<int32_t> hex_left(5, -1), high_left(5, -1);
+  hex_left[0] = end;
+  auto chain = [&](std::vector<int32_t>& c, int d, auto&& self) -> int32_t {
+    if (c[d] < 0) {
+      const int32_t next = self(c, d - 1, self);
+      c[d] = fresh();
+      bytes_[c[d]].push_back({'0', '9', next});
+      bytes_[c[d]].push_back({'A', 'F', next});
+      bytes_[c[d]].push_back({'a', 'f', next});
+    }
+    return c[d];
+  };
+  auto any_low = [&] {
+    if (high_left[0] < 0) {
+      const int32_t slash = fresh(), u = fresh(), d_digit = fresh(), third = fresh();
+      bytes_[slash].push_back({'\\', '\\', u});
+      bytes_[u].push_back({'u', 'u', d_digit});
+      bytes_[d_digit].push_back({'D', 'D', third});
+      bytes_[d_digit].push_back({'d', 'd', third});
+      const int32_t rest = chain(hex_left, 2, chain);  // (may add states: computed first)
+      bytes_[third].push_back({'C', 'F', rest});
+      bytes_[third].push_back({'c', 'f', rest});
+      high_left[0] = slash;
+    }
+  };
+  // Raw: ASCII but '"', '\\' and controls (DEL may stay raw), and every multi-byte character,
+  // with continuation states shared by suffix.
+  for (int b = 0x20; b <= 0x7F; ++b) {
+    if (b == '"' || b == '\\' || std::binary_search(kids.begin(), kids.end(), static_cast<uint32_t>(b))) continue;
+    std::vector<ByteEdge>& out = bytes_[start];
+    if (!out.empty() && out.back().hi + 1 == b) {
+      out.back().hi = static_cast<uint8_t>(b);
+    } else {
+      out.push_back({static_cast<uint8_t>(b), static_cast<uint8_t>(b), end});
+    }
+  }
+  CodePointRanges others;
+  uint32_t next = 0x80;
+  for (uint32_t cp : kids) {
+    if (cp < 0x80) continue;
+    if (cp > next) others.push_back({next, cp - 1});
+    next = cp + 1;
+  }
+  if (next <= 0x10FFFF) others.push_back({next, 0x10FFFF});
+  std::map<std::vector<std::pair<int, int>>, int32_t> suffix_state;
+  for (const Utf8Sequence& seq : Utf8Sequences(NormalizeCodePoints(std::move(others), false))) {
+    int32_t to = end;
+    std::vector<std::pair<int, int>> suffix;
+    for (size_t k = seq.size(); k-- > 1;) {
+      suffix.insert(suffix.begin(), {seq[k].lo, seq[k].hi});
+      auto found = suffix_state.find(suffix);
+      if (found != suffix_state.end()) {
+        to = found->second;
+        continue;
+      }
+      const int32_t q = fresh();
+      bytes_[q].push_back({seq[k].lo, seq[k].hi, to});
+      suffix_state.emplace(suffix, q);
+      to = q;
+    }
+    bytes_[start].push_back({seq[0].lo, seq[0].hi, to});
+  }
+  // Escapes.
+  const int32_t backslash = fresh();
+  bytes_[start].push_back({'\\', '\\', backslash});
+  for (const auto& [byte, c] : kShortEscapes) {
+    if (!std::binary_search(kids.begin(), kids.end(), c)) bytes_[backslash].push_back({byte, byte, end});
+  }
+  const int32_t u = fresh();
+  bytes_[backslash].push_back({'u', 'u', u});
+  // Exits: 0 = the values read are all allowed (no kid among them; the chain reads the rest),
+  // 1 = all high surrogates of pairs without kids (the rest, then any low surrogate).
+  constexpr int32_t kFree = 0, kHighFree = 1;
+  auto after = [&](int32_t exit, int left) {
+    if (exit == kFree) return chain(hex_left, left, chain);
+    any_low();
+    return chain(high_left, left, chain);
+  };
+  HexDigits(
+      u, 0, 4,
+      [&](uint32_t a, uint32_t b) -> int32_t {
+        if (a >= kLowFirst && b <= kLowLast) return -1;  // lone low surrogates
+        if (a >= kHighFirst && b <= kHighLast) {
+          const uint32_t first = 0x10000 + ((a - kHighFirst) << 10), last = 0x10000 + ((b - kHighFirst) << 10) + 0x3FF;
+          if (!kid_in(first, last)) return kHighFree;
+          if (a != b) return -2;
+          return -3 - static_cast<int32_t>(a);  // a high surrogate with kids: its low half decided below
+        }
+        if (b >= kHighFirst && a <= kLowLast) return -2;  // straddles a surrogate boundary
+        if (!kid_in(a, b)) return kFree;
+        return a == b ? -1 : -2;  // a kid itself is not read here
+      },
+      [&](int32_t exit, int left) -> int32_t {
+        if (exit >= 0) return after(exit, left);
+        // High surrogate `high` (left == 0): "\u", then the low surrogates of non-kid pairs.
+        const auto high = static_cast<uint32_t>(-3 - exit);
+        const int32_t slash = fresh(), uu = fresh(), low = fresh();
+        bytes_[slash].push_back({'\\', '\\', uu});
+        bytes_[uu].push_back({'u', 'u', low});
+        const uint32_t base = 0x10000 + ((high - kHighFirst) << 10);
+        HexDigits(
+            low, 0, 4,
+            [&](uint32_t a, uint32_t b) -> int32_t {
+              if (b < kLowFirst || a > kLowLast) return -1;
+              if (a < kLowFirst || b > kLowLast) return -2;
+              const uint32_t ca = base + (a - kLowFirst), cb = base + (b - kLowFirst);
+              if (!kid_in(ca, cb)) return kFree;
+              return ca == cb ? -1 : -2;
+            },
+            after);
+        return slash;
+      });
+  return r;
+}
+
+void Automaton::BuildStringExcept(const std::vector<std::vector<uint32_t>>& words, int32_t from, int32_t end,
+                                  int32_t tail) {
+  std::vector<TrieNode> trie(1);
+  for (const std::vector<uint32_t>& w : words) {
+    int32_t at = 0;
+    for (uint32_t cp : w) {
+      auto& kids = trie[at].kids;
+      auto it = std::lower_bound(kids.begin(), kids.end(), std::make_pair(cp, INT32_MIN));
+      if (it != kids.end() && it->first == cp) {
+        at = it->second;
+        continue;
+      }
+      const auto id = static_cast<int32_t>(trie.size());
+      kids.insert(it, {cp, id});
+      trie.emplace_back();  // `kids` is not used past this point
+      at = id;
+    }
+    trie[at].word = true;
+  }
+  const int32_t rule = state_rule_[from];
+  auto fresh = [&] {
+    const int32_t q = NewState();
+    state_rule_[q] = rule;
+    return q;
+  };
+  std::vector<int32_t> state(trie.size());
+  state[0] = from;
+  for (size_t k = 1; k < trie.size(); ++k) state[k] = fresh();
+  std::vector<uint32_t> kid_cps;
+  for (size_t k = 0; k < trie.size(); ++k) {
+    const TrieNode& node = trie[k];
+    const int32_t s = state[k];
+    if (!node.word) eps_[s].push_back(end);
+    kid_cps.clear();
+    for (const auto& [cp, child] : node.kids) {
+      if (IsSurrogate(cp)) continue;  // no spelling reads it
+      kid_cps.push_back(cp);
+      // Raw (where JSON allows it: not '"', '\\' or a control) and escaped, to the child.
+      if (cp >= 0x20 && cp != '"' && cp != '\\') {
+        const Utf8Sequence seq = Utf8Sequences(NormalizeCodePoints({{cp, cp}}, false)).front();
+        int32_t q = s;
+        for (size_t j = 0; j + 1 < seq.size(); ++j) {
+          const int32_t r = fresh();
+          bytes_[q].push_back({seq[j].lo, seq[j].hi, r});
+          q = r;
+        }
+        bytes_[q].push_back({seq.back().lo, seq.back().hi, state[child]});
+      }
+      const int32_t escape = EscapeOf(cp);  // (adds states: calls_ may move)
+      calls_[s].push_back({escape, state[child]});
+    }
+    // Every other character, in any spelling, leaves the trie.
+    const int32_t other = CharOtherThan(kid_cps);
+    calls_[s].push_back({other, tail});
+  }
+}
+
+}  // namespace logitgate

@@ -1,0 +1,271 @@
+"""JSON text building blocks shared by the JSON Schema frontend and the IR: smart constructors,
+digit-range automata (integers, ``\\uXXXX`` escapes) and the JSON string spellings of
+characters and words, all as IR nodes.
+
+A *spelling* of a character is any way a JSON string may write it: raw (where JSON allows:
+not ``"``, ``\\`` or a control), a short escape (``\\n``), ``\\uXXXX`` in either case, or a
+surrogate pair. :func:`encoded_class` gives every spelling of one character of a class;
+:func:`expand_string_except` is the IR meaning of :class:`~logitgate.grammar.ir.StringExcept`,
+which the core builds natively (cpp/core/string_except.cc).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable, Iterable
+
+from .ir import EMPTY, Alt, CharClass, Literal, Node, Ref, Repeat, Seq, complement_ranges, merge_ranges
+
+__all__ = [
+    "EMPTY_LANG",
+    "ESCAPES",
+    "alt",
+    "dec_class",
+    "digits_node",
+    "encoded_class",
+    "encoded_class_ascii",
+    "encoded_literal",
+    "expand_string_except",
+    "hex4",
+    "hex_class",
+    "intersect",
+    "intersect_ranges",
+    "non_ascii_escape_tail",
+    "opt",
+    "positive_ranges",
+    "raw_ranges",
+    "seq",
+    "split_fixed",
+]
+
+EMPTY_LANG = Alt(())
+
+# Digit ranges (integers, \\uXXXX escapes).
+
+
+def split_fixed(lo: int, hi: int, width: int, base: int) -> list[list[tuple[int, int]]]:
+    """Fixed-width digit strings with values in [lo, hi], as per-position digit ranges."""
+    if width == 0:
+        return [[]]
+    p = base ** (width - 1)
+    lo_d, lo_r = divmod(lo, p)
+    hi_d, hi_r = divmod(hi, p)
+    if lo_d == hi_d:
+        return [[(lo_d, lo_d), *s] for s in split_fixed(lo_r, hi_r, width - 1, base)]
+    out: list[list[tuple[int, int]]] = []
+    if lo_r != 0:
+        out += [[(lo_d, lo_d), *s] for s in split_fixed(lo_r, p - 1, width - 1, base)]
+        lo_d += 1
+    tail: list[list[tuple[int, int]]] = []
+    if hi_r != p - 1:
+        tail = [[(hi_d, hi_d), *s] for s in split_fixed(0, hi_r, width - 1, base)]
+        hi_d -= 1
+    if lo_d <= hi_d:
+        out.append([(lo_d, hi_d)] + [(0, base - 1)] * (width - 1))
+    return out + tail
+
+
+def dec_class(a: int, b: int) -> Node:
+    return Literal(str(a).encode()) if a == b else CharClass(((0x30 + a, 0x30 + b),))
+
+
+def hex_class(a: int, b: int) -> Node:
+    ranges: list[tuple[int, int]] = []
+    if a <= 9:
+        ranges.append((0x30 + a, 0x30 + min(b, 9)))
+    if b >= 10:
+        x, y = max(a, 10) - 10, b - 10
+        ranges += [(0x41 + x, 0x41 + y), (0x61 + x, 0x61 + y)]
+    if len(ranges) == 1 and ranges[0][0] == ranges[0][1]:
+        return Literal(bytes([ranges[0][0]]))
+    return CharClass(tuple(ranges))
+
+
+def digits_node(parts: list[list[tuple[int, int]]], base: int, cls: Callable[[int, int], Node]) -> Node:
+    alts: list[Node] = []
+    for positions in parts:
+        items: list[Node] = []
+        i = 0
+        while i < len(positions):
+            a, b = positions[i]
+            if (a, b) == (0, base - 1):
+                j = i
+                while j < len(positions) and positions[j] == (0, base - 1):
+                    j += 1
+                items.append(Repeat(cls(0, base - 1), j - i, j - i) if j - i > 1 else cls(0, base - 1))
+                i = j
+                continue
+            items.append(cls(a, b))
+            i += 1
+        alts.append(seq(items))
+    return alt(alts)
+
+
+def seq(items: Iterable[Node]) -> Node:
+    """Sequence of ``items``: nested sequences flattened, adjacent literals merged, empty
+    literals dropped; the empty language absorbs everything. (Exact type checks: this runs
+    for every node the lowering builds.)"""
+    merged: list[Node] = []
+    for it in items:
+        t = type(it)
+        if t is Seq:
+            parts: tuple[Node, ...] = it.items  # type: ignore[union-attr]
+        elif t is Alt and not it.items:  # type: ignore[union-attr]
+            return EMPTY_LANG
+        else:
+            parts = (it,)
+        for p in parts:
+            if type(p) is Literal:
+                if not p.value:  # type: ignore[union-attr]
+                    continue
+                if merged and type(merged[-1]) is Literal:
+                    merged[-1] = Literal(merged[-1].value + p.value)  # type: ignore[union-attr]
+                    continue
+            merged.append(p)
+    return merged[0] if len(merged) == 1 else Seq(tuple(merged))
+
+
+def alt(items: Iterable[Node]) -> Node:
+    out: list[Node] = []
+    seen: set[object] = set()
+    for it in items:
+        parts = it.items if isinstance(it, Alt) else (it,)
+        for p in parts:
+            # Dedupe leaves by value; composite nodes by identity (hashing them is O(size)).
+            key: object = p if isinstance(p, (Literal, Ref, CharClass)) else id(p)
+            if key not in seen:
+                seen.add(key)
+                out.append(p)
+    return out[0] if len(out) == 1 else Alt(tuple(out))
+
+
+def opt(node: Node) -> Node:
+    return alt([node, EMPTY]) if node != EMPTY_LANG else EMPTY
+
+
+ESCAPES = {
+    0x22: b'\\"',
+    0x5C: b"\\\\",
+    0x2F: b"\\/",
+    0x08: b"\\b",
+    0x0C: b"\\f",
+    0x0A: b"\\n",
+    0x0D: b"\\r",
+    0x09: b"\\t",
+}
+
+
+def positive_ranges(cc: CharClass) -> list[tuple[int, int]]:
+    merged = list(merge_ranges(cc.ranges))
+    return list(complement_ranges(merged)) if cc.negated else merged
+
+
+def intersect_ranges(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    return [(max(x, y), min(p, q)) for x, p in a for y, q in b if max(x, y) <= min(p, q)]
+
+
+def intersect(ranges: list[tuple[int, int]], lo: int, hi: int) -> list[tuple[int, int]]:
+    return [(max(a, lo), min(b, hi)) for a, b in ranges if max(a, lo) <= min(b, hi)]
+
+
+def hex4(lo: int, hi: int) -> Node:
+    return seq([Literal(b"\\u"), digits_node(split_fixed(lo, hi, 4, 16), 16, hex_class)])
+
+
+@functools.lru_cache(maxsize=4096)
+def encoded_literal(value: bytes) -> Node:
+    """The JSON string spellings of the text ``value`` (UTF-8): ASCII-escaped and not."""
+    text = value.decode("utf-8")
+    forms = {json.dumps(text)[1:-1], json.dumps(text, ensure_ascii=False)[1:-1]}
+    return alt(Literal(x.encode("utf-8")) for x in sorted(forms))
+
+
+def raw_ranges(ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The characters of ``ranges`` a JSON string may hold unescaped (not '"', '\\', controls)."""
+    raw: list[tuple[int, int]] = []
+    for lo, hi in ranges:
+        for a, b in ((lo, min(hi, 0x21)), (max(lo, 0x23), min(hi, 0x5B)), (max(lo, 0x5D), hi)):
+            a = max(a, 0x20)
+            if a <= b:
+                raw.append((a, b))
+    return raw
+
+
+@functools.lru_cache(maxsize=4096)
+def encoded_class(cc: CharClass) -> Node:
+    """The JSON string spellings of one character of ``cc``: raw (where JSON allows it), short
+    escapes, ``\\uXXXX`` and surrogate pairs. Pure and immutable, so cached across compiles."""
+    ranges = positive_ranges(cc)
+    raw = raw_ranges(ranges)
+    alts: list[Node] = []
+    if raw:
+        alts.append(CharClass(tuple(raw)))
+    for cp, esc in ESCAPES.items():
+        if any(lo <= cp <= hi for lo, hi in ranges):
+            alts.append(Literal(esc))
+    for lo, hi in intersect(ranges, 0, 0xD7FF) + intersect(ranges, 0xE000, 0xFFFF):
+        alts.append(hex4(lo, hi))
+    for lo, hi in intersect(ranges, 0x10000, 0x10FFFF):
+        ha, la = 0xD800 + ((lo - 0x10000) >> 10), 0xDC00 + ((lo - 0x10000) & 0x3FF)
+        hb, lb = 0xD800 + ((hi - 0x10000) >> 10), 0xDC00 + ((hi - 0x10000) & 0x3FF)
+        if ha == hb:
+            alts.append(seq([hex4(ha, ha), hex4(la, lb)]))
+        else:
+            alts.append(seq([hex4(ha, ha), hex4(la, 0xDFFF)]))
+            if ha + 1 <= hb - 1:
+                alts.append(seq([hex4(ha + 1, hb - 1), hex4(0xDC00, 0xDFFF)]))
+            alts.append(seq([hex4(hb, hb), hex4(0xDC00, lb)]))
+    return alt(alts) if alts else EMPTY_LANG
+
+
+def non_ascii_escape_tail() -> Node:
+    def digits(lo: int, hi: int) -> Node:
+        return digits_node(split_fixed(lo, hi, 4, 16), 16, hex_class)
+
+    pair = seq([digits(0xD800, 0xDBFF), Literal(b"\\u"), digits(0xDC00, 0xDFFF)])
+    return alt([digits(0x80, 0xD7FF), digits(0xE000, 0xFFFF), pair])
+
+
+@functools.lru_cache(maxsize=4096)
+def encoded_class_ascii(ascii_ranges: tuple[tuple[int, int], ...], non_ascii_escape: Ref) -> Node:
+    """encoded_class for the characters of ``ascii_ranges`` (all below 0x80) and every
+    non-ASCII character, whose escapes continue as ``non_ascii_escape`` after the ``\\u``."""
+    alts: list[Node] = [CharClass((*raw_ranges(ascii_ranges), (0x80, 0x10FFFF)))]
+    for cp, esc in ESCAPES.items():
+        if any(lo <= cp <= hi for lo, hi in ascii_ranges):
+            alts.append(Literal(esc))
+    hex4 = [digits_node(split_fixed(lo, hi, 4, 16), 16, hex_class) for lo, hi in ascii_ranges]
+    alts.append(seq([Literal(b"\\u"), alt([*hex4, non_ascii_escape])]))
+    return alt(alts)
+
+
+def expand_string_except(words: Iterable[str], tail: Node) -> Node:
+    """The IR of ``StringExcept(words, tail)``: a trie of ``words`` read one character at a
+    time in any of its spellings; a node that is no word may end the contents, and the first
+    character without a child in the trie (any spelling) is followed by ``tail``. The core
+    builds the same language natively; this form is for printing and for the reference
+    recognizer. Iterative (words may be long)."""
+    trie: dict[str, dict] = {}
+    for w in words:
+        t = trie
+        for ch in w:
+            t = t.setdefault(ch, {})
+        t[""] = {}
+    every = encoded_class(CharClass(((0, 0x10FFFF),)))
+    done: dict[int, Node] = {}
+    stack: list[tuple[dict[str, dict], bool]] = [(trie, False)]
+    while stack:
+        t, visited = stack.pop()
+        kids = sorted(k for k in t if k)
+        if not visited:
+            stack.append((t, True))
+            stack.extend((t[k], False) for k in kids)
+            continue
+        alts: list[Node] = [] if "" in t else [EMPTY]
+        others = encoded_class(CharClass(tuple((ord(k), ord(k)) for k in kids), negated=True)) if kids else every
+        alts.append(seq([others, tail]))
+        for k in kids:
+            alts.append(seq([encoded_class(CharClass(((ord(k), ord(k)),))), done[id(t[k])]]))
+        done[id(t)] = alt(alts)
+    return done[id(trie)]
