@@ -61,7 +61,7 @@ def main() -> int:
         stages["lower"].append((t1 - t0) * 1e3)
         stages["serialize"].append((t2 - t1) * 1e3)
         stages["core"].append((t3 - t2) * 1e3)
-        ints += len(program)
+        ints += len(program) // 4
         if n % 100 == 0:
             print(f"  {n}/{len(cases)}", file=sys.stderr)
     print(f"{len(stages['core'])} schemas compiled, {ints:,} program ints in all")

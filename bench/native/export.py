@@ -15,6 +15,7 @@ import argparse
 import json
 import struct
 import sys
+from array import array
 from dataclasses import astuple
 from pathlib import Path
 
@@ -83,7 +84,8 @@ def main() -> int:
             continue
         kept.append(case)
         _str(c, case["id"].encode())
-        _i32(c, len(program), *program)
+        ints = array("i", program)
+        _i32(c, len(ints), *ints)
         _i32(c, len(names))
         for n in names:
             _str(c, n.encode())

@@ -10,12 +10,14 @@
 #include <nanobind/stl/vector.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "../core/automaton.h"
 #include "../core/error.h"
 #include "../core/matcher.h"
 #include "../core/thread_pool.h"
 #include "../core/vocabulary.h"
+#include "ir_program.h"
 
 namespace nb = nanobind;
 using namespace logitgate;
@@ -130,11 +132,17 @@ NB_MODULE(_core, m) {
       .def_prop_ro("num_configurations", [](const CompiledGrammar& g) { return g.parser->num_configurations(); })
       .def_prop_ro("num_transitions", [](const CompiledGrammar& g) { return g.parser->num_transitions(); })
       .def_prop_ro("memory_bytes", [](const CompiledGrammar& g) { return g.parser->memory_bytes(); });
+  m.def("serialize_ir", &SerializeIr, nb::arg("types"), nb::arg("nodes"), nb::arg("names"), nb::arg("root"),
+        nb::arg("max_nesting"), nb::arg("max_repeat"),
+        "The program of an IR grammar (native int32s as bytes; see grammar/program.py).");
   m.def(
       "compile",
-      [](std::shared_ptr<Vocabulary> vocab, std::vector<int32_t> program, std::vector<std::string> names,
+      [](std::shared_ptr<Vocabulary> vocab, nb::bytes program_bytes, std::vector<std::string> names,
          std::vector<int64_t> limits) {
         CoreLimits l = MakeLimits(limits);
+        if (program_bytes.size() % sizeof(int32_t) != 0) throw CoreError::Usage("a program is whole int32s");
+        std::vector<int32_t> program(program_bytes.size() / sizeof(int32_t));
+        std::memcpy(program.data(), program_bytes.c_str(), program_bytes.size());
         nb::gil_scoped_release release;
         auto g = std::make_shared<CompiledGrammar>();
         g->vocab = std::move(vocab);

@@ -34,9 +34,12 @@ class CompiledGrammar:
     @property
     def memory_bytes(self) -> int: ...
 
-def compile(
-    vocab: Vocabulary, program: Sequence[int], rule_names: Sequence[str], limits: Sequence[int]
-) -> CompiledGrammar:
+def serialize_ir(
+    types: tuple[type, ...], nodes: list[object], names: list[str], root: int, max_nesting: int, max_repeat: int
+) -> bytes:
+    """The program of an IR grammar (native int32s as bytes; see grammar/program.py)."""
+
+def compile(vocab: Vocabulary, program: bytes, rule_names: Sequence[str], limits: Sequence[int]) -> CompiledGrammar:
     """Compiles a grammar program into an automaton (GIL released)."""
 
 class Matcher:

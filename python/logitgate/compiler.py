@@ -107,7 +107,7 @@ class Compiler:
         """Compiles an IR grammar (cached by content)."""
         with _gc_paused():
             program, names = serialize(grammar, self.limits)
-        key = hashlib.blake2b(program.tobytes() + "\0".join(names).encode() + repr(astuple(self.limits)).encode())
+        key = hashlib.blake2b(program + "\0".join(names).encode() + repr(astuple(self.limits)).encode())
         digest = key.hexdigest()
         with self._lock:
             hit = self._cache.get(digest)

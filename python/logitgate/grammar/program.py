@@ -2,84 +2,34 @@
 core compiles (cpp/core/automaton.h documents the opcodes; keep both in sync).
 
 Layout: ``[n_rules, root_index, body(rule 0), body(rule 1), ...]`` with each body in prefix
-form. The walk uses an explicit stack (IR depth is user-driven) and dispatches on the node's
-exact type: this runs once per node of every compiled grammar, so it is kept tight.
+form: ``[1, n, byte...]`` literal, ``[2|3, negated, n, lo, hi, ...]`` character / byte class,
+``[4|5, n, child...]`` sequence / alternation, ``[6, min, max or -1, child]`` repetition,
+``[7, rule]`` reference, ``[8, n_words, (n, code point...)..., tail]`` StringExcept. The core
+walks the IR itself (cpp/bindings/ir_program.cc, an explicit stack: IR depth is user-driven);
+this runs once per node of every compiled grammar, and in Python it was a fifth of a JSON
+Schema compile.
 """
 
 from __future__ import annotations
 
-from array import array
-
-from ..errors import GrammarError, LimitExceeded
+from .. import _core
+from ..errors import GrammarError
 from ..limits import Limits
-from .ir import Alt, ByteClass, CharClass, Grammar, Literal, Node, Ref, Repeat, Seq, StringExcept
+from .ir import Alt, ByteClass, CharClass, Grammar, Literal, Ref, Repeat, Seq, StringExcept
 
 __all__ = ["serialize"]
 
-OP_LITERAL, OP_CHAR_CLASS, OP_BYTE_CLASS, OP_SEQ, OP_ALT, OP_REPEAT, OP_REF, OP_STRING_EXCEPT = range(1, 9)
+_IR_TYPES = (Literal, CharClass, ByteClass, Seq, Alt, Repeat, Ref, StringExcept)
 
 
-def serialize(grammar: Grammar, limits: Limits) -> tuple[array, list[str]]:
-    """Returns the program and the rule names (index = rule id)."""
+def serialize(grammar: Grammar, limits: Limits) -> tuple[bytes, list[str]]:
+    """Returns the program (native int32s as bytes) and the rule names (index = rule id).
+    Raises GrammarError for an undefined rule and LimitExceeded past ``max_nesting`` or
+    ``max_repeat``."""
     names = list(grammar.rules)
     if grammar.root not in grammar.rules:
         raise GrammarError(f"the root rule {grammar.root!r} is not defined", code="missing-root", rule=grammar.root)
-    index = {n: i for i, n in enumerate(names)}
-    out: list[int] = [len(names), index[grammar.root]]
-    emit = out.append
-    extend = out.extend
-    max_nesting, max_repeat = limits.max_nesting, limits.max_repeat
-    for name in names:
-        # Stack of (node, depth); children pushed in reverse so they come out in order.
-        stack: list[tuple[Node, int]] = [(grammar.rules[name], 0)]
-        pop, push = stack.pop, stack.append
-        while stack:
-            node, depth = pop()
-            if depth > max_nesting:
-                raise LimitExceeded("max_nesting", max_nesting, f"rule {name!r} nests too deeply")
-            t = type(node)
-            if t is Literal:
-                value = node.value  # type: ignore[union-attr]
-                emit(OP_LITERAL)
-                emit(len(value))
-                extend(value)
-            elif t is Seq or t is Alt:
-                items = node.items  # type: ignore[union-attr]
-                emit(OP_SEQ if t is Seq else OP_ALT)
-                emit(len(items))
-                d = depth + 1
-                for item in reversed(items):
-                    push((item, d))
-            elif t is Ref:
-                target = index.get(node.name)  # type: ignore[union-attr]
-                if target is None:
-                    raise GrammarError(f"undefined rule {node.name!r}", code="undefined-rule", rule=name)  # type: ignore[union-attr]
-                emit(OP_REF)
-                emit(target)
-            elif t is CharClass or t is ByteClass:
-                ranges = node.ranges  # type: ignore[union-attr]
-                emit(OP_CHAR_CLASS if t is CharClass else OP_BYTE_CLASS)
-                emit(int(node.negated))  # type: ignore[union-attr]
-                emit(len(ranges))
-                for lo, hi in ranges:
-                    emit(lo)
-                    emit(hi)
-            elif t is Repeat:
-                lo, hi = node.min, node.max  # type: ignore[union-attr]
-                if lo > max_repeat or (hi or 0) > max_repeat:
-                    raise LimitExceeded("max_repeat", max_repeat, f"repetition in rule {name!r}")
-                emit(OP_REPEAT)
-                emit(lo)
-                emit(-1 if hi is None else hi)
-                push((node.item, depth + 1))  # type: ignore[union-attr]
-            elif t is StringExcept:
-                words = node.words  # type: ignore[union-attr]
-                emit(OP_STRING_EXCEPT)
-                emit(len(words))
-                for w in words:
-                    emit(len(w))
-                    extend(map(ord, w))
-                push((node.tail, depth + 1))  # type: ignore[union-attr]
-            else:
-                raise TypeError(f"not an IR node: {node!r}")
-    return array("i", out), names
+    program = _core.serialize_ir(
+        _IR_TYPES, list(grammar.rules.values()), names, names.index(grammar.root), limits.max_nesting, limits.max_repeat
+    )
+    return program, names

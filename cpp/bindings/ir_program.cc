@@ -1,0 +1,149 @@
+// The grammar IR (python/logitgate/grammar/ir.py) serialized into the core's program
+// (cpp/core/automaton.h), walking the IR's frozen dataclasses directly: the Python loop this
+// replaces was a fifth of a JSON Schema compile. The walk uses an explicit stack (IR depth is
+// user-driven) and dispatches on each node's exact type; nodes are borrowed from the grammar,
+// which the caller keeps alive and nobody mutates (the dataclasses are frozen).
+#include "ir_program.h"
+
+#include <nanobind/stl/string.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../core/automaton.h"
+#include "../core/error.h"
+
+namespace logitgate {
+
+namespace {
+
+// The IR classes, in IrProgramTypes order.
+enum IrType { kLiteral, kCharClass, kByteClass, kSeq, kAlt, kRepeat, kRef, kStringExcept, kNumIrTypes };
+
+nb::object Name(const char* s) {
+  PyObject* p = PyUnicode_InternFromString(s);
+  if (p == nullptr) throw nb::python_error();
+  return nb::steal(p);
+}
+
+// A new reference to attribute `name` of `obj` (interned name strings: one dict lookup).
+nb::object Attr(PyObject* obj, const nb::object& name) {
+  PyObject* v = PyObject_GetAttr(obj, name.ptr());
+  if (v == nullptr) throw nb::python_error();
+  return nb::steal(v);
+}
+
+int64_t Int(PyObject* v) {
+  const long long x = PyLong_AsLongLong(v);
+  if (x == -1 && PyErr_Occurred()) throw nb::python_error();
+  return x;
+}
+
+int32_t ToInt32(int64_t v) {
+  if (v < INT32_MIN || v > INT32_MAX) throw nb::value_error("IR value out of the program's int32 range");
+  return static_cast<int32_t>(v);
+}
+
+}  // namespace
+
+nb::bytes SerializeIr(nb::tuple types, nb::list nodes, nb::list names, int32_t root, int64_t max_nesting,
+                      int64_t max_repeat) {
+  if (types.size() != kNumIrTypes) throw nb::value_error("expected the 8 IR node classes");
+  PyObject* type_of[kNumIrTypes];
+  for (size_t k = 0; k < kNumIrTypes; ++k) type_of[k] = types[k].ptr();
+  const size_t n_rules = nodes.size();
+  if (names.size() != n_rules || root < 0 || static_cast<size_t>(root) >= n_rules) {
+    throw nb::value_error("rule names, bodies and root do not match");
+  }
+  const nb::object a_value = Name("value"), a_ranges = Name("ranges"), a_negated = Name("negated"),
+                   a_items = Name("items"), a_item = Name("item"), a_min = Name("min"), a_max = Name("max"),
+                   a_name = Name("name"), a_words = Name("words"), a_tail = Name("tail");
+  nb::dict index;
+  for (size_t r = 0; r < n_rules; ++r) index[names[r]] = nb::int_(r);
+
+  std::vector<int32_t> out{static_cast<int32_t>(n_rules), root};
+  std::vector<std::pair<PyObject*, int64_t>> stack;
+  for (size_t r = 0; r < n_rules; ++r) {
+    stack.assign(1, {nodes[r].ptr(), 0});
+    auto rule_name = [&] { return nb::cast<std::string>(names[r]); };
+    while (!stack.empty()) {
+      auto [node, depth] = stack.back();
+      stack.pop_back();
+      if (depth > max_nesting) {
+        throw CoreError::Limit("max_nesting", max_nesting, "rule '" + rule_name() + "' nests too deeply");
+      }
+      PyObject* type = reinterpret_cast<PyObject*>(Py_TYPE(node));
+      if (type == type_of[kLiteral]) {
+        nb::object value = Attr(node, a_value);
+        char* data;
+        Py_ssize_t n;
+        if (PyBytes_AsStringAndSize(value.ptr(), &data, &n) != 0) throw nb::python_error();
+        out.push_back(kOpLiteral);
+        out.push_back(ToInt32(n));
+        for (Py_ssize_t i = 0; i < n; ++i) out.push_back(static_cast<uint8_t>(data[i]));
+      } else if (type == type_of[kSeq] || type == type_of[kAlt]) {
+        nb::object items = Attr(node, a_items);
+        if (!PyTuple_Check(items.ptr())) throw nb::type_error("Seq/Alt items must be a tuple");
+        const Py_ssize_t n = PyTuple_GET_SIZE(items.ptr());
+        out.push_back(type == type_of[kSeq] ? kOpSeq : kOpAlt);
+        out.push_back(ToInt32(n));
+        for (Py_ssize_t i = n; i-- > 0;) stack.push_back({PyTuple_GET_ITEM(items.ptr(), i), depth + 1});
+      } else if (type == type_of[kRef]) {
+        nb::object name = Attr(node, a_name);
+        PyObject* target = PyDict_GetItemWithError(index.ptr(), name.ptr());
+        if (target == nullptr) {
+          if (PyErr_Occurred()) throw nb::python_error();
+          throw CoreError::Grammar("undefined-rule", "undefined rule '" + nb::cast<std::string>(name) + "'", rule_name());
+        }
+        out.push_back(kOpRef);
+        out.push_back(ToInt32(Int(target)));
+      } else if (type == type_of[kCharClass] || type == type_of[kByteClass]) {
+        nb::object ranges = Attr(node, a_ranges), negated = Attr(node, a_negated);
+        if (!PyTuple_Check(ranges.ptr())) throw nb::type_error("class ranges must be a tuple");
+        const Py_ssize_t n = PyTuple_GET_SIZE(ranges.ptr());
+        out.push_back(type == type_of[kCharClass] ? kOpCharClass : kOpByteClass);
+        out.push_back(PyObject_IsTrue(negated.ptr()) == 1 ? 1 : 0);
+        out.push_back(ToInt32(n));
+        for (Py_ssize_t i = 0; i < n; ++i) {
+          PyObject* pair = PyTuple_GET_ITEM(ranges.ptr(), i);
+          if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) throw nb::type_error("a class range is a pair");
+          out.push_back(ToInt32(Int(PyTuple_GET_ITEM(pair, 0))));
+          out.push_back(ToInt32(Int(PyTuple_GET_ITEM(pair, 1))));
+        }
+      } else if (type == type_of[kRepeat]) {
+        nb::object lo = Attr(node, a_min), hi = Attr(node, a_max);
+        const int64_t min = Int(lo.ptr()), max = hi.is_none() ? -1 : Int(hi.ptr());
+        if (min > max_repeat || max > max_repeat) {
+          throw CoreError::Limit("max_repeat", max_repeat, "repetition in rule '" + rule_name() + "'");
+        }
+        out.push_back(kOpRepeat);
+        out.push_back(ToInt32(min));
+        out.push_back(ToInt32(max));
+        nb::object item = Attr(node, a_item);
+        stack.push_back({item.ptr(), depth + 1});  // the node keeps it alive
+      } else if (type == type_of[kStringExcept]) {
+        nb::object words = Attr(node, a_words);
+        if (!PyTuple_Check(words.ptr())) throw nb::type_error("StringExcept words must be a tuple");
+        const Py_ssize_t n = PyTuple_GET_SIZE(words.ptr());
+        out.push_back(kOpStringExcept);
+        out.push_back(ToInt32(n));
+        for (Py_ssize_t i = 0; i < n; ++i) {
+          PyObject* w = PyTuple_GET_ITEM(words.ptr(), i);
+          if (!PyUnicode_Check(w)) throw nb::type_error("StringExcept words must be str");
+          const Py_ssize_t len = PyUnicode_GET_LENGTH(w);
+          out.push_back(ToInt32(len));
+          for (Py_ssize_t k = 0; k < len; ++k) out.push_back(static_cast<int32_t>(PyUnicode_READ_CHAR(w, k)));
+        }
+        nb::object tail = Attr(node, a_tail);
+        stack.push_back({tail.ptr(), depth + 1});
+      } else {
+        nb::object r = nb::steal(PyObject_Repr(node));
+        throw nb::type_error(("not an IR node: " + (r.is_valid() ? nb::cast<std::string>(r) : std::string("?"))).c_str());
+      }
+    }
+  }
+  return nb::bytes(reinterpret_cast<const char*>(out.data()), out.size() * sizeof(int32_t));
+}
+
+}  // namespace logitgate
