@@ -59,6 +59,14 @@ void PostOrder(int32_t n, std::vector<uint8_t>& mark, Edge edge, OnCycle on_cycl
   }
 }
 
+// n empty lists backed by `arena` (per-state scratch of a pass: no heap allocation per state).
+std::vector<EdgeList<int32_t>> ArenaLists(size_t n, std::pmr::memory_resource* arena) {
+  std::vector<EdgeList<int32_t>> lists;
+  lists.reserve(n);
+  for (size_t i = 0; i < n; ++i) lists.emplace_back(arena);
+  return lists;
+}
+
 }  // namespace
 
 Automaton::Automaton(const std::vector<int32_t>& program, std::vector<std::string> rule_names,
@@ -99,9 +107,9 @@ int32_t Automaton::NewState() {
     throw CoreError::Limit("max_automaton_states", limits_.max_automaton_states,
                            "the grammar's automaton is too large (large bounded repetitions?)");
   }
-  bytes_.emplace_back();
-  eps_.emplace_back();
-  calls_.emplace_back();
+  bytes_.emplace_back(&arena_);
+  eps_.emplace_back(&arena_);
+  calls_.emplace_back(&arena_);
   final_.push_back(false);
   state_rule_.push_back(-1);
   return static_cast<int32_t>(bytes_.size() - 1);
@@ -686,13 +694,14 @@ struct IntVecHash {
 void Automaton::Determinize() {
   const int32_t n = num_states();
   const int32_t n_rules = static_cast<int32_t>(rule_start_.size());
-  std::vector<std::vector<int32_t>> states_of(n_rules);
+  std::pmr::monotonic_buffer_resource scratch;
+  std::vector<EdgeList<int32_t>> states_of = ArenaLists(static_cast<size_t>(n_rules), &scratch);
   for (int32_t s = 0; s < n; ++s) {
     if (state_rule_[s] >= 0) states_of[state_rule_[s]].push_back(s);
   }
-  std::vector<std::vector<ByteEdge>> out_bytes;
-  std::vector<std::vector<int32_t>> out_eps;
-  std::vector<std::vector<CallEdge>> out_calls;
+  std::vector<EdgeList<ByteEdge>> out_bytes;
+  std::vector<EdgeList<int32_t>> out_eps;
+  std::vector<EdgeList<CallEdge>> out_calls;
   std::vector<bool> out_final;
   std::vector<int32_t> out_rule, out_start(n_rules, -1);
   auto relevant = [&](int32_t s) { return !bytes_[s].empty() || !calls_[s].empty() || final_[s]; };
@@ -719,9 +728,9 @@ void Automaton::Determinize() {
   std::vector<bool> out_det;
   auto new_out = [&](int32_t rule) {
     out_det.push_back(true);
-    out_bytes.emplace_back();
-    out_eps.emplace_back();
-    out_calls.emplace_back();
+    out_bytes.emplace_back(&arena_);
+    out_eps.emplace_back(&arena_);
+    out_calls.emplace_back(&arena_);
     out_final.push_back(false);
     out_rule.push_back(rule);
     return static_cast<int32_t>(out_bytes.size() - 1);
@@ -748,12 +757,12 @@ void Automaton::Determinize() {
       for (int32_t t : eps_[s]) {
         if (!pure_end(t)) return false;
       }
-      std::vector<ByteEdge>& b = bytes_[s];
+      EdgeList<ByteEdge>& b = bytes_[s];
       std::sort(b.begin(), b.end(), [](const ByteEdge& x, const ByteEdge& y) { return x.lo < y.lo; });
       for (size_t k = 1; k < b.size(); ++k) {
         if (b[k].lo <= b[k - 1].hi) return false;
       }
-      const std::vector<CallEdge>& c = calls_[s];
+      const EdgeList<CallEdge>& c = calls_[s];
       for (size_t i = 0; i < c.size(); ++i) {
         for (size_t j = i + 1; j < c.size(); ++j) {
           if (c[i].rule == c[j].rule) return false;
@@ -936,7 +945,7 @@ const std::vector<std::vector<Range>> kPlainUtf8 = {
 // True when the edges of s (sorted, disjoint) cover r and every target of a covering edge
 // satisfies `ok`.
 template <typename Ok>
-bool Covers(const std::vector<ByteEdge>& edges, const Range& r, Ok&& ok) {
+bool Covers(const EdgeList<ByteEdge>& edges, const Range& r, Ok&& ok) {
   int next = r.lo;
   for (const ByteEdge& e : edges) {
     if (e.hi < next) continue;
@@ -1019,7 +1028,8 @@ std::vector<bool> Automaton::UniversalFixpoint(const std::vector<bool>* callees)
   // they lead to (a necessary condition). Most states (literals, digits, punctuation) are not,
   // and never enter the fixpoint.
   std::vector<bool> in(n, false);
-  std::vector<std::vector<int32_t>> preds(n);
+  std::pmr::monotonic_buffer_resource scratch;
+  std::vector<EdgeList<int32_t>> preds = ArenaLists(static_cast<size_t>(n), &scratch);
   std::vector<int32_t> work;
   for (int32_t s = 0; s < n; ++s) {
     bool utf8 = false;
@@ -1075,14 +1085,16 @@ void Automaton::ComputePlainCapacity() {
   }
   // succ[s]: the states after one plain character (all of them, when s reads every plain
   // character), and full[s] says whether it does; via[s]: return states of single-rule calls.
-  std::vector<std::vector<int32_t>> succ(n), via(n);
+  std::pmr::monotonic_buffer_resource scratch;
+  std::vector<EdgeList<int32_t>> succ = ArenaLists(static_cast<size_t>(n), &scratch);
+  std::vector<EdgeList<int32_t>> via = ArenaLists(static_cast<size_t>(n), &scratch);
   std::vector<bool> full(n, false);
   for (int32_t s = 0; s < n; ++s) {
     for (const CallEdge& c : calls_[s]) {
       if (single[c.rule]) via[s].push_back(c.ret);
     }
     if (universal_[s] || !deterministic_[s] || bytes_[s].empty()) continue;
-    std::vector<int32_t>& out = succ[s];
+    EdgeList<int32_t>& out = succ[s];
     auto collect = [&](int32_t t) {
       out.push_back(t);
       return true;

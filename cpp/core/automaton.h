@@ -22,6 +22,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <memory_resource>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,12 @@ struct CallEdge {
   bool tail = false;  // nothing but the caller's end can follow: call without pushing a frame
 };
 
+// A state's edges. Automata have up to millions of states with a few edges each, built by
+// appending: one arena per automaton (Automaton::arena_) serves every list, so growing one
+// costs a pointer bump rather than a heap allocation, and the automaton frees them at once.
+template <typename T>
+using EdgeList = std::pmr::vector<T>;
+
 class Automaton {
  public:
   // program: [n_rules, root, then per rule its body in prefix form]
@@ -62,8 +69,8 @@ class Automaton {
   int32_t num_states() const { return static_cast<int32_t>(bytes_.size()); }
   int32_t root_start() const { return rule_start_[root_]; }
   int32_t rule_start(int32_t r) const { return rule_start_[r]; }
-  const std::vector<ByteEdge>& bytes(int32_t s) const { return bytes_[s]; }
-  const std::vector<CallEdge>& calls(int32_t s) const { return calls_[s]; }
+  const EdgeList<ByteEdge>& bytes(int32_t s) const { return bytes_[s]; }
+  const EdgeList<CallEdge>& calls(int32_t s) const { return calls_[s]; }
   bool is_final(int32_t s) const { return final_[s]; }
   // True when from s every string of *plain* bytes (printable ASCII but '"' and '\', and
   // valid UTF-8 characters) is read within s's rule, ending at such a state again: a head at s
@@ -127,9 +134,11 @@ class Automaton {
   int32_t root_ = 0;
   std::vector<int32_t> rule_start_, rule_final_;
   std::vector<int32_t> state_rule_;
-  std::vector<std::vector<ByteEdge>> bytes_;
-  std::vector<std::vector<int32_t>> eps_;
-  std::vector<std::vector<CallEdge>> calls_;
+  // Declared before the edge lists it backs, so that it outlives them.
+  std::pmr::monotonic_buffer_resource arena_{size_t{1} << 16};
+  std::vector<EdgeList<ByteEdge>> bytes_;
+  std::vector<EdgeList<int32_t>> eps_;
+  std::vector<EdgeList<CallEdge>> calls_;
   std::vector<bool> final_;
   std::vector<bool> deterministic_;  // the state's rule was determinized
   std::vector<bool> universal_;

@@ -305,7 +305,7 @@ void Parser::GroupClassesLocked(int32_t config) {
       group_fill_.assign(group_begin_.begin(), group_begin_.end() - 1);
     }
     for (uint32_t i = 0; i < count; ++i) {
-      const std::vector<ByteEdge>& edges = a.bytes(StateOf(heads_[offset + i]));
+      const EdgeList<ByteEdge>& edges = a.bytes(StateOf(heads_[offset + i]));
       for (size_t j = 0; j < edges.size(); ++j) {
         auto k = static_cast<size_t>(std::lower_bound(group_reps_.begin(), group_reps_.end(), edges[j].lo,
                                                       [](const ClassRep& r, uint8_t lo) { return r.byte < lo; }) -

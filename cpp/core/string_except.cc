@@ -186,7 +186,7 @@ int32_t Automaton::CharOtherThan(const std::vector<uint32_t>& kids) {
   // with continuation states shared by suffix.
   for (int b = 0x20; b <= 0x7F; ++b) {
     if (b == '"' || b == '\\' || std::binary_search(kids.begin(), kids.end(), static_cast<uint32_t>(b))) continue;
-    std::vector<ByteEdge>& out = bytes_[start];
+    EdgeList<ByteEdge>& out = bytes_[start];
     if (!out.empty() && out.back().hi + 1 == b) {
       out.back().hi = static_cast<uint8_t>(b);
     } else {
