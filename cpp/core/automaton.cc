@@ -91,7 +91,7 @@ void Automaton::ComputeByteClasses() {
     for (const ByteEdge& e : edges) {
       boundary[e.lo] = true;
       boundary[e.hi + 1] = true;
-      for (int b = e.lo; b <= e.hi; ++b) alphabet_[b >> 6] |= 1ull << (b & 63);
+      AddByteRange(e.lo, e.hi, alphabet_);
     }
   }
   int32_t cls = 0;
@@ -267,6 +267,19 @@ void Automaton::Build(const std::vector<int32_t>& program) {
   static constexpr int64_t kInlineMaxExpansion = 4096;  // estimated states per call site, copies included
   static constexpr int64_t kInlineTiny = 16;
 
+  // A character class's UTF-8 automaton with its states numbered locally: 0 is the state it
+  // starts from, 1 its end, the inner states (shared suffixes of multi-byte sequences) follow.
+  struct ClassPlan {
+    struct Edge {
+      int32_t from, to;
+      uint8_t lo, hi;
+    };
+    int32_t inner_states = 0;
+    std::vector<Edge> edges;
+  };
+  std::map<std::vector<int32_t>, ClassPlan> class_plans;  // by the class's program ints
+  std::vector<int32_t> plan_states;
+
   struct Emitter {
     Automaton* a;
     ProgramReader rd;
@@ -274,6 +287,41 @@ void Automaton::Build(const std::vector<int32_t>& program) {
     int32_t rule;
     const std::vector<RuleShape>& shapes;
     int64_t& inline_budget;
+    const std::vector<int32_t>& program_;
+    std::map<std::vector<int32_t>, ClassPlan>& class_plans;
+    std::vector<int32_t>& plan_states;
+
+    ClassPlan PlanClass(size_t pos) {
+      const bool negated = rd.At(pos + 1) != 0;
+      const int32_t n = rd.At(pos + 2);
+      CodePointRanges ranges;
+      for (int32_t i = 0; i < n; ++i) {
+        int32_t lo = rd.At(pos + 3 + 2 * i), hi = rd.At(pos + 4 + 2 * i);
+        if (lo < 0 || hi > 0x10FFFF || lo > hi) throw CoreError::Grammar("bad-program", "bad code point range");
+        ranges.push_back({static_cast<uint32_t>(lo), static_cast<uint32_t>(hi)});
+      }
+      ClassPlan plan;
+      // Share suffixes: the state that reads suffix seq[k..] and then ends is built once.
+      std::map<std::vector<std::pair<int, int>>, int32_t> suffix_state;
+      for (const auto& seq : Utf8Sequences(NormalizeCodePoints(std::move(ranges), negated))) {
+        int32_t next = 1;
+        std::vector<std::pair<int, int>> suffix;
+        for (size_t k = seq.size(); k-- > 1;) {
+          suffix.insert(suffix.begin(), {seq[k].lo, seq[k].hi});
+          auto it = suffix_state.find(suffix);
+          if (it != suffix_state.end()) {
+            next = it->second;
+            continue;
+          }
+          const int32_t s = 2 + plan.inner_states++;
+          plan.edges.push_back({s, next, seq[k].lo, seq[k].hi});
+          suffix_state.emplace(suffix, s);
+          next = s;
+        }
+        plan.edges.push_back({0, next, seq[0].lo, seq[0].hi});
+      }
+      return plan;
+    }
 
     int32_t New() {
       int32_t s = a->NewState();
@@ -323,35 +371,20 @@ void Automaton::Build(const std::vector<int32_t>& program) {
           return end;
         }
         case kOpCharClass: {
-          bool negated = rd.At(pos + 1) != 0;
-          int32_t n = rd.At(pos + 2);
-          CodePointRanges ranges;
-          for (int32_t i = 0; i < n; ++i) {
-            int32_t lo = rd.At(pos + 3 + 2 * i), hi = rd.At(pos + 4 + 2 * i);
-            if (lo < 0 || hi > 0x10FFFF || lo > hi) throw CoreError::Grammar("bad-program", "bad code point range");
-            ranges.push_back({static_cast<uint32_t>(lo), static_cast<uint32_t>(hi)});
-          }
-          auto seqs = Utf8Sequences(NormalizeCodePoints(std::move(ranges), negated));
-          int32_t end = New();
-          // Share suffixes: the state that reads suffix seq[k..] and then ends is built once.
-          std::map<std::vector<std::pair<int, int>>, int32_t> suffix_state;
-          for (const auto& seq : seqs) {
-            int32_t next = end;
-            std::vector<std::pair<int, int>> suffix;
-            for (size_t k = seq.size(); k-- > 1;) {
-              suffix.insert(suffix.begin(), {seq[k].lo, seq[k].hi});
-              auto it = suffix_state.find(suffix);
-              if (it != suffix_state.end()) {
-                next = it->second;
-                continue;
-              }
-              int32_t s = New();
-              a->bytes_[s].push_back({seq[k].lo, seq[k].hi, next});
-              suffix_state.emplace(suffix, s);
-              next = s;
-            }
-            a->bytes_[from].push_back({seq[0].lo, seq[0].hi, next});
-          }
+          // The class's UTF-8 automaton is planned once per distinct class (grammars repeat a
+          // few classes thousands of times: a JSON string's characters, digits) and copied.
+          const int32_t n = rd.At(pos + 2);
+          rd.At(pos + 2 + 2 * static_cast<size_t>(std::max(0, n)));  // bounds check of the class
+          std::vector<int32_t> key(program_.begin() + static_cast<std::ptrdiff_t>(pos + 1),
+                                   program_.begin() + static_cast<std::ptrdiff_t>(pos + 3 + 2 * std::max(0, n)));
+          auto [it, inserted] = class_plans.try_emplace(std::move(key));
+          if (inserted) it->second = PlanClass(pos);
+          const ClassPlan& plan = it->second;
+          const int32_t end = New();
+          plan_states.assign(1, from);
+          plan_states.push_back(end);
+          for (int32_t k = 0; k < plan.inner_states; ++k) plan_states.push_back(New());
+          for (const ClassPlan::Edge& e : plan.edges) a->bytes_[plan_states[e.from]].push_back({e.lo, e.hi, plan_states[e.to]});
           return end;
         }
         case kOpSeq: {
@@ -468,7 +501,7 @@ void Automaton::Build(const std::vector<int32_t>& program) {
 
   size_t pos = 2;
   for (int32_t r = 0; r < n_rules; ++r) {
-    Emitter em{this, rd, skip, r, shapes, inline_budget};
+    Emitter em{this, rd, skip, r, shapes, inline_budget, program, class_plans, plan_states};
     rule_start_[r] = em.New();
     int32_t end = em.Emit(pos, rule_start_[r], 0);
     final_[end] = true;
@@ -746,6 +779,7 @@ void Automaton::Determinize() {
     int32_t target;
   };
   std::vector<Span> spans, active;
+  std::vector<int32_t> targets, prev_targets;
   std::vector<std::pair<int32_t, int32_t>> calls;
   // A rule whose NFA is a DFA already (no epsilon edges but to states that only end the rule,
   // disjoint byte edges, one call per callee: sequences of literals, classes and calls, the
@@ -871,18 +905,30 @@ void Automaton::Determinize() {
       std::sort(spans.begin(), spans.end(), [](const Span& x, const Span& y) { return x.lo < y.lo; });
       active.clear();
       size_t next_span = 0;
+      // Consecutive intervals covered by the same NFA targets (a class's ranges, split only by
+      // other edges' boundaries) reach the same DFA state: reuse it.
+      prev_targets.clear();
+      int32_t prev_t = -1;
       for (size_t k = 0; k + 1 < points.size() && !overflow; ++k) {
         const int lo = points[k], hi = points[k + 1] - 1;
         while (next_span < spans.size() && spans[next_span].lo <= lo) active.push_back(spans[next_span++]);
         active.erase(std::remove_if(active.begin(), active.end(), [&](const Span& sp) { return sp.hi < lo; }),
                      active.end());
         if (active.empty()) continue;
-        ++epoch;
-        set.clear();
-        for (const Span& sp : active) closure_into(sp.target, set);
-        if (set.empty()) continue;
-        const int32_t t = intern(set);
-        if (t < 0) break;
+        targets.clear();
+        for (const Span& sp : active) targets.push_back(sp.target);
+        std::sort(targets.begin(), targets.end());
+        int32_t t = prev_t;
+        if (t < 0 || targets != prev_targets) {
+          ++epoch;
+          set.clear();
+          for (int32_t target : targets) closure_into(target, set);
+          if (set.empty()) continue;
+          t = intern(set);
+          if (t < 0) break;
+          prev_targets.swap(targets);
+          prev_t = t;
+        }
         auto& edges = out_bytes[d];
         if (!edges.empty() && edges.back().target == t && edges.back().hi + 1 == lo) {
           edges.back().hi = static_cast<uint8_t>(hi);
@@ -981,7 +1027,7 @@ void Automaton::ComputeCharacterRules() {
     if (!deterministic_[s0]) continue;
     for (const ByteEdge& e : bytes_[s0]) {
       if (!final_[e.target]) continue;
-      for (int b = std::max<int>(e.lo, 0x20); b <= std::min<int>(e.hi, 0x7E); ++b) char_ascii_[r][b >> 6] |= 1ull << (b & 63);
+      if (e.hi >= 0x20 && e.lo <= 0x7E) AddByteRange(std::max<int>(e.lo, 0x20), std::min<int>(e.hi, 0x7E), char_ascii_[r].data());
     }
     char_utf8_[r] = EveryPlainUtf8(s0, ends);
   }
@@ -1013,7 +1059,7 @@ std::vector<bool> Automaton::UniversalFixpoint(const std::vector<bool>* callees)
     uint64_t ascii[2] = {0, 0};
     for (const ByteEdge& e : bytes_[s]) {
       if (e.lo > 0x7E || e.hi < 0x20 || !keep(e.target)) continue;
-      for (int b = std::max<int>(e.lo, 0x20); b <= std::min<int>(e.hi, 0x7E); ++b) ascii[b >> 6] |= 1ull << (b & 63);
+      AddByteRange(std::max<int>(e.lo, 0x20), std::min<int>(e.hi, 0x7E), ascii);
     }
     for (const CallEdge& c : calls_[s]) {
       if (!reads_one(c) || !keep(c.ret)) continue;

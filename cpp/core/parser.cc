@@ -13,16 +13,6 @@ inline uint64_t Pack(int32_t state, int32_t frame) {
 inline int32_t StateOf(uint64_t head) { return static_cast<int32_t>(head & 0xFFFFFFFFu); }
 inline int32_t FrameOf(uint64_t head) { return static_cast<int32_t>(head >> 32); }
 
-// Bit b of word b/64 for every byte b in [lo, hi].
-inline uint64_t WordRange(int q, int lo, int hi) {
-  const int a = std::max(lo, 64 * q), b = std::min(hi, 64 * q + 63);
-  if (a > b) return 0;
-  const int n = b - a + 1;
-  return (n == 64 ? ~0ull : ((1ull << n) - 1)) << (a - 64 * q);
-}
-inline void AddByteRange(int lo, int hi, uint64_t* bits) {
-  for (int q = lo >> 6; q <= hi >> 6; ++q) bits[q] |= WordRange(q, lo, hi);
-}
 }  // namespace
 
 namespace {

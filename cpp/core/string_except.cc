@@ -311,14 +311,15 @@ void Automaton::BuildStringExcept(const std::vector<std::vector<uint32_t>>& word
       kid_cps.push_back(cp);
       // Raw (where JSON allows it: not '"', '\\' or a control) and escaped, to the child.
       if (cp >= 0x20 && cp != '"' && cp != '\\') {
-        const Utf8Sequence seq = Utf8Sequences(NormalizeCodePoints({{cp, cp}}, false)).front();
+        uint8_t utf8[4];
+        const int n = EncodeUtf8(cp, utf8);
         int32_t q = s;
-        for (size_t j = 0; j + 1 < seq.size(); ++j) {
+        for (int j = 0; j + 1 < n; ++j) {
           const int32_t r = fresh();
-          bytes_[q].push_back({seq[j].lo, seq[j].hi, r});
+          bytes_[q].push_back({utf8[j], utf8[j], r});
           q = r;
         }
-        bytes_[q].push_back({seq.back().lo, seq.back().hi, state[child]});
+        bytes_[q].push_back({utf8[n - 1], utf8[n - 1], state[child]});
       }
       const int32_t escape = EscapeOf(cp);  // (adds states: calls_ may move)
       calls_[s].push_back({escape, state[child]});

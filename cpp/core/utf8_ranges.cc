@@ -44,7 +44,9 @@ namespace {
 
 int EncodedLength(uint32_t cp) { return cp <= 0x7F ? 1 : cp <= 0x7FF ? 2 : cp <= 0xFFFF ? 3 : 4; }
 
-int Encode(uint32_t cp, uint8_t* out) {
+}  // namespace
+
+int EncodeUtf8(uint32_t cp, uint8_t* out) {
   if (cp <= 0x7F) {
     out[0] = static_cast<uint8_t>(cp);
     return 1;
@@ -66,6 +68,8 @@ int Encode(uint32_t cp, uint8_t* out) {
   out[3] = static_cast<uint8_t>(0x80 | (cp & 0x3F));
   return 4;
 }
+
+namespace {
 
 // Splits [lo, hi] until both ends share an encoded length and every continuation byte below
 // the first differing position spans its full 0x80..0xBF range; then one sequence covers it.
@@ -103,8 +107,8 @@ void SplitRange(uint32_t lo0, uint32_t hi0, std::vector<Utf8Sequence>* out) {
     }
     if (split) continue;
     uint8_t a[4], b[4];
-    int len = Encode(lo, a);
-    Encode(hi, b);
+    int len = EncodeUtf8(lo, a);
+    EncodeUtf8(hi, b);
     Utf8Sequence seq;
     for (int i = 0; i < len; ++i) seq.push_back({a[i], b[i]});
     out->push_back(std::move(seq));

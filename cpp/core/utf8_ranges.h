@@ -23,6 +23,10 @@ using CodePointRanges = std::vector<std::pair<uint32_t, uint32_t>>;
 // Sorts, merges, optionally complements over [0, 0x10FFFF], and removes surrogates.
 CodePointRanges NormalizeCodePoints(CodePointRanges ranges, bool negated);
 
+// Writes the UTF-8 encoding of scalar value cp (not a surrogate, at most 0x10FFFF) into out
+// (4 bytes of room); returns its length.
+int EncodeUtf8(uint32_t cp, uint8_t* out);
+
 // The UTF-8 byte-range sequences matching exactly the (normalized) set.
 std::vector<Utf8Sequence> Utf8Sequences(const CodePointRanges& normalized);
 
