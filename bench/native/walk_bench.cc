@@ -179,9 +179,15 @@ int main(int argc, char** argv) {
           const double us = Micros(m0, std::chrono::steady_clock::now());
           if (!first) masks.push_back(us);
           if (verbose && rep == repeat - 1) {
-            std::printf("  %-38s pos %3zu %8.2f us nodes %7lld transitions %4lld%s\n", c.id.c_str(), pos, us,
+            // The last bytes of the text so far, printable.
+            std::string tail;
+            for (size_t k = pos > 6 ? pos - 6 : 0; k < pos; ++k) tail += vocab->bytes(inst[k]);
+            for (char& ch : tail) ch = (ch >= 0x20 && ch < 0x7F) ? ch : '.';
+            if (tail.size() > 24) tail = tail.substr(tail.size() - 24);
+            std::printf("  %-38s pos %3zu %8.2f us nodes %7lld transitions %4lld%s  ...%s\n", c.id.c_str(), pos, us,
                         static_cast<long long>(m.last_walk_nodes()),
-                        static_cast<long long>(g->parser->num_transitions() - tr0), first ? " (first)" : "");
+                        static_cast<long long>(g->parser->num_transitions() - tr0), first ? " (first)" : "",
+                        tail.c_str());
           }
           first = false;
           if (pos == inst.size()) break;

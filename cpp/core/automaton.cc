@@ -1184,4 +1184,34 @@ void Automaton::ComputePlainCapacity() {
       });
 }
 
+int32_t Automaton::ByteTarget(int32_t s, uint8_t b) const {
+  if (!deterministic_[s]) return kMixedTarget;
+  for (const ByteEdge& e : bytes_[s]) {
+    if (e.lo <= b && b <= e.hi) return e.target;
+  }
+  return kNoTarget;
+}
+
+int32_t Automaton::CharTarget(int32_t s, uint8_t lead) const {
+  if (lead < 0xC2 || lead > 0xF4) return kMixedTarget;
+  const int need = lead <= 0xDF ? 1 : lead <= 0xEF ? 2 : 3;
+  int lo = lead == 0xE0 ? 0xA0 : lead == 0xF0 ? 0x90 : 0x80;
+  int hi = lead == 0xED ? 0x9F : lead == 0xF4 ? 0x8F : 0xBF;
+  int32_t t = ByteTarget(s, lead);
+  for (int step = 0; step < need && t >= 0; ++step) {
+    // Mid-character: the state must only read bytes (no call to push, no end to pop).
+    if (!deterministic_[t] || final_[t] || !calls_[t].empty()) return kMixedTarget;
+    // One edge (sorted, disjoint: determinized) covers the continuation range, or none meets it.
+    int32_t next = kNoTarget;
+    for (const ByteEdge& e : bytes_[t]) {
+      if (e.hi < lo || e.lo > hi) continue;
+      if (e.lo > lo || e.hi < hi || (next != kNoTarget && next != e.target)) return kMixedTarget;
+      next = e.target;
+    }
+    t = next;
+    lo = 0x80, hi = 0xBF;
+  }
+  return t;
+}
+
 }  // namespace logitgate

@@ -88,6 +88,14 @@ class Automaton {
   const int32_t* kernel_begin(int32_t s) const { return kernel_.data() + kernel_offset_[s]; }
   const int32_t* kernel_end(int32_t s) const { return kernel_.data() + kernel_offset_[s + 1]; }
   const std::vector<std::string>& rule_names() const { return rule_names_; }
+  // What reading from state s does, by state alone (no stack): for byte b, and for every valid
+  // UTF-8 character that starts with lead byte `lead`. The answer is the one state reached
+  // (for a character: through states without calls that cannot end their rule, so no frame
+  // moves on the way), kNoTarget when nothing is read, and kMixedTarget when it is not one
+  // state (s not determinized, or characters of the lead that end apart or only some read).
+  static constexpr int32_t kNoTarget = -1, kMixedTarget = -2;
+  int32_t ByteTarget(int32_t s, uint8_t b) const;
+  int32_t CharTarget(int32_t s, uint8_t lead) const;
   // Bytes that no byte edge tells apart share a class; transitions are stored per class.
   int32_t byte_class(uint8_t b) const { return byte_class_[b]; }
   int32_t num_byte_classes() const { return num_byte_classes_; }

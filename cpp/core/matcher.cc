@@ -281,7 +281,7 @@ void Matcher::SetPlainTokensUpTo(int32_t chars, uint32_t* words) {
 // configuration that starts a plain loop or chain: a JSON key's start or a prefix of listed
 // keys, where other keys are allowed too (the exceptions continue listed keys). Tokens are
 // decided as in a chain one position longer, except those starting with an exception, whose
-// subtrees are cleared and walked from `config`. False (nothing written) when that does not
+// subtrees are walked from `config` in clearing mode. False (nothing written) when that does not
 // apply or would walk too much of the vocabulary.
 bool Matcher::PlainStepWithExceptions(int32_t config, uint32_t* words) {
   const Vocabulary& v = *grammar_->vocab;
@@ -300,12 +300,22 @@ bool Matcher::PlainStepWithExceptions(int32_t config, uint32_t* words) {
   chain_shift_ = 1;
   SetPlainTokensUpTo(chain_len_ + 1, words);
   WalkSuffixes(words, true);
+  const size_t n_words = static_cast<size_t>(v.mask_words());
   for (int q = 0; q < 2; ++q) {
     for (uint64_t w = except[q]; w != 0; w &= w - 1) {
-      const int32_t root = v.trie_root_child(static_cast<uint8_t>(64 * q + __builtin_ctzll(w)));
+      const auto first = static_cast<uint8_t>(64 * q + __builtin_ctzll(w));
+      const int32_t root = v.trie_root_child(first);
       if (root < 0) continue;
-      walk_nodes_ += ClearSubtreeBits(v, root, words);
-      WalkSubtree<false>(root, v.trie_nodes()[root].subtree_end, config, words);
+      // Most of such a subtree is plain text the key's configuration keeps viable: set it
+      // whole (word by word where the byte's mask is kept) and clear what dies (a clearing
+      // walk skips the plain subtrees unseen).
+      if (const uint32_t* m = v.first_byte_mask(first)) {
+        Or(words, m, n_words);
+        walk_nodes_ += static_cast<int64_t>(n_words) / 16;
+      } else {
+        walk_nodes_ += SetSubtreeBits(v, root, words);
+      }
+      WalkSubtree<true>(root, v.trie_nodes()[root].subtree_end, config, words);
     }
   }
   return true;

@@ -310,20 +310,38 @@ void Parser::GroupClassesLocked(int32_t config) {
       }
     }
   }
+  // Leaders by a hash of each class's pair list (compared in full only on a hash match);
+  // neighbouring classes often share their pairs (one edge spans them), so the previous
+  // class's group is tried first.
   group_leaders_.clear();  // index in group_reps_ of each group's leader
+  group_hashes_.clear();   // the leaders' pair-list hashes
+  auto same_pairs = [&](size_t a, size_t b) {
+    const size_t n = group_begin_[a + 1] - group_begin_[a];
+    return group_begin_[b + 1] - group_begin_[b] == n &&
+           std::equal(group_pairs_.begin() + static_cast<std::ptrdiff_t>(group_begin_[a]),
+                      group_pairs_.begin() + static_cast<std::ptrdiff_t>(group_begin_[a + 1]),
+                      group_pairs_.begin() + static_cast<std::ptrdiff_t>(group_begin_[b]));
+  };
+  size_t prev_leader = SIZE_MAX;
   for (size_t k = 0; k < n_reps; ++k) {
-    const auto pairs = group_pairs_.begin() + static_cast<std::ptrdiff_t>(group_begin_[k]);
-    const size_t n = group_begin_[k + 1] - group_begin_[k];
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ (group_begin_[k + 1] - group_begin_[k]);
+    for (size_t p = group_begin_[k]; p < group_begin_[k + 1]; ++p) h = (h ^ group_pairs_[p]) * 0xFF51AFD7ED558CCDull;
     size_t leader = k;
-    for (size_t g : group_leaders_) {
-      if (group_begin_[g + 1] - group_begin_[g] == n &&
-          std::equal(pairs, pairs + static_cast<std::ptrdiff_t>(n),
-                     group_pairs_.begin() + static_cast<std::ptrdiff_t>(group_begin_[g]))) {
-        leader = g;
-        break;
+    if (prev_leader != SIZE_MAX && same_pairs(k, prev_leader)) {
+      leader = prev_leader;
+    } else {
+      for (size_t g = 0; g < group_leaders_.size(); ++g) {
+        if (group_hashes_[g] == h && same_pairs(k, group_leaders_[g])) {
+          leader = group_leaders_[g];
+          break;
+        }
       }
     }
-    if (leader == k) group_leaders_.push_back(k);
+    if (leader == k) {
+      group_leaders_.push_back(k);
+      group_hashes_.push_back(h);
+    }
+    prev_leader = leader;
     Slot(config, group_reps_[k].cls).store(kFirstPending - group_reps_[leader].byte, std::memory_order_relaxed);
   }
 }
@@ -412,9 +430,45 @@ Parser::StepSet Parser::Steps(int32_t config, bool with_leads) {
   // computed only when a subtree with non-ASCII bytes asks for them.
   if (successor != kDead && with_leads) {
     // Lead byte L is in the set when every valid character starting with L ends at the
-    // successor. Leads with the same continuation ranges usually reach the same configuration,
-    // so the check runs once per distinct (configuration, ranges) pair, following the few
-    // distinct configurations reached byte by byte rather than every character.
+    // successor. First by state alone (Automaton::CharTarget): when every head reads the
+    // characters of L into the state it reads a byte of the successor into, the
+    // configurations after them are the successor, with no intermediate configuration
+    // interned (those would be per stack: one set per JSON property for a string value).
+    // A head the automaton cannot decide alone sends L to the configuration-level check.
+    int rep = -1;  // an ASCII byte that leads to the successor
+    for (int q = 0; q < 2 && rep < 0; ++q) {
+      for (uint64_t bits = live[q]; bits != 0 && rep < 0; bits &= bits - 1) {
+        const int b = 64 * q + __builtin_ctzll(bits);
+        if (next_of(b) == successor) rep = b;
+      }
+    }
+    std::vector<int32_t> head_states, rep_targets;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      const auto [offset, count] = config_heads_[config];
+      for (uint32_t i = 0; i < count; ++i) head_states.push_back(StateOf(heads_[offset + i]));
+    }
+    bool by_state = rep >= 0;
+    for (int32_t st : head_states) {
+      const int32_t t = by_state ? automaton_->ByteTarget(st, static_cast<uint8_t>(rep)) : Automaton::kMixedTarget;
+      by_state = by_state && t != Automaton::kMixedTarget;
+      rep_targets.push_back(t);
+    }
+    // Leads the states decide: 1 = in the set, 0 = not; -1 = undecided.
+    auto decided = [&](int lead) {
+      if (!by_state) return -1;
+      int verdict = 1;
+      for (size_t i = 0; i < head_states.size(); ++i) {
+        const int32_t t = automaton_->CharTarget(head_states[i], static_cast<uint8_t>(lead));
+        if (t == Automaton::kMixedTarget) return -1;
+        if (t != rep_targets[i]) verdict = 0;
+      }
+      return verdict;
+    };
+    // Otherwise by configurations. Leads with the same continuation ranges usually reach the
+    // same configuration, so the check runs once per distinct (configuration, ranges) pair,
+    // following the few distinct configurations reached byte by byte rather than every
+    // character.
     struct Memo {
       int32_t after_lead;
       int need;
@@ -425,6 +479,11 @@ Parser::StepSet Parser::Steps(int32_t config, bool with_leads) {
     std::vector<int32_t> level, next_level;
     for (int lead = 0xC2; lead <= 0xF4; ++lead) {
       if (!(live[lead >> 6] >> (lead & 63) & 1)) continue;
+      const int by_states = decided(lead);
+      if (by_states >= 0) {
+        if (by_states == 1) w[lead >> 6] |= 1ull << (lead & 63);
+        continue;
+      }
       const int32_t after = Next(config, static_cast<uint8_t>(lead));
       if (after == kDead) continue;
       const int need = lead <= 0xDF ? 1 : lead <= 0xEF ? 2 : 3;

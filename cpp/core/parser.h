@@ -194,6 +194,7 @@ class Parser {
   // GroupClassesLocked scratch.
   std::vector<ClassRep> group_reps_;
   std::vector<size_t> group_begin_, group_fill_, group_leaders_;
+  std::vector<uint64_t> group_hashes_;
   std::vector<uint64_t> group_pairs_;
   StampSet visited_;
   bool accepting_scratch_ = false;
