@@ -266,83 +266,75 @@ int32_t Parser::TransitionLocked(int32_t config, uint8_t b) {
 // one group reach the same configuration, so one closure and one interning serve them all (a
 // string position's ~100 byte classes reach a handful of configurations). Each class's slot
 // becomes pending on its group's leader (the group's first class, itself included); the
-// transitions are computed on demand. The pairs are gathered edge by edge (each edge visits
-// only the classes inside its range), once per configuration.
+// transitions are computed on demand.
+//
+// A sweep over the bytes: the heads' edge ends cut them into intervals, each matched by one
+// set of pairs (a byte class, a refinement of every edge, lies inside one interval). Adjacent
+// intervals with the same set are one group; other intervals are told apart by a hash of
+// their set, kept as pairs come and go, and compared in full when the hashes meet.
 void Parser::GroupClassesLocked(int32_t config) {
   const Automaton& a = *automaton_;
   const auto [offset, count] = config_heads_[config];
-  const uint64_t* live = LiveBytes(config);
-  // The unknown live classes, each with its first live byte (its representative: an edge
-  // matches a class iff it matches that byte), in byte order.
-  group_reps_.clear();
-  uint64_t seen[4] = {0, 0, 0, 0};  // class ids are < 256
-  for (int q = 0; q < 4; ++q) {
-    for (uint64_t w = live[q]; w != 0; w &= w - 1) {
-      const auto rep = static_cast<uint8_t>(64 * q + __builtin_ctzll(w));
-      const int32_t cls = a.byte_class(rep);
-      if (seen[cls >> 6] >> (cls & 63) & 1) continue;
-      seen[cls >> 6] |= 1ull << (cls & 63);
-      if (Slot(config, cls).load(std::memory_order_relaxed) == kUnknown) group_reps_.push_back({rep, cls});
+  // Edge events: at byte lo pair (i, j) enters, after byte hi it leaves.
+  group_events_.clear();
+  for (uint32_t i = 0; i < count; ++i) {
+    const EdgeList<ByteEdge>& edges = a.bytes(StateOf(heads_[offset + i]));
+    for (size_t j = 0; j < edges.size(); ++j) {
+      const uint64_t pair = static_cast<uint64_t>(i) << 32 | j;
+      group_events_.push_back({edges[j].lo, pair, true});
+      if (edges[j].hi < 255) group_events_.push_back({edges[j].hi + 1, pair, false});
     }
   }
-  const size_t n_reps = group_reps_.size();
-  // Pairs per class in compressed rows: count, then fill (pairs stay in (head, edge) order).
-  group_begin_.assign(n_reps + 1, 0);
-  for (int pass = 0; pass < 2; ++pass) {
-    if (pass == 1) {
-      for (size_t k = 0; k < n_reps; ++k) group_begin_[k + 1] += group_begin_[k];
-      group_pairs_.resize(group_begin_[n_reps]);
-      group_fill_.assign(group_begin_.begin(), group_begin_.end() - 1);
+  std::sort(group_events_.begin(), group_events_.end(),
+            [](const Event& x, const Event& y) { return x.at < y.at; });
+  group_active_.clear();
+  group_leaders_.clear();  // per group: its leader's representative byte, the set's hash and pairs
+  group_hashes_.clear();
+  group_pairs_.clear();
+  group_begin_.assign(1, 0);
+  uint64_t hash = 0;  // sum of the active pairs' mixes: order-free, updated as pairs come and go
+  auto mix = [](uint64_t pair) { return (pair + 0x9E3779B97F4A7C15ull) * 0xBF58476D1CE4E5B9ull ^ (pair >> 7); };
+  size_t e = 0;
+  int32_t current = -1;  // the group of the previous interval, while it is adjacent
+  for (int lo = 0; lo < 256;) {
+    while (e < group_events_.size() && group_events_[e].at == lo) {
+      const Event& ev = group_events_[e++];
+      if (ev.enter) {
+        group_active_.push_back(ev.pair);
+        hash += mix(ev.pair);
+      } else {
+        group_active_.erase(std::find(group_active_.begin(), group_active_.end(), ev.pair));
+        hash -= mix(ev.pair);
+      }
+      current = -1;
     }
-    for (uint32_t i = 0; i < count; ++i) {
-      const EdgeList<ByteEdge>& edges = a.bytes(StateOf(heads_[offset + i]));
-      for (size_t j = 0; j < edges.size(); ++j) {
-        auto k = static_cast<size_t>(std::lower_bound(group_reps_.begin(), group_reps_.end(), edges[j].lo,
-                                                      [](const ClassRep& r, uint8_t lo) { return r.byte < lo; }) -
-                                     group_reps_.begin());
-        for (; k < n_reps && group_reps_[k].byte <= edges[j].hi; ++k) {
-          if (pass == 0) {
-            ++group_begin_[k + 1];
-          } else {
-            group_pairs_[group_fill_[k]++] = static_cast<uint64_t>(i) << 32 | j;
+    const int hi = e < group_events_.size() ? group_events_[e].at - 1 : 255;
+    if (!group_active_.empty()) {
+      if (current < 0) {
+        std::sort(group_active_.begin(), group_active_.end());
+        for (size_t g = 0; g < group_hashes_.size() && current < 0; ++g) {
+          if (group_hashes_[g] == hash && group_begin_[g + 1] - group_begin_[g] == group_active_.size() &&
+              std::equal(group_active_.begin(), group_active_.end(),
+                         group_pairs_.begin() + static_cast<std::ptrdiff_t>(group_begin_[g]))) {
+            current = static_cast<int32_t>(g);
           }
         }
-      }
-    }
-  }
-  // Leaders by a hash of each class's pair list (compared in full only on a hash match);
-  // neighbouring classes often share their pairs (one edge spans them), so the previous
-  // class's group is tried first.
-  group_leaders_.clear();  // index in group_reps_ of each group's leader
-  group_hashes_.clear();   // the leaders' pair-list hashes
-  auto same_pairs = [&](size_t a, size_t b) {
-    const size_t n = group_begin_[a + 1] - group_begin_[a];
-    return group_begin_[b + 1] - group_begin_[b] == n &&
-           std::equal(group_pairs_.begin() + static_cast<std::ptrdiff_t>(group_begin_[a]),
-                      group_pairs_.begin() + static_cast<std::ptrdiff_t>(group_begin_[a + 1]),
-                      group_pairs_.begin() + static_cast<std::ptrdiff_t>(group_begin_[b]));
-  };
-  size_t prev_leader = SIZE_MAX;
-  for (size_t k = 0; k < n_reps; ++k) {
-    uint64_t h = 0x9E3779B97F4A7C15ull ^ (group_begin_[k + 1] - group_begin_[k]);
-    for (size_t p = group_begin_[k]; p < group_begin_[k + 1]; ++p) h = (h ^ group_pairs_[p]) * 0xFF51AFD7ED558CCDull;
-    size_t leader = k;
-    if (prev_leader != SIZE_MAX && same_pairs(k, prev_leader)) {
-      leader = prev_leader;
-    } else {
-      for (size_t g = 0; g < group_leaders_.size(); ++g) {
-        if (group_hashes_[g] == h && same_pairs(k, group_leaders_[g])) {
-          leader = group_leaders_[g];
-          break;
+        if (current < 0) {
+          current = static_cast<int32_t>(group_hashes_.size());
+          group_hashes_.push_back(hash);
+          group_leaders_.push_back(static_cast<size_t>(lo));
+          group_pairs_.insert(group_pairs_.end(), group_active_.begin(), group_active_.end());
+          group_begin_.push_back(group_pairs_.size());
         }
       }
+      // The interval's classes, one run of equal bytes' classes at a time.
+      const auto leader = static_cast<uint8_t>(group_leaders_[static_cast<size_t>(current)]);
+      for (int b = lo; b <= hi; b = class_run_end_[b] + 1) {
+        std::atomic<int32_t>& slot = Slot(config, a.byte_class(static_cast<uint8_t>(b)));
+        if (slot.load(std::memory_order_relaxed) == kUnknown) slot.store(kFirstPending - leader, std::memory_order_relaxed);
+      }
     }
-    if (leader == k) {
-      group_leaders_.push_back(k);
-      group_hashes_.push_back(h);
-    }
-    prev_leader = leader;
-    Slot(config, group_reps_[k].cls).store(kFirstPending - group_reps_[leader].byte, std::memory_order_relaxed);
+    lo = hi + 1;
   }
 }
 

@@ -187,15 +187,15 @@ class Parser {
   int64_t masks_stored_ = 0;
   int64_t mask_words_hint_ = 0;
   std::vector<uint64_t> out_, work_;
-  struct ClassRep {
-    uint8_t byte;
-    int32_t cls;
-  };
   // GroupClassesLocked scratch.
-  std::vector<ClassRep> group_reps_;
-  std::vector<size_t> group_begin_, group_fill_, group_leaders_;
-  std::vector<uint64_t> group_hashes_;
-  std::vector<uint64_t> group_pairs_;
+  struct Event {
+    int at;         // the byte where the pair enters, or the byte after its edge
+    uint64_t pair;  // head index << 32 | edge index
+    bool enter;
+  };
+  std::vector<Event> group_events_;
+  std::vector<uint64_t> group_active_, group_pairs_, group_hashes_;
+  std::vector<size_t> group_begin_, group_leaders_;
   StampSet visited_;
   bool accepting_scratch_ = false;
 };
