@@ -323,6 +323,45 @@ void Automaton::Build(const std::vector<int32_t>& program) {
       return plan;
     }
 
+    // The edges of the class node at `pos` (kOpByteClass or kOpCharClass) from `from` to `to`,
+    // which may be the same state (a loop). A character class's UTF-8 automaton is planned once
+    // per distinct class (grammars repeat a few classes thousands of times: a JSON string's
+    // characters, digits) and copied.
+    void ClassEdges(size_t pos, int32_t from, int32_t to) {
+      const int32_t n = rd.At(pos + 2);
+      rd.At(pos + 2 + 2 * static_cast<size_t>(std::max(0, n)));  // bounds check of the class
+      if (rd.At(pos) == kOpByteClass) {
+        const bool negated = rd.At(pos + 1) != 0;
+        uint64_t in[4] = {0, 0, 0, 0};
+        for (int32_t i = 0; i < n; ++i) {
+          const int32_t lo = rd.At(pos + 3 + 2 * i), hi = rd.At(pos + 4 + 2 * i);
+          if (lo < 0 || hi > 255 || lo > hi) throw CoreError::Grammar("bad-program", "bad byte range");
+          AddByteRange(lo, hi, in);
+        }
+        for (int32_t b = 0; b < 256;) {
+          auto member = [&](int32_t x) { return (in[x >> 6] >> (x & 63) & 1) != (negated ? 1u : 0u); };
+          if (!member(b)) {
+            ++b;
+            continue;
+          }
+          int32_t e = b;
+          while (e + 1 < 256 && member(e + 1)) ++e;
+          a->bytes_[from].push_back({static_cast<uint8_t>(b), static_cast<uint8_t>(e), to});
+          b = e + 1;
+        }
+        return;
+      }
+      std::vector<int32_t> key(program_.begin() + static_cast<std::ptrdiff_t>(pos + 1),
+                               program_.begin() + static_cast<std::ptrdiff_t>(pos + 3 + 2 * std::max(0, n)));
+      auto [it, inserted] = class_plans.try_emplace(std::move(key));
+      if (inserted) it->second = PlanClass(pos);
+      const ClassPlan& plan = it->second;
+      plan_states.assign(1, from);
+      plan_states.push_back(to);
+      for (int32_t k = 0; k < plan.inner_states; ++k) plan_states.push_back(New());
+      for (const ClassPlan::Edge& e : plan.edges) a->bytes_[plan_states[e.from]].push_back({e.lo, e.hi, plan_states[e.to]});
+    }
+
     int32_t New() {
       int32_t s = a->NewState();
       a->state_rule_[s] = rule;
@@ -348,43 +387,10 @@ void Automaton::Build(const std::vector<int32_t>& program) {
           }
           return cur;
         }
-        case kOpByteClass: {
-          bool negated = rd.At(pos + 1) != 0;
-          int32_t n = rd.At(pos + 2);
-          std::vector<bool> in(256, false);
-          for (int32_t i = 0; i < n; ++i) {
-            int32_t lo = rd.At(pos + 3 + 2 * i), hi = rd.At(pos + 4 + 2 * i);
-            if (lo < 0 || hi > 255 || lo > hi) throw CoreError::Grammar("bad-program", "bad byte range");
-            for (int32_t b = lo; b <= hi; ++b) in[b] = true;
-          }
-          int32_t end = New();
-          for (int32_t b = 0; b < 256;) {
-            if (in[b] == negated) {
-              ++b;
-              continue;
-            }
-            int32_t e = b;
-            while (e + 1 < 256 && in[e + 1] != negated) ++e;
-            a->bytes_[from].push_back({static_cast<uint8_t>(b), static_cast<uint8_t>(e), end});
-            b = e + 1;
-          }
-          return end;
-        }
+        case kOpByteClass:
         case kOpCharClass: {
-          // The class's UTF-8 automaton is planned once per distinct class (grammars repeat a
-          // few classes thousands of times: a JSON string's characters, digits) and copied.
-          const int32_t n = rd.At(pos + 2);
-          rd.At(pos + 2 + 2 * static_cast<size_t>(std::max(0, n)));  // bounds check of the class
-          std::vector<int32_t> key(program_.begin() + static_cast<std::ptrdiff_t>(pos + 1),
-                                   program_.begin() + static_cast<std::ptrdiff_t>(pos + 3 + 2 * std::max(0, n)));
-          auto [it, inserted] = class_plans.try_emplace(std::move(key));
-          if (inserted) it->second = PlanClass(pos);
-          const ClassPlan& plan = it->second;
           const int32_t end = New();
-          plan_states.assign(1, from);
-          plan_states.push_back(end);
-          for (int32_t k = 0; k < plan.inner_states; ++k) plan_states.push_back(New());
-          for (const ClassPlan::Edge& e : plan.edges) a->bytes_[plan_states[e.from]].push_back({e.lo, e.hi, plan_states[e.to]});
+          ClassEdges(pos, from, end);
           return end;
         }
         case kOpSeq: {
@@ -423,6 +429,26 @@ void Automaton::Build(const std::vector<int32_t>& program) {
           // several share their successors (a `[...]+` body and its first character read into
           // the same states).
           const int32_t copies_before_loop = hi < 0 && lo > 0 ? lo - 1 : lo;
+          if (hi < 0 && (rd.At(child) == kOpCharClass || rd.At(child) == kOpByteClass)) {
+            // An unbounded repetition of one class: its copies need no entries of their own
+            // (a class holds no loop), and the loop is the class's edges back to one state:
+            // `[ \t\n]*`, `[a-z]+` are a state each.
+            for (int32_t i = 0; i < copies_before_loop; ++i) {
+              const int32_t next = New();
+              ClassEdges(child, cur, next);
+              cur = next;
+            }
+            int32_t loop = cur;
+            if (lo > 0) {  // the last mandatory copy is the loop's entry
+              loop = New();
+              ClassEdges(child, cur, loop);
+            } else if (!a->bytes_[cur].empty() || !a->eps_[cur].empty() || !a->calls_[cur].empty()) {
+              loop = New();  // `cur` leads elsewhere already: the loop needs a state of its own
+              a->eps_[cur].push_back(loop);
+            }
+            ClassEdges(child, loop, loop);
+            return loop;
+          }
           for (int32_t i = 0; i < copies_before_loop; ++i) {
             int32_t s = New();  // a fresh entry keeps each copy's loops local to it
             a->eps_[cur].push_back(s);

@@ -419,10 +419,16 @@ def test_whitespace_policies(compiler: lg.Compiler) -> None:
     assert accepts(compact, json.dumps(value, separators=(",", ":")))
     assert not accepts(compact, json.dumps(value))
     assert accepts(flexible, json.dumps(value, indent=4))
-    assert not accepts(flexible, '{"a":' + " " * 21 + "[]}")  # run longer than max_whitespace=20
-    assert not accepts(flexible, '{"a":\n\n[]}')  # at most one newline per gap
-    wide = compiler.compile_json_schema(schema, max_whitespace=30)
-    assert accepts(wide, '{"a":' + " " * 30 + "[]}")
+    # Flexible is JSON's whitespace: any run of spaces, tabs, newlines and returns per gap.
+    for text in ['{"a":' + " " * 40 + "[]}", '{"a":\n\n\t[ 1 ,\r\n2 ] }', ' {"a":[]}\n']:
+        assert accepts(flexible, text) == (not text.startswith(" ") and not text.endswith("\n")), text
+    assert not accepts(flexible, '{"a":\x0b[]}')  # vertical tab is no JSON whitespace
+    # max_whitespace bounds it for generation: one optional newline, then at most N blanks.
+    bounded = compiler.compile_json_schema(schema, max_whitespace=20)
+    assert accepts(bounded, json.dumps(value, indent=4))
+    assert not accepts(bounded, '{"a":' + " " * 21 + "[]}")
+    assert not accepts(bounded, '{"a":\n\n[]}')
+    assert accepts(compiler.compile_json_schema(schema, max_whitespace=30), '{"a":' + " " * 30 + "[]}")
 
 
 def test_property_order(compiler: lg.Compiler) -> None:

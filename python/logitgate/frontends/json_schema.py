@@ -486,7 +486,7 @@ class _Lowering:
         *,
         limits: Limits,
         whitespace: str,
-        max_whitespace: int,
+        max_whitespace: int | None,
         property_order: str,
         strict: bool,
         lenient: bool,
@@ -498,8 +498,8 @@ class _Lowering:
             raise ValueError(f"property_order must be 'schema' or 'any', got {property_order!r}")
         if oneof not in ("exact", "anyof"):
             raise ValueError(f"oneof must be 'exact' or 'anyof', got {oneof!r}")
-        if not isinstance(max_whitespace, int) or max_whitespace < 0:
-            raise ValueError("max_whitespace must be a non-negative int")
+        if max_whitespace is not None and (not isinstance(max_whitespace, int) or max_whitespace < 0):
+            raise ValueError("max_whitespace must be None or a non-negative int")
         self.limits = limits
         self.index = _Index(root, limits)
         self.compact = whitespace == "compact"
@@ -537,8 +537,11 @@ class _Lowering:
         if self.compact:
             return EMPTY
         if "ws" not in self.rules:
-            blanks = Repeat(CharClass(((0x09, 0x09), (0x20, 0x20))), 0, self.max_ws) if self.max_ws else EMPTY
-            self.rules["ws"] = _seq([_opt(_seq([_opt(Literal(b"\r")), Literal(b"\n")])), blanks])
+            if self.max_ws is None:  # JSON's own whitespace: one loop, so one parser state
+                self.rules["ws"] = Repeat(CharClass(((0x09, 0x0A), (0x0D, 0x0D), (0x20, 0x20))), 0, None)
+            else:
+                blanks = Repeat(CharClass(((0x09, 0x09), (0x20, 0x20))), 0, self.max_ws) if self.max_ws else EMPTY
+                self.rules["ws"] = _seq([_opt(_seq([_opt(Literal(b"\r")), Literal(b"\n")])), blanks])
         return Ref("ws")
 
     def rule(self, name: str, build: Callable[[], Node]) -> Ref:
@@ -2988,7 +2991,7 @@ def schema_to_grammar(
     *,
     limits: Limits,
     whitespace: str = "flexible",
-    max_whitespace: int = 20,
+    max_whitespace: int | None = None,
     property_order: str = "schema",
     strict: bool = False,
     lenient: bool = False,
@@ -3002,8 +3005,8 @@ def schema_to_grammar(
     function again for the error with its JSON pointer.
 
     Options (see docs/json_schema.md): ``whitespace`` "flexible" (any JSON whitespace between
-    tokens, runs bounded by ``max_whitespace`` spaces/tabs after at most one newline) or
-    "compact" (none); ``property_order`` "schema" or "any" (objects of up to 8 listed properties);
+    tokens; with ``max_whitespace`` N, at most one newline then at most N spaces/tabs per gap)
+    or "compact" (none); ``property_order`` "schema" or "any" (objects of up to 8 listed properties);
     ``strict`` forbids properties not listed wherever ``additionalProperties`` is absent;
     ``lenient`` drops unsupported constraints and lists them instead of raising; ``oneof``
     "exact" (branches must be provably disjoint) or "anyof" (treat oneOf as anyOf).
