@@ -126,7 +126,10 @@ _MAX_RULES = 200_000
 _OBJECT_KEY_BLOCK = 8
 _MAX_ORDER_ANY = 8  # property_order="any" tracks subsets of at most this many known properties
 
-# Atoms: a schema object's id() (int), or one of these markers.
+# Atoms: a schema object's number (1, 2, ... in the order the index meets them: document
+# order, then synthetic schemas as lowering makes them), or one of these markers. Numbers, not
+# id()s: atom sets are iterated and sorted, and an order that follows memory addresses made
+# the grammar (its size, even) differ from run to run for one schema.
 _FALSE = -1
 
 
@@ -229,7 +232,8 @@ class _Index:
 
     def __init__(self, root: Any, limits: Limits) -> None:
         self.root = root
-        self.info: dict[int, tuple[Any, str, str]] = {}  # id -> (schema, pointer, base uri)
+        self.info: dict[int, tuple[Any, str, str]] = {}  # atom -> (schema, pointer, base uri)
+        self.atoms: dict[int, int] = {}  # id(schema) -> atom
         self.resources: dict[str, tuple[Any, str]] = {}  # uri without fragment -> (schema, pointer)
         self.anchors: dict[str, tuple[Any, str]] = {}  # absolute uri#anchor -> (schema, pointer)
         self._keep: list[Any] = []  # synthetic schemas stay alive so their ids stay unique
@@ -258,7 +262,7 @@ class _Index:
                 anchor = node.get(key)
                 if isinstance(anchor, str):
                     self.anchors.setdefault(base + "#" + anchor, (node, ptr))
-            self.info.setdefault(id(node), (node, ptr, base))
+            self._register(node, ptr, base)
             for k, v in node.items():
                 if k in _SCHEMA_MAPS and isinstance(v, dict):
                     for name, sub in v.items():
@@ -279,8 +283,21 @@ class _Index:
             return 0  # callers drop the True atom
         if not isinstance(schema, dict):
             raise SchemaError(f"a schema must be an object or a boolean, got {type(schema).__name__}", pointer=pointer)
-        self.info.setdefault(id(schema), (schema, pointer, base))
-        return id(schema)
+        return self._register(schema, pointer, base)
+
+    def _register(self, schema: dict[str, Any], pointer: str, base: str) -> int:
+        """The atom of ``schema``, numbered on first sight (the schema must stay alive: the
+        document holds its own, ``_keep`` the synthetic ones)."""
+        atom = self.atoms.get(id(schema))
+        if atom is None:
+            atom = self.atoms[id(schema)] = len(self.atoms) + 1
+            self.info[atom] = (schema, pointer, base)
+        return atom
+
+    def base_of(self, schema: Any, default: str) -> str:
+        """The base URI the index recorded for ``schema``, else ``default``."""
+        atom = self.atoms.get(id(schema))
+        return default if atom is None else self.info[atom][2]
 
     def synth(self, key: tuple[Any, ...], schema: dict[str, Any], pointer: str, base: str) -> int:
         """A synthetic schema (from dependentRequired, not, ...) memoized by ``key`` so that the
@@ -289,9 +306,9 @@ class _Index:
         if hit is None:
             self._keep.append(schema)
             self._synth[key] = schema
-            self.info[id(schema)] = (schema, pointer, base)
             hit = schema
-        return id(hit)
+            return self._register(schema, pointer, base)
+        return self.atoms[id(hit)]
 
     def resolve(self, ref: str, base: str, pointer: str) -> tuple[Any, str, str]:
         url, frag = urllib.parse.urldefrag(urllib.parse.urljoin(base, ref))
@@ -306,7 +323,7 @@ class _Index:
             hit = self.anchors.get(url + "#" + frag)
             if hit is None:
                 raise SchemaError(f"$ref anchor {ref!r} not found", pointer=pointer, code="schema-ref")
-            return hit[0], hit[1], self.info.get(id(hit[0]), (None, "", url))[2]
+            return hit[0], hit[1], self.base_of(hit[0], url)
         node: Any = doc
         node_ptr = doc_ptr
         node_base = url
@@ -319,8 +336,8 @@ class _Index:
             else:
                 raise SchemaError(f"$ref {ref!r} does not resolve", pointer=pointer, code="schema-ref")
             node_ptr = _ptr_join(node_ptr, tok)
-            if isinstance(node, dict) and id(node) in self.info:
-                node_base = self.info[id(node)][2]
+            if isinstance(node, dict):
+                node_base = self.base_of(node, node_base)
         return node, node_ptr, node_base
 
 
@@ -2395,9 +2412,13 @@ class _Lowering:
 
     def emit_object(self, f: _Facts) -> Node:
         ws = self.ws()
-        # Known names in schema order, then required-only names.
+        # Known names in schema order, then required-only names. When one "properties" object
+        # lists every known name (a branch adding to its parent's, say), its order is the
+        # schema order, whichever part the merge met first.
+        names: set[str] = {k for part in f.objs for k in part.order}
+        parts = sorted(f.objs, key=lambda p: not names <= set(p.props))
         order: list[str] = []
-        for part in f.objs:
+        for part in parts:
             for k in part.order:
                 if k not in order:
                     order.append(k)
@@ -2449,7 +2470,7 @@ class _Lowering:
         cap = (hi + 1) if hi is not None else lo
         # Schema order is defined only when every member comes from one "properties" object;
         # members merged from several (allOf, dependentRequired, required-only names) go in any order.
-        sources = {next((i for i, p in enumerate(f.objs) if k in p.props), -1) for k, _, _ in members}
+        sources = {next((i for i, p in enumerate(parts) if k in p.props), -1) for k, _, _ in members}
         mixed = len(sources) > 1 or -1 in sources
         if (self.order_any or mixed) and 1 < len(members) <= _MAX_ORDER_ANY:
             return self._object_any_order(members, other, lo, hi, cap if counting else 0)
