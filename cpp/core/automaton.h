@@ -113,11 +113,12 @@ class Automaton {
   void BuildStringExcept(const std::vector<std::vector<uint32_t>>& words, int32_t from, int32_t end, int32_t tail);
   // Rules the core adds itself (after the program's), with a start and a final state.
   int32_t NewRule(const std::string& name);
-  // The rules StringExcept tries share (string_except.cc): the escape spellings of one
-  // character, and one character but a sorted set in any spelling; one per character or set
-  // per grammar.
-  int32_t EscapeOf(uint32_t cp);
+  // The rule StringExcept tries share (string_except.cc): one character but a sorted set, in
+  // any spelling; one per set per grammar. And the escapes of a trie node's children.
   int32_t CharOtherThan(const std::vector<uint32_t>& kids);
+  template <typename Fresh>
+  void EscapedChildren(const std::vector<std::pair<uint32_t, int32_t>>& kids, const std::vector<int32_t>& state,
+                       int32_t s, Fresh&& fresh);
   template <typename Exit, typename After>
   void HexDigits(int32_t s, uint32_t lo, int left, Exit&& exit, After&& after);
   void CheckLeftRecursion();
@@ -158,7 +159,6 @@ class Automaton {
   std::vector<std::array<uint64_t, 2>> char_ascii_;
   std::vector<bool> char_utf8_;
   std::vector<int32_t> kernel_offset_, kernel_;
-  std::map<uint32_t, int32_t> escape_of_;                     // EscapeOf's rules
   std::map<std::vector<uint32_t>, int32_t> char_other_than_;  // CharOtherThan's rules
   int32_t byte_class_[256] = {};
   int32_t num_byte_classes_ = 1;

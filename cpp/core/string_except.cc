@@ -8,13 +8,14 @@
 // JSON frontend) follows. The contents may end at a trie node that is no word. Lone surrogate
 // escapes are never read.
 //
-// Layout: one state per trie node, with byte edges for its children's raw spellings. The
-// other spellings are rules shared by the whole grammar, called from the trie: "one escape
-// spelling character c" (returning to c's child) per child character, and "one character in
-// any spelling but those of the characters K" (returning to the tail) per set K of a node's
-// children. A word thus costs a state per character, and a grammar a few rules per distinct
-// character of its words. (The second rule reads a whole character, raw or escaped, and then
-// ends: the automaton's plain-text analyses see a call of it as reading those characters.)
+// Layout: one state per trie node, with byte edges for its children's raw and escaped
+// spellings (a backslash state and the \u digits that spell a child, a few states per node).
+// Every other character leaves the trie through a rule the whole grammar shares, one per set
+// K of a node's children: "one character but those of K, in any spelling" (returning to the
+// tail). A word thus costs a handful of states per character and a configuration inside the
+// trie two heads, whatever the number of children. (That rule reads a whole character, raw or
+// escaped, and then ends: the automaton's plain-text analyses see a call of it as reading
+// those characters.)
 #include <algorithm>
 #include <map>
 #include <string>
@@ -95,45 +96,6 @@ void Automaton::HexDigits(int32_t s, uint32_t lo, int left, Exit&& exit, After&&
     }
     h = e + 1;
   }
-}
-
-// The rule that reads one escape spelling character cp (a short escape, \uXXXX in either
-// case, or a surrogate pair), one per character per grammar.
-int32_t Automaton::EscapeOf(uint32_t cp) {
-  auto it = escape_of_.find(cp);
-  if (it != escape_of_.end()) return it->second;
-  const int32_t r = NewRule("<escape of U+" + Hex(cp) + ">");
-  escape_of_.emplace(cp, r);
-  const int32_t start = rule_start_[r], end = rule_final_[r];
-  auto fresh = [&] {
-    const int32_t q = NewState();
-    state_rule_[q] = r;
-    return q;
-  };
-  const int32_t backslash = fresh();
-  bytes_[start].push_back({'\\', '\\', backslash});
-  for (const auto& [byte, c] : kShortEscapes) {
-    if (c == cp) bytes_[backslash].push_back({byte, byte, end});
-  }
-  const int32_t u = fresh();
-  bytes_[backslash].push_back({'u', 'u', u});
-  // The four digits of `value`, then `then`.
-  auto digits = [&](int32_t from, uint32_t value, int32_t then) {
-    HexDigits(
-        from, 0, 4, [&](uint32_t a, uint32_t b) { return value < a || value > b ? -1 : a == b ? 0 : -2; },
-        [&](int32_t, int) { return then; });
-  };
-  if (cp <= 0xFFFF) {
-    digits(u, cp, end);
-  } else {
-    const uint32_t high = kHighFirst + ((cp - 0x10000) >> 10), low = kLowFirst + ((cp - 0x10000) & 0x3FF);
-    const int32_t slash = fresh(), u2 = fresh(), low_start = fresh();
-    digits(u, high, slash);
-    bytes_[slash].push_back({'\\', '\\', u2});
-    bytes_[u2].push_back({'u', 'u', low_start});
-    digits(low_start, low, end);
-  }
-  return r;
 }
 
 // The rule that reads one character but those of `kids` (sorted) in any spelling, one per
@@ -272,6 +234,62 @@ int32_t Automaton::CharOtherThan(const std::vector<uint32_t>& kids) {
   return r;
 }
 
+// The escape spellings of a trie node's children from state s: '\\' then a short escape
+// or \uXXXX (either case) or a surrogate pair, each to its child's state. The escapes of other
+// characters are not read here (the node's CharOtherThan call reads them).
+template <typename Fresh>
+void Automaton::EscapedChildren(const std::vector<std::pair<uint32_t, int32_t>>& kids, const std::vector<int32_t>& state,
+                                int32_t s, Fresh&& fresh) {
+  auto child_of = [&](uint32_t cp) -> int32_t {
+    auto it = std::lower_bound(kids.begin(), kids.end(), std::make_pair(cp, INT32_MIN));
+    return it != kids.end() && it->first == cp ? state[it->second] : -1;
+  };
+  // Children among the code points [a, b]: one (a == b) gives its state, more -2, none -1.
+  auto kid_in = [&](uint32_t a, uint32_t b) -> int32_t {
+    auto it = std::lower_bound(kids.begin(), kids.end(), std::make_pair(a, INT32_MIN));
+    if (it == kids.end() || it->first > b) return -1;
+    return a == b ? state[it->second] : -2;
+  };
+  const int32_t backslash = fresh();
+  bytes_[s].push_back({'\\', '\\', backslash});
+  for (const auto& [byte, cp] : kShortEscapes) {
+    const int32_t c = child_of(cp);
+    if (c >= 0) bytes_[backslash].push_back({byte, byte, c});
+  }
+  const int32_t u = fresh();
+  bytes_[backslash].push_back({'u', 'u', u});
+  // The digits' exits: a child's state (>= 0, once all four are read), or -3 - h for high
+  // surrogate h of a pair that spells a child (its low half is told apart below).
+  auto exit = [&](uint32_t a, uint32_t b) -> int32_t {
+    if (a >= kLowFirst && b <= kLowLast) return -1;  // lone low surrogates
+    if (a >= kHighFirst && b <= kHighLast) {
+      const int32_t hit = kid_in(0x10000 + ((a - kHighFirst) << 10), 0x10000 + ((b - kHighFirst) << 10) + 0x3FF);
+      if (hit == -1) return -1;
+      return a == b ? -3 - static_cast<int32_t>(a) : -2;
+    }
+    if (b >= kHighFirst && a <= kLowLast) return -2;  // straddles a surrogate boundary
+    return kid_in(a, b);
+  };
+  auto after = [&](int32_t e, int) -> int32_t {
+    if (e >= 0) return e;
+    const auto high = static_cast<uint32_t>(-3 - e);
+    const uint32_t base = 0x10000 + ((high - kHighFirst) << 10);
+    const int32_t slash = fresh(), uu = fresh(), low = fresh();
+    bytes_[slash].push_back({'\\', '\\', uu});
+    bytes_[uu].push_back({'u', 'u', low});
+    HexDigits(
+        low, 0, 4,
+        [&](uint32_t a, uint32_t b) -> int32_t {
+          if (b < kLowFirst || a > kLowLast) return -1;
+          if (a < kLowFirst || b > kLowLast) return -2;
+          return kid_in(base + (a - kLowFirst), base + (b - kLowFirst));
+        },
+        [](int32_t target, int) { return target; });
+    return slash;
+  };
+  HexDigits(u, 0, 4, exit, after);
+}
+
 void Automaton::BuildStringExcept(const std::vector<std::vector<uint32_t>>& words, int32_t from, int32_t end,
                                   int32_t tail) {
   std::vector<TrieNode> trie(1);
@@ -321,9 +339,8 @@ void Automaton::BuildStringExcept(const std::vector<std::vector<uint32_t>>& word
         }
         bytes_[q].push_back({utf8[n - 1], utf8[n - 1], state[child]});
       }
-      const int32_t escape = EscapeOf(cp);  // (adds states: calls_ may move)
-      calls_[s].push_back({escape, state[child]});
     }
+    if (!kid_cps.empty()) EscapedChildren(node.kids, state, s, fresh);
     // Every other character, in any spelling, leaves the trie.
     const int32_t other = CharOtherThan(kid_cps);
     calls_[s].push_back({other, tail});
