@@ -2500,6 +2500,16 @@ class _Lowering:
         def tname(b: int, c: int) -> str:
             return f"{base}t{b}_{c}"
 
+        # Member j followed by the position after it: the same node in every position of j's
+        # block that may reach it (built once: objects of many members repeat it block-fold).
+        then_memo: dict[tuple[int, int], Node] = {}
+
+        def then(j: int, c2: int) -> Node:
+            node = then_memo.get((j, c2))
+            if node is None:
+                node = then_memo[(j, c2)] = _seq([members[j][1], Ref(pname(j + 1, True, c2))])
+            return node
+
         def nexts(i: int, c: int) -> list[Node]:
             """Members that may come next from position i within i's block, then the chain."""
             c2 = min(c + 1, cap) if counting else 0
@@ -2507,7 +2517,7 @@ class _Lowering:
             last = min((b + 1) * block, n)
             out: list[Node] = []
             for j in range(i, min(last, optional_until[i] + 1)):
-                out.append(_seq([members[j][1], Ref(pname(j + 1, True, c2))]))
+                out.append(then(j, c2))
             if optional_until[i] >= last and b + 1 < n_blocks:
                 out.append(Ref(tname(b + 1, c)))
             return out
