@@ -7,6 +7,7 @@ core. Identical inputs (same IR, same limits) return the same :class:`CompiledGr
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import hashlib
 import threading
@@ -68,6 +69,14 @@ class CompiledGrammar:
         )
 
 
+@functools.lru_cache(maxsize=64)
+def _limits_forms(limits: Limits) -> tuple[bytes, tuple[int, ...]]:
+    """The limits as part of a cache key, and the core's fields (astuple deep-copies: per
+    compile it cost about as much as hashing the program)."""
+    fields = astuple(limits)
+    return repr(fields).encode(), tuple(fields[1:8])
+
+
 @contextlib.contextmanager
 def _gc_paused() -> Iterator[None]:
     """Pauses the cyclic garbage collector: lowering allocates many small acyclic objects
@@ -99,6 +108,7 @@ class Compiler:
     def __init__(self, vocab: Vocabulary, limits: Limits | None = None, cache_size: int = 256) -> None:
         self.vocab = vocab
         self.limits = limits or DEFAULT_LIMITS
+        self._limits_key, self._core_limits = _limits_forms(self.limits)
         self._cache: OrderedDict[str, CompiledGrammar] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
@@ -107,14 +117,14 @@ class Compiler:
         """Compiles an IR grammar (cached by content)."""
         with _gc_paused():
             program, names = serialize(grammar, self.limits)
-        key = hashlib.blake2b(program + "\0".join(names).encode() + repr(astuple(self.limits)).encode())
+        key = hashlib.blake2b(program + "\0".join(names).encode() + self._limits_key)
         digest = key.hexdigest()
         with self._lock:
             hit = self._cache.get(digest)
             if hit is not None:
                 self._cache.move_to_end(digest)
                 return hit
-        core = _core.compile(self.vocab._core, program, names, list(astuple(self.limits)[1:8]))
+        core = _core.compile(self.vocab._core, program, names, self._core_limits)
         compiled = CompiledGrammar(core, grammar, self.vocab, self.limits)
         with self._lock:
             # Another thread may have compiled the same grammar meanwhile: keep one object.
