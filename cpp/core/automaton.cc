@@ -267,18 +267,7 @@ void Automaton::Build(const std::vector<int32_t>& program) {
   static constexpr int64_t kInlineMaxExpansion = 4096;  // estimated states per call site, copies included
   static constexpr int64_t kInlineTiny = 16;
 
-  // A character class's UTF-8 automaton with its states numbered locally: 0 is the state it
-  // starts from, 1 its end, the inner states (shared suffixes of multi-byte sequences) follow.
-  struct ClassPlan {
-    struct Edge {
-      int32_t from, to;
-      uint8_t lo, hi;
-    };
-    int32_t inner_states = 0;
-    std::vector<Edge> edges;
-  };
-  std::map<std::vector<int32_t>, ClassPlan> class_plans;  // by the class's program ints
-  std::vector<int32_t> plan_states;
+  std::map<std::vector<int32_t>, Utf8Plan> class_plans;  // character classes', by their program ints
 
   struct Emitter {
     Automaton* a;
@@ -288,10 +277,9 @@ void Automaton::Build(const std::vector<int32_t>& program) {
     const std::vector<RuleShape>& shapes;
     int64_t& inline_budget;
     const std::vector<int32_t>& program_;
-    std::map<std::vector<int32_t>, ClassPlan>& class_plans;
-    std::vector<int32_t>& plan_states;
+    std::map<std::vector<int32_t>, Utf8Plan>& class_plans;
 
-    ClassPlan PlanClass(size_t pos) {
+    Utf8Plan PlanClass(size_t pos) {
       const bool negated = rd.At(pos + 1) != 0;
       const int32_t n = rd.At(pos + 2);
       CodePointRanges ranges;
@@ -300,27 +288,7 @@ void Automaton::Build(const std::vector<int32_t>& program) {
         if (lo < 0 || hi > 0x10FFFF || lo > hi) throw CoreError::Grammar("bad-program", "bad code point range");
         ranges.push_back({static_cast<uint32_t>(lo), static_cast<uint32_t>(hi)});
       }
-      ClassPlan plan;
-      // Share suffixes: the state that reads suffix seq[k..] and then ends is built once.
-      std::map<std::vector<std::pair<int, int>>, int32_t> suffix_state;
-      for (const auto& seq : Utf8Sequences(NormalizeCodePoints(std::move(ranges), negated))) {
-        int32_t next = 1;
-        std::vector<std::pair<int, int>> suffix;
-        for (size_t k = seq.size(); k-- > 1;) {
-          suffix.insert(suffix.begin(), {seq[k].lo, seq[k].hi});
-          auto it = suffix_state.find(suffix);
-          if (it != suffix_state.end()) {
-            next = it->second;
-            continue;
-          }
-          const int32_t s = 2 + plan.inner_states++;
-          plan.edges.push_back({s, next, seq[k].lo, seq[k].hi});
-          suffix_state.emplace(suffix, s);
-          next = s;
-        }
-        plan.edges.push_back({0, next, seq[0].lo, seq[0].hi});
-      }
-      return plan;
+      return PlanUtf8(NormalizeCodePoints(std::move(ranges), negated));
     }
 
     // The edges of the class node at `pos` (kOpByteClass or kOpCharClass) from `from` to `to`,
@@ -355,11 +323,7 @@ void Automaton::Build(const std::vector<int32_t>& program) {
                                program_.begin() + static_cast<std::ptrdiff_t>(pos + 3 + 2 * std::max(0, n)));
       auto [it, inserted] = class_plans.try_emplace(std::move(key));
       if (inserted) it->second = PlanClass(pos);
-      const ClassPlan& plan = it->second;
-      plan_states.assign(1, from);
-      plan_states.push_back(to);
-      for (int32_t k = 0; k < plan.inner_states; ++k) plan_states.push_back(New());
-      for (const ClassPlan::Edge& e : plan.edges) a->bytes_[plan_states[e.from]].push_back({e.lo, e.hi, plan_states[e.to]});
+      a->AddPlan(it->second, from, to, [&] { return New(); });
     }
 
     int32_t New() {
@@ -527,7 +491,7 @@ void Automaton::Build(const std::vector<int32_t>& program) {
 
   size_t pos = 2;
   for (int32_t r = 0; r < n_rules; ++r) {
-    Emitter em{this, rd, skip, r, shapes, inline_budget, program, class_plans, plan_states};
+    Emitter em{this, rd, skip, r, shapes, inline_budget, program, class_plans};
     rule_start_[r] = em.New();
     int32_t end = em.Emit(pos, rule_start_[r], 0);
     final_[end] = true;
@@ -807,6 +771,28 @@ void Automaton::Determinize() {
   std::vector<Span> spans, active;
   std::vector<int32_t> targets, prev_targets;
   std::vector<std::pair<int32_t, int32_t>> calls;
+  // Copies rule r's states unchanged, as a DFA (`deterministic`: its epsilon edges lead only
+  // to states that end the rule, so they become final flags) or as the NFA it is.
+  auto copy_rule = [&](int32_t r, bool deterministic) {
+    const size_t base = out_bytes.size();
+    if (static_cast<int64_t>(base + states_of[r].size()) > limits_.max_automaton_states) {
+      throw CoreError::Limit("max_automaton_states", limits_.max_automaton_states,
+                             "the grammar's automaton is too large (large bounded repetitions?)");
+    }
+    for (size_t k = 0; k < states_of[r].size(); ++k) remap[states_of[r][k]] = static_cast<int32_t>(base + k);
+    for (int32_t s : states_of[r]) {
+      const int32_t d = new_out(r);
+      out_det[d] = deterministic;
+      out_bytes[d].reserve(bytes_[s].size());
+      for (const ByteEdge& e : bytes_[s]) out_bytes[d].push_back({e.lo, e.hi, remap[e.target]});
+      for (const CallEdge& c : calls_[s]) out_calls[d].push_back({c.rule, remap[c.ret]});
+      if (!deterministic) {
+        for (int32_t t : eps_[s]) out_eps[d].push_back(remap[t]);
+      }
+      out_final[d] = final_[s] || (deterministic && !eps_[s].empty());
+    }
+    out_start[r] = remap[rule_start_[r]];
+  };
   // A rule whose NFA is a DFA already (no epsilon edges but to states that only end the rule,
   // disjoint byte edges, one call per callee: sequences of literals, classes and calls, the
   // natively built StringExcept tries) is copied as it is, its states one DFA state each:
@@ -829,20 +815,7 @@ void Automaton::Determinize() {
         }
       }
     }
-    const size_t base = out_bytes.size();
-    if (static_cast<int64_t>(base + states_of[r].size()) > limits_.max_automaton_states) {
-      throw CoreError::Limit("max_automaton_states", limits_.max_automaton_states,
-                             "the grammar's automaton is too large (large bounded repetitions?)");
-    }
-    for (size_t k = 0; k < states_of[r].size(); ++k) remap[states_of[r][k]] = static_cast<int32_t>(base + k);
-    for (int32_t s : states_of[r]) {
-      const int32_t d = new_out(r);
-      out_bytes[d].reserve(bytes_[s].size());
-      for (const ByteEdge& e : bytes_[s]) out_bytes[d].push_back({e.lo, e.hi, remap[e.target]});
-      for (const CallEdge& c : calls_[s]) out_calls[d].push_back({c.rule, remap[c.ret]});
-      out_final[d] = final_[s] || !eps_[s].empty();  // epsilon edges lead only to ends
-    }
-    out_start[r] = remap[rule_start_[r]];
+    copy_rule(r, true);
     return true;
   };
   for (int32_t r = 0; r < n_rules; ++r) {
@@ -971,20 +944,7 @@ void Automaton::Determinize() {
     out_final.resize(base);
     out_rule.resize(base);
     out_det.resize(base);
-    if (static_cast<int64_t>(base + states_of[r].size()) > limits_.max_automaton_states) {
-      throw CoreError::Limit("max_automaton_states", limits_.max_automaton_states,
-                             "the grammar's automaton is too large (large bounded repetitions?)");
-    }
-    for (size_t k = 0; k < states_of[r].size(); ++k) remap[states_of[r][k]] = static_cast<int32_t>(base + k);
-    for (int32_t s : states_of[r]) {
-      const int32_t d = new_out(r);
-      out_det[d] = false;
-      for (ByteEdge e : bytes_[s]) out_bytes[d].push_back({e.lo, e.hi, remap[e.target]});
-      for (int32_t t : eps_[s]) out_eps[d].push_back(remap[t]);
-      for (const CallEdge& c : calls_[s]) out_calls[d].push_back({c.rule, remap[c.ret]});
-      out_final[d] = final_[s];
-    }
-    out_start[r] = remap[rule_start_[r]];
+    copy_rule(r, false);
   }
   bytes_ = std::move(out_bytes);
   eps_ = std::move(out_eps);

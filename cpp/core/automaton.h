@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "error.h"
+#include "utf8_ranges.h"
 
 namespace logitgate {
 
@@ -111,6 +112,14 @@ class Automaton {
   // the trie of `words` starts at `from`, a node that is no word may continue at `end`, and
   // every character that leaves the trie continues at `tail` (where the tail node starts).
   void BuildStringExcept(const std::vector<std::vector<uint32_t>>& words, int32_t from, int32_t end, int32_t tail);
+  // Adds a UTF-8 plan's edges from `from` to `to` (which may be the same state: a loop), its
+  // inner states made by `fresh`.
+  template <typename Fresh>
+  void AddPlan(const Utf8Plan& plan, int32_t from, int32_t to, Fresh&& fresh) {
+    plan_states_.assign({from, to});
+    for (int32_t k = 0; k < plan.inner_states; ++k) plan_states_.push_back(fresh());
+    for (const Utf8Plan::Edge& e : plan.edges) bytes_[plan_states_[e.from]].push_back({e.lo, e.hi, plan_states_[e.to]});
+  }
   // Rules the core adds itself (after the program's), with a start and a final state.
   int32_t NewRule(const std::string& name);
   // The rule StringExcept tries share (string_except.cc): one character but a sorted set, in
@@ -160,6 +169,7 @@ class Automaton {
   std::vector<bool> char_utf8_;
   std::vector<int32_t> kernel_offset_, kernel_;
   std::map<std::vector<uint32_t>, int32_t> char_other_than_;  // CharOtherThan's rules
+  std::vector<int32_t> plan_states_;                           // AddPlan's scratch
   int32_t byte_class_[256] = {};
   int32_t num_byte_classes_ = 1;
   uint64_t alphabet_[4] = {0, 0, 0, 0};

@@ -17,7 +17,6 @@
 // escaped, and then ends: the automaton's plain-text analyses see a call of it as reading
 // those characters.)
 #include <algorithm>
-#include <map>
 #include <string>
 
 #include "automaton.h"
@@ -144,43 +143,10 @@ int32_t Automaton::CharOtherThan(const std::vector<uint32_t>& kids) {
       high_left[0] = slash;
     }
   };
-  // Raw: ASCII but '"', '\\' and controls (DEL may stay raw), and every multi-byte character,
-  // with continuation states shared by suffix.
-  for (int b = 0x20; b <= 0x7F; ++b) {
-    if (b == '"' || b == '\\' || std::binary_search(kids.begin(), kids.end(), static_cast<uint32_t>(b))) continue;
-    EdgeList<ByteEdge>& out = bytes_[start];
-    if (!out.empty() && out.back().hi + 1 == b) {
-      out.back().hi = static_cast<uint8_t>(b);
-    } else {
-      out.push_back({static_cast<uint8_t>(b), static_cast<uint8_t>(b), end});
-    }
-  }
-  CodePointRanges others;
-  uint32_t next = 0x80;
-  for (uint32_t cp : kids) {
-    if (cp < 0x80) continue;
-    if (cp > next) others.push_back({next, cp - 1});
-    next = cp + 1;
-  }
-  if (next <= 0x10FFFF) others.push_back({next, 0x10FFFF});
-  std::map<std::vector<std::pair<int, int>>, int32_t> suffix_state;
-  for (const Utf8Sequence& seq : Utf8Sequences(NormalizeCodePoints(std::move(others), false))) {
-    int32_t to = end;
-    std::vector<std::pair<int, int>> suffix;
-    for (size_t k = seq.size(); k-- > 1;) {
-      suffix.insert(suffix.begin(), {seq[k].lo, seq[k].hi});
-      auto found = suffix_state.find(suffix);
-      if (found != suffix_state.end()) {
-        to = found->second;
-        continue;
-      }
-      const int32_t q = fresh();
-      bytes_[q].push_back({seq[k].lo, seq[k].hi, to});
-      suffix_state.emplace(suffix, q);
-      to = q;
-    }
-    bytes_[start].push_back({seq[0].lo, seq[0].hi, to});
-  }
+  // Raw: any character but the kids, '"', '\\' and the controls (DEL may stay raw).
+  CodePointRanges excluded{{0x00, 0x1F}, {'"', '"'}, {'\\', '\\'}};
+  for (uint32_t cp : kids) excluded.push_back({cp, cp});
+  AddPlan(PlanUtf8(NormalizeCodePoints(std::move(excluded), true)), start, end, fresh);
   // Escapes.
   const int32_t backslash = fresh();
   bytes_[start].push_back({'\\', '\\', backslash});

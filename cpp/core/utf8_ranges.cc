@@ -1,6 +1,7 @@
 #include "utf8_ranges.h"
 
 #include <algorithm>
+#include <map>
 
 namespace logitgate {
 
@@ -121,6 +122,30 @@ std::vector<Utf8Sequence> Utf8Sequences(const CodePointRanges& normalized) {
   std::vector<Utf8Sequence> out;
   for (auto [lo, hi] : normalized) SplitRange(lo, hi, &out);
   return out;
+}
+
+Utf8Plan PlanUtf8(const CodePointRanges& normalized) {
+  Utf8Plan plan;
+  // Share suffixes: the state that reads suffix seq[k..] and then ends is built once.
+  std::map<std::vector<std::pair<int, int>>, int32_t> suffix_state;
+  for (const Utf8Sequence& seq : Utf8Sequences(normalized)) {
+    int32_t next = 1;
+    std::vector<std::pair<int, int>> suffix;
+    for (size_t k = seq.size(); k-- > 1;) {
+      suffix.insert(suffix.begin(), {seq[k].lo, seq[k].hi});
+      auto it = suffix_state.find(suffix);
+      if (it != suffix_state.end()) {
+        next = it->second;
+        continue;
+      }
+      const int32_t s = 2 + plan.inner_states++;
+      plan.edges.push_back({s, next, seq[k].lo, seq[k].hi});
+      suffix_state.emplace(suffix, s);
+      next = s;
+    }
+    plan.edges.push_back({0, next, seq[0].lo, seq[0].hi});
+  }
+  return plan;
 }
 
 }  // namespace logitgate

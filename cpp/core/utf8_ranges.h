@@ -30,4 +30,17 @@ int EncodeUtf8(uint32_t cp, uint8_t* out);
 // The UTF-8 byte-range sequences matching exactly the (normalized) set.
 std::vector<Utf8Sequence> Utf8Sequences(const CodePointRanges& normalized);
 
+// The same set as a small automaton with locally numbered states: 0 is where it starts, 1
+// where it ends, and the inner states (2, 3, ...) read the multi-byte sequences' continuation
+// bytes, one state per distinct suffix (so `inner_states` stays small whatever the set).
+struct Utf8Plan {
+  struct Edge {
+    int32_t from, to;
+    uint8_t lo, hi;
+  };
+  int32_t inner_states = 0;
+  std::vector<Edge> edges;
+};
+Utf8Plan PlanUtf8(const CodePointRanges& normalized);
+
 }  // namespace logitgate
