@@ -487,6 +487,12 @@ def test_lenient_lists_dropped(compiler: lg.Compiler) -> None:
         ),
         ({"type": "string", "format": "iri"}, lg.UnsupportedSchemaError, "/format"),
         ({"type": "number", "multipleOf": 0.1}, lg.UnsupportedSchemaError, "/multipleOf"),
+        # a pattern ∩ length product over the rule budget (about 30k (state, length) pairs)
+        (
+            {"type": "string", "pattern": "^(?:\\S+\\s+){0,99}\\S+$", "maxLength": 300},
+            lg.UnsupportedSchemaError,
+            "/pattern",
+        ),
         (False, lg.SchemaError, ""),
         ({"type": "string", "minLength": 5, "maxLength": 2}, lg.SchemaError, ""),
         ({"not": {}}, lg.SchemaError, ""),
@@ -498,6 +504,36 @@ def test_errors_carry_pointers(compiler: lg.Compiler, schema: Any, error: type, 
         compiler.compile_json_schema(schema)
     assert type(e.value) is error
     assert e.value.pointer == pointer
+
+
+@pytest.mark.parametrize(
+    ("pattern", "lo", "hi"),
+    [("^[a-z]+(\\.[a-z]+)*$", 3, 5), ("^(ab|c)*d?$", 2, None), ("^(?:\\S+\\s+){0,3}\\S+$", 0, 12)],
+)
+def test_length_product_count_is_the_rules_built(pattern: str, lo: int, hi: int | None) -> None:
+    # The pre-count decides whether the product is built at all: it must count exactly the
+    # (state, length) rules the product builds, or a fitting product would be refused.
+    from logitgate.frontends import json_schema as js
+    from logitgate.frontends.regex import regex_to_node
+
+    limits = lg.Limits()
+    node, _ = regex_to_node(pattern, limits, anchored_search=True)
+    lowering = js._Lowering(
+        {},
+        limits=limits,
+        whitespace="flexible",
+        max_whitespace=None,
+        property_order="schema",
+        strict=False,
+        lenient=False,
+        oneof="exact",
+    )
+    assert lowering.nfa_with_length([node], lo, hi) is not None
+    built = [n for n in lowering.rules if n.startswith("nl")]  # its rules; encoded classes add others
+    nfa = js._Nfa.build(node, limits)
+    assert nfa is not None
+    cap = hi if hi is not None else lo
+    assert js._length_product_size(nfa, hi, cap) == len(built)
 
 
 def test_empty_language_code(compiler: lg.Compiler) -> None:

@@ -2199,6 +2199,8 @@ class _Lowering:
                 return None
             nfas.append(nfa)
         cap = hi if hi is not None else lo  # lengths above lo are equivalent when hi is open
+        if len(nfas) == 1 and _length_product_size(nfas[0], hi, cap) > _NFA_PRODUCT_RULES:
+            return None  # known too large before a rule is built (labels never meet empty here)
         base = f"nl{len(self.rules)}_"
 
         def name(qs: tuple[int, ...], k: int) -> str:
@@ -2210,7 +2212,7 @@ class _Lowering:
         rules: dict[str, Node] = {}
         while work:
             qs, k = work.pop()
-            if len(made) > 4000:
+            if len(made) > _NFA_PRODUCT_RULES:
                 return None
             alts: list[Node] = []
             cls = [n.closure(q) for n, q in zip(nfas, qs, strict=True)]
@@ -2220,16 +2222,16 @@ class _Lowering:
                 k2 = min(k + 1, cap) if hi is None else k + 1
                 # moves of the product: a transition of every NFA, labels intersected
                 combos: list[tuple[list[tuple[int, int]], tuple[int, ...]]] = [([(0, 0x10FFFF)], ())]
-                for n, c in zip(nfas, cls, strict=True):
+                for i, (n, c) in enumerate(zip(nfas, cls, strict=True)):
                     nxt = []
                     for ranges, targets in combos:
                         for x in sorted(c):
                             for lab, t in n.moves[x]:
-                                inter = _intersect_ranges(ranges, list(lab))
+                                inter = list(lab) if i == 0 else _intersect_ranges(ranges, list(lab))
                                 if inter:
                                     nxt.append((inter, (*targets, t)))
                     combos = nxt
-                    if len(combos) > 4000:
+                    if len(combos) > _NFA_PRODUCT_RULES:
                         return None
                 for ranges, targets in combos:
                     if (targets, k2) not in made:
@@ -2808,6 +2810,25 @@ class _Nfa:
 
 class _NfaTooLarge(Exception):
     pass
+
+
+_NFA_PRODUCT_RULES = 4000  # most (NFA states, length) rules one pattern-with-length product may build
+
+
+def _length_product_size(nfa: _Nfa, hi: int | None, cap: int) -> int:
+    """How many (state, length) pairs ``nfa_with_length`` would reach for one NFA, counted
+    with plain sets and stopping once past the budget, so a product that cannot fit fails in
+    a few ms instead of after building thousands of rules."""
+    layer = {nfa.start}
+    seen: set[tuple[int, int]] = {(nfa.start, 0)}
+    k = 0
+    while layer and (hi is None or k < hi) and len(seen) <= _NFA_PRODUCT_RULES:
+        k2 = min(k + 1, cap) if hi is None else k + 1
+        nxt = {t for q in layer for x in nfa.closure(q) for _, t in nfa.moves[x]}
+        layer = {t for t in nxt if (t, k2) not in seen}
+        seen.update((t, k2) for t in layer)
+        k = k2
+    return len(seen)
 
 
 def _depth_guard(depth: int, limits: Limits) -> None:
