@@ -157,7 +157,10 @@ std::string Matcher::ForcedBytes(int64_t max_bytes) {
 // such subtrees cost one bit per token instead of one transition per trie node. Where most of
 // the vocabulary is allowed the bits are not set one by one: the walk starts from every text
 // token (or, per first byte that starts many tokens, from that byte's precomputed mask) and
-// clears dead subtrees, so shortcut subtrees cost nothing at all. Writes text tokens only.
+// clears dead subtrees, so shortcut subtrees cost nothing at all. Configurations that loop on
+// plain text, walk a chain of plain positions or loop on a wide ASCII set are decided from
+// the vocabulary's precomputed splits first (PlainLoop, PlainChain, PlainStepWithExceptions,
+// LoopWalk). Writes text tokens only.
 void Matcher::Walk(int32_t config, uint32_t* words) {
   const Vocabulary& v = *grammar_->vocab;
   // Slot d holds the configuration after the walk's current node at depth d; a slot is
@@ -193,6 +196,7 @@ void Matcher::Walk(int32_t config, uint32_t* words) {
     return;
   }
   if (PlainStepWithExceptions(config, words)) return;
+  if (LoopWalk(config, words)) return;
   const uint64_t* live = parser.LiveBytes(config);
   int64_t reachable = 0;  // tokens whose first byte some head consumes
   for (int q = 0; q < 4; ++q) {
@@ -226,30 +230,88 @@ void Matcher::Walk(int32_t config, uint32_t* words) {
   // (Over a partial alphabet the byte's mask is narrowed to the alphabet's, so the clearing
   // walks skip unread bytes unseen.)
   std::memset(words, 0, n_words * sizeof(uint32_t));
-  const Automaton& a = parser.automaton();
-  const uint32_t* readable = nullptr;
   for (int q = 0; q < 4; ++q) {
     for (uint64_t bits = live[q]; bits != 0; bits &= bits - 1) {
-      const auto first = static_cast<uint8_t>(64 * q + __builtin_ctzll(bits));
-      const int32_t root = v.trie_root_child(first);
-      if (root < 0) continue;
-      const uint32_t* m = v.first_byte_mask(first);
-      if (m != nullptr && 2 * ReachableWithFirstByte(config, first) > v.tokens_with_first_byte(first)) {
-        if (readable == nullptr && !a.full_alphabet()) {
-          readable = v.alphabet_mask(a.alphabet());
-          clear_from_alphabet_ = readable != nullptr;
+      WalkFirstByte(static_cast<uint8_t>(64 * q + __builtin_ctzll(bits)), words);
+    }
+  }
+}
+
+void Matcher::WalkFirstByte(uint8_t first, uint32_t* words) {
+  const Vocabulary& v = *grammar_->vocab;
+  const int32_t root = v.trie_root_child(first);
+  if (root < 0) return;
+  const int32_t config = walk_config_[0];
+  const uint32_t* m = v.first_byte_mask(first);
+  if (m != nullptr && 2 * ReachableWithFirstByte(config, first) > v.tokens_with_first_byte(first)) {
+    const size_t n_words = static_cast<size_t>(v.mask_words());
+    // Over a partial alphabet the byte's mask is narrowed to the alphabet's, so the clearing
+    // walk skips subtrees under unread bytes unseen (their tokens are then clear already).
+    const Automaton& a = parser_->automaton();
+    const uint32_t* readable = a.full_alphabet() ? nullptr : v.alphabet_mask(a.alphabet());
+    clear_from_alphabet_ = readable != nullptr;
+    if (clear_from_alphabet_) {
+      OrAnd(words, m, readable, n_words);
+    } else {
+      Or(words, m, n_words);
+    }
+    WalkSubtree<true>(root, v.trie_nodes()[root].subtree_end, config, words);
+  } else {
+    WalkSubtree<false>(root, v.trie_nodes()[root].subtree_end, config, words);
+  }
+}
+
+bool Matcher::LoopWalk(int32_t config, uint32_t* words) {
+  const Vocabulary& v = *grammar_->vocab;
+  Parser& parser = *parser_;
+  const uint64_t* live = parser.LiveBytes(config);
+  // Only configurations that read no multi-byte character: every token holding one is then
+  // dead at its first non-ASCII byte, a boundary node skipped unvisited (a loop that reads
+  // them has boundary nodes all over the vocabulary, and the clearing walk serves it better).
+  if ((live[2] | live[3]) != 0 || __builtin_popcountll(live[0]) + __builtin_popcountll(live[1]) < 16) return false;
+  const Parser::StepSet step = parser.Steps(config, false);
+  if (step.successor != config) return false;
+  const uint64_t loop[2] = {step.bytes[0], step.bytes[1]};  // ASCII bytes b: Next(config, b) == config
+  if (__builtin_popcountll(loop[0]) + __builtin_popcountll(loop[1]) < 8) return false;
+  // Worth a split only where the loop's bytes start a good part of the vocabulary (else the
+  // walk below them is short anyway).
+  int64_t inside = 0;
+  for (int q = 0; q < 2; ++q) {
+    for (uint64_t w = loop[q]; w != 0; w &= w - 1) {
+      inside += v.tokens_with_first_byte(static_cast<uint8_t>(64 * q + __builtin_ctzll(w)));
+    }
+  }
+  if (8 * inside < v.num_text_tokens()) return false;
+  const Vocabulary::LoopSplit* split = v.loop_split(loop);
+  if (split == nullptr) return false;
+  const size_t n_words = static_cast<size_t>(v.mask_words());
+  std::memcpy(words, split->mask.data(), n_words * sizeof(uint32_t));
+  walk_nodes_ += static_cast<int64_t>(n_words) / 16;  // bits cost like nodes, a word at a time
+  // Every boundary node's parent path is L bytes, which lead back to `config`: its subtree is
+  // walked as if from a child of `config` at its depth.
+  const std::atomic<int32_t>* row = parser.Row(config);
+  const int32_t capacity = parser.plain_capacity(config);
+  const Vocabulary::TrieNode* node = v.trie_nodes();
+  for (int q = 0; q < 4; ++q) {
+    const uint64_t others = live[q] & ~(q < 2 ? loop[q] : 0);
+    for (uint64_t w = others; w != 0; w &= w - 1) {
+      const int b = 64 * q + __builtin_ctzll(w);
+      for (int32_t k = split->begin[b]; k < split->begin[b + 1]; ++k) {
+        const int32_t j = split->boundary[k];
+        const int32_t d = node[j].depth;
+        if (d == 1) {
+          WalkFirstByte(static_cast<uint8_t>(b), words);
+          continue;
         }
-        if (clear_from_alphabet_) {
-          OrAnd(words, m, readable, n_words);
-        } else {
-          Or(words, m, n_words);
-        }
-        WalkSubtree<true>(root, v.trie_nodes()[root].subtree_end, config, words);
-      } else {
-        WalkSubtree<false>(root, v.trie_nodes()[root].subtree_end, config, words);
+        walk_config_[d - 1] = config;
+        walk_row_[d - 1] = row;
+        walk_capacity_[d - 1] = capacity;
+        clear_from_alphabet_ = false;
+        WalkSubtree<false>(j, node[j].subtree_end, config, words);
       }
     }
   }
+  return true;
 }
 
 // True when `config` returns to itself on every plain character (each plain byte and each

@@ -76,6 +76,15 @@ class Matcher {
   void WalkSuffixes(uint32_t* words, bool chained);
   void SetPlainTokensUpTo(int32_t chars, uint32_t* words);
   bool PlainStepWithExceptions(int32_t config, uint32_t* words);
+  // A configuration that returns to itself on a wide set of ASCII bytes other than plain text
+  // (a pattern's `[\w.-]*`, an identifier, a line of free text): its loop split's mask, and
+  // the boundary nodes on the bytes it can read walked from it (Vocabulary::loop_split). False
+  // (nothing written) when that does not apply or would not pay.
+  bool LoopWalk(int32_t config, uint32_t* words);
+  // Walks the depth-1 trie node on byte `first` from walk_config_[0]: set word by word from
+  // the byte's precomputed mask and walked in clearing mode where most of its tokens may be
+  // allowed, walked in setting mode otherwise.
+  void WalkFirstByte(uint8_t first, uint32_t* words);
   int64_t ReachableEstimate(int32_t config);
   int64_t ReachableWithFirstByte(int32_t config, uint8_t b);
   // kClear: `words` starts as every text token and the walk clears what is not allowed (for

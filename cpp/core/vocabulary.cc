@@ -334,4 +334,49 @@ const uint32_t* Vocabulary::alphabet_mask(const uint64_t* alphabet) const {
   return out;
 }
 
+const Vocabulary::LoopSplit* Vocabulary::loop_split(const uint64_t* ascii) const {
+  const std::array<uint64_t, 2> key{ascii[0], ascii[1]};
+  std::lock_guard<std::mutex> lock(loop_split_mu_);
+  auto it = loop_splits_.find(key);
+  if (it != loop_splits_.end()) return it->second.get();
+  if (loop_splits_.size() >= kMaxLoopSplits) return nullptr;
+  auto split = std::make_unique<LoopSplit>();
+  std::vector<uint32_t>& mask = split->mask;
+  mask.assign(static_cast<size_t>(mask_words()), 0);
+  auto set_tokens = [&](int32_t begin, int32_t end) {  // trie_tokens_[begin, end)
+    for (int32_t k = begin; k < end; ++k) mask[trie_tokens_[k] >> 5] |= 1u << (trie_tokens_[k] & 31);
+  };
+  // Preorder scan: a node is reached only through nodes of L's bytes (a skipped subtree
+  // resumes at its next sibling or an ancestor's), so a node on another byte is a boundary,
+  // and the tokens of the nodes on L's bytes are the mask's.
+  auto in_set = [&key](uint8_t b) { return b < 128 && (key[b >> 6] >> (b & 63) & 1); };
+  std::vector<int32_t> count(256, 0);
+  std::vector<int32_t> found;
+  for (int32_t i = 0, n = trie_size(); i < n;) {
+    const TrieNode& at = trie_nodes_[i];
+    if (!in_set(at.byte)) {
+      found.push_back(i);
+      ++count[at.byte];
+      i = at.subtree_end;
+      continue;
+    }
+    const uint64_t* below = trie_descendant_bytes(i);
+    if (below == nullptr || ((below[0] & ~key[0]) | (below[1] & ~key[1]) | below[2] | below[3]) == 0) {
+      set_tokens(trie_token_begin_[i], trie_token_begin_[at.subtree_end]);  // L's bytes only below
+      i = at.subtree_end;
+      continue;
+    }
+    set_tokens(trie_token_begin_[i], trie_token_begin_[i + 1]);  // the node's own tokens
+    ++i;
+  }
+  split->begin[0] = 0;
+  for (int b = 0; b < 256; ++b) split->begin[b + 1] = split->begin[b] + count[b];
+  split->boundary.resize(found.size());
+  std::vector<int32_t> next(split->begin.begin(), split->begin.end() - 1);
+  for (int32_t i : found) split->boundary[next[trie_nodes_[i].byte]++] = i;  // node order within a byte
+  const LoopSplit* out = split.get();
+  loop_splits_.emplace(key, std::move(split));
+  return out;
+}
+
 }  // namespace logitgate

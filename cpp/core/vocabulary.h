@@ -153,6 +153,23 @@ class Vocabulary {
   // the ASCII tokens' byte sets and kept (grammars of one kind share alphabets). Thread-safe.
   static constexpr size_t kMaxAlphabetMasks = 64;
   const uint32_t* alphabet_mask(const uint64_t* alphabet) const;
+  // A *loop split* over an ASCII byte set L: what a configuration that returns to itself on
+  // every byte of L needs to decide every token. `mask` holds the text tokens of L's bytes only
+  // (all allowed from such a configuration); every other token has a first byte outside L
+  // after a prefix of L bytes (which leads back to the configuration), at a *boundary node*:
+  // a trie node whose byte is not in L below a path of L bytes (depth-1 nodes on other bytes
+  // included). Its subtree is decided by walking it from the configuration. The boundary nodes
+  // are grouped by byte, boundary[begin[b], begin[b + 1]) on byte b, so that a configuration
+  // skips the bytes it cannot read without visiting their nodes. Computed on first use per
+  // set (one scan of the trie that skips subtrees of L's bytes only) and kept, at most
+  // kMaxLoopSplits of them (nullptr once full). Thread-safe.
+  struct LoopSplit {
+    std::vector<uint32_t> mask;
+    std::vector<int32_t> boundary;
+    std::array<int32_t, 257> begin;
+  };
+  static constexpr size_t kMaxLoopSplits = 32;
+  const LoopSplit* loop_split(const uint64_t* ascii) const;
   // The mask (mask_words() words) of the tokens whose first byte is b, for the first bytes that
   // start many tokens (clearing them word by word beats clearing them token by token), or
   // nullptr.
@@ -197,6 +214,8 @@ class Vocabulary {
   std::vector<AsciiToken> ascii_tokens_;  // text tokens of ASCII bytes only, with their byte sets
   mutable std::mutex alphabet_mu_;
   mutable std::map<std::array<uint64_t, 4>, std::unique_ptr<std::vector<uint32_t>>> alphabet_masks_;
+  mutable std::mutex loop_split_mu_;
+  mutable std::map<std::array<uint64_t, 2>, std::unique_ptr<LoopSplit>> loop_splits_;
 };
 
 }  // namespace logitgate

@@ -156,6 +156,10 @@ SHORTCUT_PATTERNS = [
     r"(é|[a-z]){2,12}",
     r"[a-zA-Z0-9 ]{1,255}x",
     r"[^a]{3}",
+    # loops over ASCII sets that read no multi-byte character (the loop split walk)
+    r"[a-zA-Z_][a-zA-Z0-9_]*[(= ;]",
+    r"(https?://)?[\w.-]+(/[\w .-]*)*",
+    r"([a-z]+ )*[a-z]+\.",
 ]
 
 
@@ -435,6 +439,8 @@ GEMMA_CASES: dict[str, Callable[[Any], Any]] = {
     "json.gbnf": lambda c: c.compile_ebnf((CORPORA_DIR / "gbnf" / "json.gbnf").read_text(encoding="utf-8")),
     "japanese.gbnf": lambda c: c.compile_ebnf((CORPORA_DIR / "gbnf" / "japanese.gbnf").read_text(encoding="utf-8")),
     "regex-unicode": lambda c: c.compile_regex(r"[^a-z]{2,6}(é|ß|日本)+"),
+    "c.gbnf": lambda c: c.compile_ebnf((CORPORA_DIR / "gbnf" / "c.gbnf").read_text(encoding="utf-8")),
+    "regex-identifiers": lambda c: c.compile_regex(r"([A-Za-z_][A-Za-z0-9_]*(\(|, | = ))+"),
     "choice-unicode": lambda c: c.compile_choice(CHOICES["unicode"]),
 }
 
