@@ -14,12 +14,11 @@ import argparse
 import json
 import sys
 import time
-from dataclasses import astuple
 from pathlib import Path
 
 import logitgate as lg
 from logitgate import _core
-from logitgate.compiler import _gc_paused
+from logitgate.compiler import _gc_paused, _limits_forms
 from logitgate.frontends.json_schema import schema_to_grammar
 from logitgate.grammar.program import serialize
 from logitgate.limits import DEFAULT_LIMITS
@@ -42,7 +41,7 @@ def main() -> int:
     vocab = lg.Vocabulary.from_huggingface(load_tokenizer("smollm2"))
     cases = [c for c in json.loads(args.cases.read_text())["cases"] if c.get("kind") == "json_schema"]
     limits = DEFAULT_LIMITS
-    core_limits = list(astuple(limits)[1:8])
+    _, core_limits = _limits_forms(limits)
     stages: dict[str, list[float]] = {"lower": [], "serialize": [], "core": []}
     ints = 0
     for n, case in enumerate(cases, 1):

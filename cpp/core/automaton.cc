@@ -1179,12 +1179,11 @@ int32_t Automaton::ByteTarget(int32_t s, uint8_t b) const {
 }
 
 int32_t Automaton::CharTarget(int32_t s, uint8_t lead) const {
-  if (lead < 0xC2 || lead > 0xF4) return kMixedTarget;
-  const int need = lead <= 0xDF ? 1 : lead <= 0xEF ? 2 : 3;
-  int lo = lead == 0xE0 ? 0xA0 : lead == 0xF0 ? 0x90 : 0x80;
-  int hi = lead == 0xED ? 0x9F : lead == 0xF4 ? 0x8F : 0xBF;
+  const Utf8Lead shape = Utf8LeadOf(lead);
+  if (shape.continuations == 0) return kMixedTarget;
+  int lo = shape.lo, hi = shape.hi;
   int32_t t = ByteTarget(s, lead);
-  for (int step = 0; step < need && t >= 0; ++step) {
+  for (int step = 0; step < shape.continuations && t >= 0; ++step) {
     // Mid-character: the state must only read bytes (no call to push, no end to pop).
     if (!deterministic_[t] || final_[t] || !calls_[t].empty()) return kMixedTarget;
     // One edge (sorted, disjoint: determinized) covers the continuation range, or none meets it.

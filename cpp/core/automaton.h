@@ -128,6 +128,8 @@ class Automaton {
   template <typename Fresh>
   void EscapedChildren(const std::vector<std::pair<uint32_t, int32_t>>& kids, const std::vector<int32_t>& state,
                        int32_t s, Fresh&& fresh);
+  template <typename Fresh>
+  int32_t BackslashU(int32_t to, Fresh&& fresh);
   template <typename Exit, typename After>
   void HexDigits(int32_t s, uint32_t lo, int left, Exit&& exit, After&& after);
   void CheckLeftRecursion();

@@ -198,12 +198,8 @@ void Matcher::Walk(int32_t config, uint32_t* words) {
   if (PlainStepWithExceptions(config, words)) return;
   if (LoopWalk(config, words)) return;
   const uint64_t* live = parser.LiveBytes(config);
-  int64_t reachable = 0;  // tokens whose first byte some head consumes
-  for (int q = 0; q < 4; ++q) {
-    for (uint64_t w = live[q]; w != 0; w &= w - 1) {
-      reachable += v.tokens_with_first_byte(static_cast<uint8_t>(64 * q + __builtin_ctzll(w)));
-    }
-  }
+  // Tokens whose first byte some head consumes.
+  const int64_t reachable = v.tokens_with_first_byte_in(live, 4);
   const int64_t unreachable = v.num_text_tokens() - reachable;
   if (8 * unreachable < v.num_text_tokens() && 2 * ReachableEstimate(config) > v.num_text_tokens()) {
     // Most of the vocabulary is allowed: start from every text token and clear (from every
@@ -275,13 +271,7 @@ bool Matcher::LoopWalk(int32_t config, uint32_t* words) {
   if (__builtin_popcountll(loop[0]) + __builtin_popcountll(loop[1]) < 8) return false;
   // Worth a split only where the loop's bytes start a good part of the vocabulary (else the
   // walk below them is short anyway).
-  int64_t inside = 0;
-  for (int q = 0; q < 2; ++q) {
-    for (uint64_t w = loop[q]; w != 0; w &= w - 1) {
-      inside += v.tokens_with_first_byte(static_cast<uint8_t>(64 * q + __builtin_ctzll(w)));
-    }
-  }
-  if (8 * inside < v.num_text_tokens()) return false;
+  if (8 * v.tokens_with_first_byte_in(loop, 2) < v.num_text_tokens()) return false;
   const Vocabulary::LoopSplit* split = v.loop_split(loop);
   if (split == nullptr) return false;
   const size_t n_words = static_cast<size_t>(v.mask_words());
@@ -306,7 +296,6 @@ bool Matcher::LoopWalk(int32_t config, uint32_t* words) {
         walk_config_[d - 1] = config;
         walk_row_[d - 1] = row;
         walk_capacity_[d - 1] = capacity;
-        clear_from_alphabet_ = false;
         WalkSubtree<false>(j, node[j].subtree_end, config, words);
       }
     }
@@ -352,13 +341,7 @@ bool Matcher::PlainStepWithExceptions(int32_t config, uint32_t* words) {
   const Parser::StepSet step = parser_->Steps(config, true);
   if (step.successor == Parser::kDead || !HasAllPlainLeads(step.bytes)) return false;
   const uint64_t except[2] = {kPlainBits0 & ~step.bytes[0], kPlainBits1 & ~step.bytes[1]};
-  int64_t except_tokens = 0;
-  for (int q = 0; q < 2; ++q) {
-    for (uint64_t w = except[q]; w != 0; w &= w - 1) {
-      except_tokens += v.tokens_with_first_byte(static_cast<uint8_t>(64 * q + __builtin_ctzll(w)));
-    }
-  }
-  if (4 * except_tokens > v.num_text_tokens() || !PlainChain(step.successor)) return false;
+  if (4 * v.tokens_with_first_byte_in(except, 2) > v.num_text_tokens() || !PlainChain(step.successor)) return false;
   chain_shift_ = 1;
   SetPlainTokensUpTo(chain_len_ + 1, words);
   WalkSuffixes(words, true);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "plain_text.h"
+#include "utf8_ranges.h"
 
 namespace logitgate {
 
@@ -478,9 +479,9 @@ Parser::StepSet Parser::Steps(int32_t config, bool with_leads) {
       }
       const int32_t after = Next(config, static_cast<uint8_t>(lead));
       if (after == kDead) continue;
-      const int need = lead <= 0xDF ? 1 : lead <= 0xEF ? 2 : 3;
-      const uint8_t lo = lead == 0xE0 ? 0xA0 : lead == 0xF0 ? 0x90 : 0x80;
-      const uint8_t hi = lead == 0xED ? 0x9F : lead == 0xF4 ? 0x8F : 0xBF;
+      const Utf8Lead shape = Utf8LeadOf(static_cast<uint8_t>(lead));
+      const int need = shape.continuations;
+      const uint8_t lo = shape.lo, hi = shape.hi;
       bool reaches = false, known = false;
       for (const Memo& m : memo) {
         if (m.after_lead == after && m.need == need && m.lo == lo && m.hi == hi) reaches = m.reaches, known = true;

@@ -61,6 +61,15 @@ int32_t Automaton::NewRule(const std::string& name) {
   return r;
 }
 
+// A new state that reads "\\u" and goes on at `to` (where a surrogate pair's second half is read).
+template <typename Fresh>
+int32_t Automaton::BackslashU(int32_t to, Fresh&& fresh) {
+  const int32_t slash = fresh(), u = fresh();
+  bytes_[slash].push_back({'\\', '\\', u});
+  bytes_[u].push_back({'u', 'u', to});
+  return slash;
+}
+
 // Edges from `s` that read the hex digits of a code point with value in [lo, lo + 16^left)
 // so far. `exit(a, b)` classifies the values [a, b] the next digit leaves possible: a state
 // -1 when none is allowed, -2 to tell them apart digit by digit, or any other value, which
@@ -132,9 +141,8 @@ int32_t Automaton::CharOtherThan(const std::vector<uint32_t>& kids) {
   };
   auto any_low = [&] {
     if (high_left[0] < 0) {
-      const int32_t slash = fresh(), u = fresh(), d_digit = fresh(), third = fresh();
-      bytes_[slash].push_back({'\\', '\\', u});
-      bytes_[u].push_back({'u', 'u', d_digit});
+      const int32_t d_digit = fresh(), third = fresh();
+      const int32_t slash = BackslashU(d_digit, fresh);
       bytes_[d_digit].push_back({'D', 'D', third});
       bytes_[d_digit].push_back({'d', 'd', third});
       const int32_t rest = chain(hex_left, 2, chain);  // (may add states: computed first)
@@ -181,9 +189,8 @@ int32_t Automaton::CharOtherThan(const std::vector<uint32_t>& kids) {
         if (exit >= 0) return after(exit, left);
         // High surrogate `high` (left == 0): "\u", then the low surrogates of non-kid pairs.
         const auto high = static_cast<uint32_t>(-3 - exit);
-        const int32_t slash = fresh(), uu = fresh(), low = fresh();
-        bytes_[slash].push_back({'\\', '\\', uu});
-        bytes_[uu].push_back({'u', 'u', low});
+        const int32_t low = fresh();
+        const int32_t slash = BackslashU(low, fresh);
         const uint32_t base = 0x10000 + ((high - kHighFirst) << 10);
         HexDigits(
             low, 0, 4,
@@ -240,9 +247,8 @@ void Automaton::EscapedChildren(const std::vector<std::pair<uint32_t, int32_t>>&
     if (e >= 0) return e;
     const auto high = static_cast<uint32_t>(-3 - e);
     const uint32_t base = 0x10000 + ((high - kHighFirst) << 10);
-    const int32_t slash = fresh(), uu = fresh(), low = fresh();
-    bytes_[slash].push_back({'\\', '\\', uu});
-    bytes_[uu].push_back({'u', 'u', low});
+    const int32_t low = fresh();
+    const int32_t slash = BackslashU(low, fresh);
     HexDigits(
         low, 0, 4,
         [&](uint32_t a, uint32_t b) -> int32_t {

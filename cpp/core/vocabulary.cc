@@ -7,6 +7,7 @@
 
 #include "error.h"
 #include "plain_text.h"
+#include "utf8_ranges.h"
 
 namespace logitgate {
 
@@ -164,14 +165,9 @@ Utf8State Utf8Step(Utf8State s, uint8_t b) {
     return {static_cast<int8_t>(s.need - 1), 0x80, 0xBF};
   }
   if (b < 0x80) return {0, 0x80, 0xBF};
-  if (b >= 0xC2 && b <= 0xDF) return {1, 0x80, 0xBF};
-  if (b == 0xE0) return {2, 0xA0, 0xBF};
-  if (b == 0xED) return {2, 0x80, 0x9F};
-  if (b >= 0xE1 && b <= 0xEF) return {2, 0x80, 0xBF};
-  if (b == 0xF0) return {3, 0x90, 0xBF};
-  if (b >= 0xF1 && b <= 0xF3) return {3, 0x80, 0xBF};
-  if (b == 0xF4) return {3, 0x80, 0x8F};
-  return {-1, 0, 0};
+  const Utf8Lead lead = Utf8LeadOf(b);
+  if (lead.continuations == 0) return {-1, 0, 0};  // a continuation byte, C0-C1, F5-FF
+  return {static_cast<int8_t>(lead.continuations), lead.lo, lead.hi};
 }
 
 }  // namespace

@@ -145,6 +145,15 @@ class Vocabulary {
   const std::vector<int32_t>& suffix_tokens() const { return suffix_tokens_; }
   // Number of tokens whose first byte is b, and whose first two bytes are b1 b2.
   int32_t tokens_with_first_byte(uint8_t b) const { return first_byte_tokens_[b]; }
+  // Number of tokens whose first byte is in the byte set's first `n_words` words (bit b of
+  // word b/64; 2 words: an ASCII set).
+  int64_t tokens_with_first_byte_in(const uint64_t* bytes, int n_words) const {
+    int64_t n = 0;
+    for (int q = 0; q < n_words; ++q) {
+      for (uint64_t w = bytes[q]; w != 0; w &= w - 1) n += first_byte_tokens_[64 * q + __builtin_ctzll(w)];
+    }
+    return n;
+  }
   int32_t tokens_with_first_bytes(uint8_t b1, uint8_t b2) const { return pair_tokens_[b1 << 8 | b2]; }
   int32_t num_text_tokens() const { return static_cast<int32_t>(trie_tokens_.size()); }
   // The mask (mask_words() words) of the text tokens whose every byte is in `alphabet` (4

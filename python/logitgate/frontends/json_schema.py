@@ -51,6 +51,7 @@ from logitgate.grammar.ir import (
     Repeat,
     Seq,
     StringExcept,
+    children,
 )
 from logitgate.grammar.json_text import EMPTY_LANG as _EMPTY_LANG
 from logitgate.grammar.json_text import alt as _alt
@@ -2962,12 +2963,7 @@ def _refs_of(node: Node) -> set[str]:
         n = stack.pop()
         if isinstance(n, Ref):
             out.add(n.name)
-        elif isinstance(n, (Seq, Alt)):
-            stack.extend(n.items)
-        elif isinstance(n, Repeat):
-            stack.append(n.item)
-        elif isinstance(n, StringExcept):
-            stack.append(n.tail)
+        stack.extend(children(n))
     return out
 
 

@@ -45,6 +45,7 @@ __all__ = [
     "Repeat",
     "Seq",
     "StringExcept",
+    "children",
 ]
 
 MAX_CODE_POINT = 0x10FFFF
@@ -186,12 +187,18 @@ class Grammar:
         while stack:
             node = stack.pop()
             yield node
-            if isinstance(node, (Seq, Alt)):
-                stack.extend(node.items)
-            elif isinstance(node, Repeat):
-                stack.append(node.item)
-            elif isinstance(node, StringExcept):
-                stack.append(node.tail)
+            stack.extend(children(node))
+
+
+def children(node: Node) -> tuple[Node, ...]:
+    """The nodes directly below ``node`` (none for leaves and references)."""
+    if isinstance(node, (Seq, Alt)):
+        return node.items
+    if isinstance(node, Repeat):
+        return (node.item,)
+    if isinstance(node, StringExcept):
+        return (node.tail,)
+    return ()
 
 
 # Printing precedence: 0 = alternation context, 1 = sequence item, 2 = repetition operand.

@@ -29,6 +29,7 @@ __all__ = [
     "expand_string_except",
     "hex4",
     "hex_class",
+    "hex_digits",
     "intersect",
     "intersect_ranges",
     "non_ascii_escape_tail",
@@ -169,8 +170,14 @@ def intersect(ranges: list[tuple[int, int]], lo: int, hi: int) -> list[tuple[int
     return [(max(a, lo), min(b, hi)) for a, b in ranges if max(a, lo) <= min(b, hi)]
 
 
+def hex_digits(lo: int, hi: int) -> Node:
+    """Four hex digits (either case) with values in [lo, hi]."""
+    return digits_node(split_fixed(lo, hi, 4, 16), 16, hex_class)
+
+
 def hex4(lo: int, hi: int) -> Node:
-    return seq([Literal(b"\\u"), digits_node(split_fixed(lo, hi, 4, 16), 16, hex_class)])
+    """``\\uXXXX`` with values in [lo, hi]."""
+    return seq([Literal(b"\\u"), hex_digits(lo, hi)])
 
 
 @functools.lru_cache(maxsize=4096)
@@ -220,11 +227,8 @@ def encoded_class(cc: CharClass) -> Node:
 
 
 def non_ascii_escape_tail() -> Node:
-    def digits(lo: int, hi: int) -> Node:
-        return digits_node(split_fixed(lo, hi, 4, 16), 16, hex_class)
-
-    pair = seq([digits(0xD800, 0xDBFF), Literal(b"\\u"), digits(0xDC00, 0xDFFF)])
-    return alt([digits(0x80, 0xD7FF), digits(0xE000, 0xFFFF), pair])
+    pair = seq([hex_digits(0xD800, 0xDBFF), Literal(b"\\u"), hex_digits(0xDC00, 0xDFFF)])
+    return alt([hex_digits(0x80, 0xD7FF), hex_digits(0xE000, 0xFFFF), pair])
 
 
 @functools.lru_cache(maxsize=4096)
@@ -235,8 +239,8 @@ def encoded_class_ascii(ascii_ranges: tuple[tuple[int, int], ...], non_ascii_esc
     for cp, esc in ESCAPES.items():
         if any(lo <= cp <= hi for lo, hi in ascii_ranges):
             alts.append(Literal(esc))
-    hex4 = [digits_node(split_fixed(lo, hi, 4, 16), 16, hex_class) for lo, hi in ascii_ranges]
-    alts.append(seq([Literal(b"\\u"), alt([*hex4, non_ascii_escape])]))
+    ascii_hex = [hex_digits(lo, hi) for lo, hi in ascii_ranges]
+    alts.append(seq([Literal(b"\\u"), alt([*ascii_hex, non_ascii_escape])]))
     return alt(alts)
 
 
