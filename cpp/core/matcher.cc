@@ -1,5 +1,6 @@
 #include "matcher.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -76,6 +77,8 @@ bool PlainOnly(const uint64_t* bytes) {
   return (bytes[0] & ~kPlainBits0) == 0 && (bytes[1] & ~kPlainBits1) == 0 && (bytes[3] & ~kPlainLeadBits3) == 0;
 }
 }  // namespace
+
+std::atomic<int64_t> Matcher::split_walk_budget_{Matcher::kSplitWalkBudget};
 
 Matcher::Matcher(std::shared_ptr<const CompiledGrammar> grammar)
     : grammar_(std::move(grammar)), parser_(grammar_->parser.get()) {
@@ -158,9 +161,9 @@ std::string Matcher::ForcedBytes(int64_t max_bytes) {
 // the vocabulary is allowed the bits are not set one by one: the walk starts from every text
 // token (or, per first byte that starts many tokens, from that byte's precomputed mask) and
 // clears dead subtrees, so shortcut subtrees cost nothing at all. Configurations that loop on
-// plain text, walk a chain of plain positions or loop on a wide ASCII set are decided from
-// the vocabulary's precomputed splits first (PlainLoop, PlainChain, PlainStepWithExceptions,
-// LoopWalk). Writes text tokens only.
+// plain text, walk a chain of plain positions or loop on (or step down a chain of) a wide
+// ASCII set are decided from the vocabulary's precomputed splits first (PlainLoop,
+// PlainChain, PlainStepWithExceptions, SplitWalk). Writes text tokens only.
 void Matcher::Walk(int32_t config, uint32_t* words) {
   const Vocabulary& v = *grammar_->vocab;
   // Slot d holds the configuration after the walk's current node at depth d; a slot is
@@ -196,7 +199,25 @@ void Matcher::Walk(int32_t config, uint32_t* words) {
     return;
   }
   if (PlainStepWithExceptions(config, words)) return;
-  if (LoopWalk(config, words)) return;
+  const SplitUse split = SplitWalk(config, words, false);
+  if (split == SplitUse::kDone) return;
+  // A set whose split is not computed yet: walk without it while that stays cheap (many such
+  // walks are: their subtrees are shortcuts), else compute the split (once per set and
+  // vocabulary) and walk the boundary nodes instead.
+  walk_budget_ = split == SplitUse::kNotComputed ? split_walk_budget_.load(std::memory_order_relaxed) : kNoBudget;
+  GeneralWalk(config, words);
+  if (walk_nodes_ > walk_budget_) {
+    walk_budget_ = kNoBudget;
+    if (SplitWalk(config, words, true) != SplitUse::kDone) GeneralWalk(config, words);
+  }
+  walk_budget_ = kNoBudget;
+}
+
+// Walk's trie walk proper, from the first bytes.
+void Matcher::GeneralWalk(int32_t config, uint32_t* words) {
+  const Vocabulary& v = *grammar_->vocab;
+  Parser& parser = *parser_;
+  const size_t n_words = static_cast<size_t>(v.mask_words());
   const uint64_t* live = parser.LiveBytes(config);
   // Tokens whose first byte some head consumes.
   const int64_t reachable = v.tokens_with_first_byte_in(live, 4);
@@ -257,48 +278,96 @@ void Matcher::WalkFirstByte(uint8_t first, uint32_t* words) {
   }
 }
 
-bool Matcher::LoopWalk(int32_t config, uint32_t* words) {
+Matcher::SplitUse Matcher::SplitWalk(int32_t config, uint32_t* words, bool may_compute) {
   const Vocabulary& v = *grammar_->vocab;
   Parser& parser = *parser_;
   const uint64_t* live = parser.LiveBytes(config);
   // Only configurations that read no multi-byte character: every token holding one is then
   // dead at its first non-ASCII byte, a boundary node skipped unvisited (a loop that reads
   // them has boundary nodes all over the vocabulary, and the clearing walk serves it better).
-  if ((live[2] | live[3]) != 0 || __builtin_popcountll(live[0]) + __builtin_popcountll(live[1]) < 16) return false;
+  if ((live[2] | live[3]) != 0 || __builtin_popcountll(live[0]) + __builtin_popcountll(live[1]) < 16) return SplitUse::kNotApplicable;
   const Parser::StepSet step = parser.Steps(config, false);
-  if (step.successor != config) return false;
-  const uint64_t loop[2] = {step.bytes[0], step.bytes[1]};  // ASCII bytes b: Next(config, b) == config
-  if (__builtin_popcountll(loop[0]) + __builtin_popcountll(loop[1]) < 8) return false;
-  // Worth a split only where the loop's bytes start a good part of the vocabulary (else the
+  if (step.successor == Parser::kDead) return SplitUse::kNotApplicable;
+  const uint64_t set[2] = {step.bytes[0], step.bytes[1]};  // ASCII bytes b: Next(config, b) == successor
+  if (__builtin_popcountll(set[0]) + __builtin_popcountll(set[1]) < 8) return SplitUse::kNotApplicable;
+  // Worth a split only where the set's bytes start a good part of the vocabulary (else the
   // walk below them is short anyway).
-  if (8 * v.tokens_with_first_byte_in(loop, 2) < v.num_text_tokens()) return false;
-  const Vocabulary::LoopSplit* split = v.loop_split(loop);
-  if (split == nullptr) return false;
+  if (8 * v.tokens_with_first_byte_in(set, 2) < v.num_text_tokens()) return SplitUse::kNotApplicable;
+  const Vocabulary::LoopSplit* split = v.loop_split(set, may_compute);
+  if (split == nullptr) return may_compute ? SplitUse::kNotApplicable : SplitUse::kNotComputed;
+  if (!SetChain(config, set, split->max_path)) return SplitUse::kNotApplicable;
   const size_t n_words = static_cast<size_t>(v.mask_words());
-  std::memcpy(words, split->mask.data(), n_words * sizeof(uint32_t));
+  if (split_end_ >= split->max_token) {
+    std::memcpy(words, split->mask.data(), n_words * sizeof(uint32_t));
+  } else {
+    // A path of more of the set's bytes than the chain has steps dies at its end.
+    const uint32_t* fits = v.length_mask(split_end_);
+    if (fits == nullptr) return SplitUse::kNotApplicable;
+    const uint32_t* mask = split->mask.data();
+    for (size_t k = 0; k < n_words; ++k) words[k] = mask[k] & fits[k];
+  }
   walk_nodes_ += static_cast<int64_t>(n_words) / 16;  // bits cost like nodes, a word at a time
-  // Every boundary node's parent path is L bytes, which lead back to `config`: its subtree is
-  // walked as if from a child of `config` at its depth.
-  const std::atomic<int32_t>* row = parser.Row(config);
-  const int32_t capacity = parser.plain_capacity(config);
+  // The bytes outside the set that some position of the chain reads.
+  uint64_t others[4] = {0, 0, 0, 0};
+  for (int32_t c : split_chain_) {
+    const uint64_t* reads = parser.LiveBytes(c);
+    for (int q = 0; q < 4; ++q) others[q] |= reads[q];
+  }
+  others[0] &= ~set[0];
+  others[1] &= ~set[1];
+  // A boundary node at depth d has a parent path of d - 1 of the set's bytes, which leads to
+  // position d - 1 of the chain (past a loop's position: the loop): its subtree is walked as
+  // if from a child of that configuration.
   const Vocabulary::TrieNode* node = v.trie_nodes();
+  const int32_t last = static_cast<int32_t>(split_chain_.size()) - 1;
   for (int q = 0; q < 4; ++q) {
-    const uint64_t others = live[q] & ~(q < 2 ? loop[q] : 0);
-    for (uint64_t w = others; w != 0; w &= w - 1) {
+    for (uint64_t w = others[q]; w != 0; w &= w - 1) {
       const int b = 64 * q + __builtin_ctzll(w);
       for (int32_t k = split->begin[b]; k < split->begin[b + 1]; ++k) {
         const int32_t j = split->boundary[k];
         const int32_t d = node[j].depth;
+        if (d - 1 > split_end_) continue;
+        const int32_t parent = split_chain_[std::min(d - 1, last)];
+        if (!(parser.LiveBytes(parent)[q] >> (b & 63) & 1)) continue;
         if (d == 1) {
           WalkFirstByte(static_cast<uint8_t>(b), words);
           continue;
         }
-        walk_config_[d - 1] = config;
-        walk_row_[d - 1] = row;
-        walk_capacity_[d - 1] = capacity;
+        walk_config_[d - 1] = parent;
+        walk_row_[d - 1] = parser.Row(parent);
+        walk_capacity_[d - 1] = parser.plain_capacity(parent);
         WalkSubtree<false>(j, node[j].subtree_end, config, words);
       }
     }
+  }
+  return SplitUse::kDone;
+}
+
+bool Matcher::SetChain(int32_t config, const uint64_t* set, int32_t reach) {
+  Parser& parser = *parser_;
+  split_chain_.assign(1, config);
+  split_end_ = reach;
+  for (int32_t m = 0; m < reach; ++m) {
+    const int32_t at = split_chain_.back();
+    const uint64_t* live = parser.LiveBytes(at);
+    if ((live[0] & set[0]) == 0 && (live[1] & set[1]) == 0) {
+      split_end_ = m;  // no byte of the set is read here
+      return true;
+    }
+    const Parser::StepSet step = parser.Steps(at, false);
+    if (step.successor != Parser::kDead && (set[0] & ~step.bytes[0]) == 0 && (set[1] & ~step.bytes[1]) == 0) {
+      if (step.successor == at) return true;  // a loop: the same step from here on
+      split_chain_.push_back(step.successor);
+      continue;
+    }
+    // Not a step of the chain: its end only when every byte of the set dies here.
+    for (int q = 0; q < 2; ++q) {
+      for (uint64_t w = set[q]; w != 0; w &= w - 1) {
+        if (parser.Next(at, static_cast<uint8_t>(64 * q + __builtin_ctzll(w))) != Parser::kDead) return false;
+      }
+    }
+    split_end_ = m;
+    return true;
   }
   return true;
 }
@@ -484,6 +553,7 @@ void Matcher::WalkSubtree(int32_t begin, int32_t end, int32_t config, uint32_t* 
   const bool skip_unread = !kClear || clear_from_alphabet_;
   const bool full_alphabet = !skip_unread || parser.automaton().full_alphabet();
   for (int32_t i = begin; i < end; ++walk_nodes_) {
+    if (walk_nodes_ > walk_budget_) return;  // Walk gives up on this walk (see there)
     const Vocabulary::TrieNode& at = node[i];
     const int32_t d = at.depth;
     const int32_t parent = walk_config_[d - 1];

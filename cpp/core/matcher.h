@@ -8,6 +8,7 @@
 // sentence; special ids and ids without bytes never. After EOS is accepted only EOS is allowed.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -50,6 +51,12 @@ class Matcher {
   // Steps accepted since the start (EOS included).
   int64_t num_accepted() const { return static_cast<int64_t>(history_.size()) - 1; }
   const CompiledGrammar& grammar() const { return *grammar_; }
+  // Trie nodes a walk may visit before Walk computes a loop split instead (default
+  // kSplitWalkBudget: a few hundred microseconds of walking, about a split's cost on a 128k
+  // vocabulary). Process-wide; returns the previous value. For tests (0: every configuration
+  // a split applies to computes it).
+  static constexpr int64_t kSplitWalkBudget = 16384;
+  static int64_t SetSplitWalkBudget(int64_t nodes) { return split_walk_budget_.exchange(nodes); }
   // Trie nodes the last FillMask walked (bits set by subtree shortcuts count as nodes); 0 when
   // that fill was a copy. For profiling.
   int64_t last_walk_nodes() const { return walk_nodes_; }
@@ -77,10 +84,23 @@ class Matcher {
   void SetPlainTokensUpTo(int32_t chars, uint32_t* words);
   bool PlainStepWithExceptions(int32_t config, uint32_t* words);
   // A configuration that returns to itself on a wide set of ASCII bytes other than plain text
-  // (a pattern's `[\w.-]*`, an identifier, a line of free text): its loop split's mask, and
-  // the boundary nodes on the bytes it can read walked from it (Vocabulary::loop_split). False
-  // (nothing written) when that does not apply or would not pay.
-  bool LoopWalk(int32_t config, uint32_t* words);
+  // (a pattern's `[\w.-]*`, an identifier, a line of free text), or that starts a chain of
+  // configurations each stepping to the next on every byte of such a set (a bounded
+  // repetition of it, a UUID's hex digits, an e-mail address's first character then its
+  // loop): its set's loop split (Vocabulary::loop_split), the split's mask cut to the chain's
+  // length, and the boundary nodes on bytes the chain can read walked from where their
+  // prefix leads. kNotComputed: it would apply but the set's split is not computed and
+  // `may_compute` is false. Nothing is written unless kDone.
+  enum class SplitUse { kDone, kNotApplicable, kNotComputed };
+  SplitUse SplitWalk(int32_t config, uint32_t* words, bool may_compute);
+  // The rest of Walk: the trie from the first bytes `config` reads. Gives up (words undefined)
+  // once walk_nodes_ passes walk_budget_.
+  void GeneralWalk(int32_t config, uint32_t* words);
+  // Follows the chain of `config` on the ASCII set `set` (split_chain_[m]: after m bytes of
+  // it) for up to `reach` bytes: false when some position steps the set's bytes to different
+  // configurations (or only some of them), else split_end_ is the position where every byte
+  // of the set dies (`reach` when none does within reach: a loop is followed to `reach`).
+  bool SetChain(int32_t config, const uint64_t* set, int32_t reach);
   // Walks the depth-1 trie node on byte `first` from walk_config_[0]: set word by word from
   // the byte's precomputed mask and walked in clearing mode where most of its tokens may be
   // allowed, walked in setting mode otherwise.
@@ -124,6 +144,11 @@ class Matcher {
   int32_t chain_len_ = 0;
   int32_t chain_shift_ = 0;             // positions before chain_[0] (see WalkSuffixes)
   bool clear_from_alphabet_ = false;     // this clearing walk started from the alphabet's mask
+  std::vector<int32_t> split_chain_;      // SetChain's configurations
+  int32_t split_end_ = 0;
+  static constexpr int64_t kNoBudget = INT64_MAX;
+  int64_t walk_budget_ = kNoBudget;
+  static std::atomic<int64_t> split_walk_budget_;
 };
 
 }  // namespace logitgate

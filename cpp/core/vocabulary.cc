@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <numeric>
 #include <string_view>
 
@@ -70,6 +71,19 @@ Vocabulary::Vocabulary(std::vector<std::string> tokens, std::vector<bool> has_by
     if (!text_[i]) continue;
     const int32_t k = first_byte_mask_index_[static_cast<uint8_t>(tokens_[i][0])];
     if (k >= 0) first_byte_masks_[static_cast<size_t>(k) * mask_words() + (i >> 5)] |= 1u << (i & 31);
+  }
+  // Length k's mask is length k-1's plus the tokens of exactly k bytes. (Built here, while the
+  // tokens are in cache: on first use a large vocabulary's cold token table cost milliseconds.)
+  const size_t n_words = static_cast<size_t>(mask_words());
+  length_masks_.assign(static_cast<size_t>(kLengthMasks) * n_words, 0);
+  for (int32_t i = 0; i < width; ++i) {
+    const size_t n = tokens_[i].size();
+    if (text_[i] && n < static_cast<size_t>(kLengthMasks)) length_masks_[n * n_words + (i >> 5)] |= 1u << (i & 31);
+  }
+  for (int32_t k = 2; k < kLengthMasks; ++k) {
+    uint32_t* mask = &length_masks_[static_cast<size_t>(k) * n_words];
+    const uint32_t* shorter = mask - n_words;
+    for (size_t q = 0; q < n_words; ++q) mask[q] |= shorter[q];
   }
 }
 
@@ -330,12 +344,12 @@ const uint32_t* Vocabulary::alphabet_mask(const uint64_t* alphabet) const {
   return out;
 }
 
-const Vocabulary::LoopSplit* Vocabulary::loop_split(const uint64_t* ascii) const {
+const Vocabulary::LoopSplit* Vocabulary::loop_split(const uint64_t* ascii, bool compute) const {
   const std::array<uint64_t, 2> key{ascii[0], ascii[1]};
   std::lock_guard<std::mutex> lock(loop_split_mu_);
   auto it = loop_splits_.find(key);
   if (it != loop_splits_.end()) return it->second.get();
-  if (loop_splits_.size() >= kMaxLoopSplits) return nullptr;
+  if (!compute || loop_splits_.size() >= kMaxLoopSplits) return nullptr;
   auto split = std::make_unique<LoopSplit>();
   std::vector<uint32_t>& mask = split->mask;
   mask.assign(static_cast<size_t>(mask_words()), 0);
@@ -359,10 +373,16 @@ const Vocabulary::LoopSplit* Vocabulary::loop_split(const uint64_t* ascii) const
     const uint64_t* below = trie_descendant_bytes(i);
     if (below == nullptr || ((below[0] & ~key[0]) | (below[1] & ~key[1]) | below[2] | below[3]) == 0) {
       set_tokens(trie_token_begin_[i], trie_token_begin_[at.subtree_end]);  // L's bytes only below
+      // The subtree's deepest node is a leaf, so a token of its length.
+      const int32_t deepest = at.depth + trie_height(i);
+      split->max_path = std::max(split->max_path, deepest);
+      split->max_token = std::max(split->max_token, deepest);
       i = at.subtree_end;
       continue;
     }
     set_tokens(trie_token_begin_[i], trie_token_begin_[i + 1]);  // the node's own tokens
+    split->max_path = std::max<int32_t>(split->max_path, at.depth);
+    if (trie_token_begin_[i + 1] > trie_token_begin_[i]) split->max_token = std::max<int32_t>(split->max_token, at.depth);
     ++i;
   }
   split->begin[0] = 0;

@@ -163,22 +163,35 @@ class Vocabulary {
   static constexpr size_t kMaxAlphabetMasks = 64;
   const uint32_t* alphabet_mask(const uint64_t* alphabet) const;
   // A *loop split* over an ASCII byte set L: what a configuration that returns to itself on
-  // every byte of L needs to decide every token. `mask` holds the text tokens of L's bytes only
-  // (all allowed from such a configuration); every other token has a first byte outside L
-  // after a prefix of L bytes (which leads back to the configuration), at a *boundary node*:
-  // a trie node whose byte is not in L below a path of L bytes (depth-1 nodes on other bytes
-  // included). Its subtree is decided by walking it from the configuration. The boundary nodes
-  // are grouped by byte, boundary[begin[b], begin[b + 1]) on byte b, so that a configuration
-  // skips the bytes it cannot read without visiting their nodes. Computed on first use per
-  // set (one scan of the trie that skips subtrees of L's bytes only) and kept, at most
-  // kMaxLoopSplits of them (nullptr once full). Thread-safe.
+  // every byte of L needs to decide every token, and a chain of configurations that each step
+  // to the next on every byte of L (the positions of a bounded repetition of L) too. `mask`
+  // holds the text tokens of L's bytes only (all allowed from such a loop; from a chain those
+  // of at most as many bytes as the chain has steps). Every other token has a first byte
+  // outside L after a prefix of L bytes (which leads back to the loop, or down the chain by
+  // its length), at a *boundary node*: a trie node whose byte is not in L below a path of L
+  // bytes (depth-1 nodes on other bytes included). Its subtree is decided by walking it from
+  // the configuration its prefix leads to. The boundary nodes are grouped by byte,
+  // boundary[begin[b], begin[b + 1]) on byte b, so that a configuration skips the bytes it
+  // cannot read without visiting their nodes. Computed on first use per set (one scan of the
+  // trie that skips subtrees of L's bytes only: up to a millisecond on a large vocabulary)
+  // and kept, at most kMaxLoopSplits of them (nullptr once full, and when not computed yet
+  // and `compute` is false). Thread-safe.
   struct LoopSplit {
     std::vector<uint32_t> mask;
     std::vector<int32_t> boundary;
     std::array<int32_t, 257> begin;
+    int32_t max_path = 0;   // the longest path of L's bytes in the trie (boundary depth - 1 at most)
+    int32_t max_token = 0;  // the longest token of L's bytes only
   };
-  static constexpr size_t kMaxLoopSplits = 32;
-  const LoopSplit* loop_split(const uint64_t* ascii) const;
+  static constexpr size_t kMaxLoopSplits = 64;
+  const LoopSplit* loop_split(const uint64_t* ascii, bool compute) const;
+  // The mask (mask_words() words) of the text tokens of at most `length` bytes, for 1 <=
+  // length < kLengthMasks (nullptr for others).
+  static constexpr int32_t kLengthMasks = 64;
+  const uint32_t* length_mask(int32_t length) const {
+    if (length < 1 || length >= kLengthMasks) return nullptr;
+    return length_masks_.data() + static_cast<size_t>(length) * mask_words();
+  }
   // The mask (mask_words() words) of the tokens whose first byte is b, for the first bytes that
   // start many tokens (clearing them word by word beats clearing them token by token), or
   // nullptr.
@@ -223,6 +236,7 @@ class Vocabulary {
   std::vector<AsciiToken> ascii_tokens_;  // text tokens of ASCII bytes only, with their byte sets
   mutable std::mutex alphabet_mu_;
   mutable std::map<std::array<uint64_t, 4>, std::unique_ptr<std::vector<uint32_t>>> alphabet_masks_;
+  std::vector<uint32_t> length_masks_;  // kLengthMasks masks, length k's at k * mask_words()
   mutable std::mutex loop_split_mu_;
   mutable std::map<std::array<uint64_t, 2>, std::unique_ptr<LoopSplit>> loop_splits_;
 };

@@ -61,3 +61,7 @@ class Matcher:
 
 def fill_masks(matchers: Sequence[Matcher], bits: npt.NDArray[np.int32], threads: int) -> None:
     """Fills row i for matchers[i] on a persistent thread pool (GIL released)."""
+
+def _set_split_walk_budget(nodes: int) -> int:
+    """Test hook: trie nodes a mask walk visits before it computes a loop split (process-wide);
+    returns the previous value."""

@@ -25,6 +25,7 @@ from tests.differential.walks import (
 )
 from tests.reference.recognizer import Reference
 
+from logitgate import _core
 from logitgate.grammar.ir import Alt, ByteClass, CharClass, Grammar, Literal, Repeat
 
 CORPORA_DIR = Path(__file__).resolve().parents[3] / "shared" / "corpora"
@@ -148,18 +149,27 @@ def test_choice_masks_match_reference(key: str, smollm2_vocab: Any) -> None:
 # Shapes that exercise the mask walk's subtree shortcut: loops (string bodies, free text),
 # chains (bounded repetitions, where each position is its own configuration), both with
 # multi-byte characters, exclusions of single characters, and a bound shorter than tokens.
-SHORTCUT_PATTERNS = [
-    r'"[^"\\]*"',
-    r'"[^"\\]{0,40}"',
-    r"[a-z ]{0,30}\.",
-    r"[^\n\u0085\u2028]{1,25}\n",
-    r"(é|[a-z]){2,12}",
-    r"[a-zA-Z0-9 ]{1,255}x",
-    r"[^a]{3}",
-    # loops over ASCII sets that read no multi-byte character (the loop split walk)
+SPLIT_PATTERNS = [
+    # loops over ASCII sets that read no multi-byte character (the split walk)
     r"[a-zA-Z_][a-zA-Z0-9_]*[(= ;]",
     r"(https?://)?[\w.-]+(/[\w .-]*)*",
     r"([a-z]+ )*[a-z]+\.",
+    # chains over such sets (the split walk cut to the chain's length): bounded repetitions,
+    # a first character then a loop, chains whose later positions read more bytes
+    r"[a-z ]{0,30}\.",
+    r"[a-zA-Z0-9 ]{1,255}x",
+    r"[ -~]{1,30}\n",
+    r"[a-zA-Z0-9]{5,20}[.@]",
+    r"[a-z0-9]+(\.[a-z0-9]+)*@[a-z]+\.[a-z]{2,6}",
+    r"[a-zA-Z_]{3}[^\n]{0,10}x",
+]
+SHORTCUT_PATTERNS = [
+    r'"[^"\\]*"',
+    r'"[^"\\]{0,40}"',
+    r"[^\n\u0085\u2028]{1,25}\n",
+    r"(é|[a-z]){2,12}",
+    r"[^a]{3}",
+    *SPLIT_PATTERNS,
 ]
 
 
@@ -168,6 +178,26 @@ def test_walk_shortcuts_match_reference(pattern: str, smollm2_vocab: Any) -> Non
     compiled = _compile(smollm2_vocab, lambda c: c.compile_regex(pattern))
     run_differential(
         f"regex {pattern!r}", compiled, vocab_view(smollm2_vocab), walks=3, max_tokens=12, checks_per_walk=4
+    )
+
+
+@pytest.fixture
+def splits_at_once() -> Iterable[None]:
+    """Walks compute the loop split of any configuration it applies to at once (by default a
+    walk that stays cheap never does, and the splits are shared by the whole session)."""
+    previous = _core._set_split_walk_budget(0)
+    try:
+        yield
+    finally:
+        _core._set_split_walk_budget(previous)
+
+
+@pytest.mark.parametrize("pattern", SPLIT_PATTERNS)
+def test_split_walks_match_reference(pattern: str, smollm2_vocab: Any, splits_at_once: None) -> None:
+    compiled = _compile(smollm2_vocab, lambda c: c.compile_regex(pattern))
+    run_differential(
+        f"regex {pattern!r} (splits at once)", compiled, vocab_view(smollm2_vocab), walks=3, max_tokens=12,
+        checks_per_walk=4,
     )
 
 
@@ -180,6 +210,8 @@ TEXT_HEAD_CASES: list[tuple[str, str]] = [
     ("json", '{"type": "object", "properties": {"ab": {"type": "string", "maxLength": 5}, "ac": {"type": "integer"}}}'),
     ("gbnf", 'root ::= "\\"" ch{0,600} "\\""\nch ::= [^"\\\\\\x00-\\x1f] | "\\\\" ["\\\\/bfnrt]'),
     ("json", '{"type": "object", "additionalProperties": {"type": "string"}}'),
+    ("json", '{"type": "string", "pattern": "^[ -~]+$", "minLength": 30, "maxLength": 30}'),
+    ("json", '{"type": "string", "format": "email"}'),
 ]
 
 
