@@ -506,6 +506,25 @@ def test_errors_carry_pointers(compiler: lg.Compiler, schema: Any, error: type, 
     assert e.value.pointer == pointer
 
 
+# Unrolled (<= 1024), blocks of 256 (up to 4096 blocks), binary decomposition (beyond): each
+# length at the seams is accepted exactly when it is within bounds.
+@pytest.mark.parametrize(
+    ("lo", "hi"), [(0, 1025), (0, 65535), (300, 2000), (1500, 1500), (2000, None), (1030, 1300), (5, 2_000_000)]
+)
+def test_long_string_lengths_are_exact(compiler: lg.Compiler, lo: int, hi: int | None) -> None:
+    schema: dict[str, Any] = {"type": "string", "minLength": lo}
+    if hi is not None:
+        schema["maxLength"] = hi
+    g = compiler.compile_json_schema(schema)
+    seams = {0, 1, lo - 1, lo, lo + 1, 255, 256, 257, 511, 512, 513, 1023, 1024, 1025, 1026}
+    if hi is not None:
+        seams |= {hi - 257, hi - 256, hi - 255, hi - 1, hi, hi + 1}
+    for n in sorted(x for x in seams if 0 <= x <= 70_000):
+        text = json.dumps("é" * (n % 3) + "a" * (n - n % 3))  # an escape counts as one character
+        assert accepts(g, text) == (n >= lo and (hi is None or n <= hi)), f"length {n} for {schema}"
+
+
+
 @pytest.mark.parametrize(
     ("pattern", "lo", "hi"),
     [("^[a-z]+(\\.[a-z]+)*$", 3, 5), ("^(ab|c)*d?$", 2, None), ("^(?:\\S+\\s+){0,3}\\S+$", 0, 12)],

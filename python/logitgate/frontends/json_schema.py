@@ -125,6 +125,11 @@ _MAX_BRANCHES = 256  # disjunction product bound per schema set
 _MAX_RULES = 200_000
 # Members per block of an ordered object's key alternatives (see emit_object).
 _OBJECT_KEY_BLOCK = 8
+# Bounded repetitions of string characters (Lowering.bounded): unrolled up to _UNROLLED_MAX,
+# in blocks of _BLOCK up to _BLOCKS_MAX blocks, binary decomposition beyond.
+_UNROLLED_MAX = 1024
+_BLOCK = 256
+_BLOCKS_MAX = 4096
 _MAX_ORDER_ANY = 8  # property_order="any" tracks subsets of at most this many known properties
 
 # Atoms: a schema object's number (1, 2, ... in the order the index meets them: document
@@ -2038,15 +2043,39 @@ class _Lowering:
     # strings --------------------------------------------------------------------------------
 
     def bounded(self, item: Ref, lo: int, hi: int | None) -> Node:
-        """``item{lo,hi}``. Up to a few thousand, plain repetition: ``item`` is a rule, so each
+        """``item{lo,hi}``. Up to _UNROLLED_MAX, plain repetition: ``item`` is a rule, so each
         copy costs two automaton states, and the parser steps through one configuration per
-        position (which the mask walk's chain shortcut handles well). Larger bounds use a
-        binary decomposition (rules item^(2^j)) so the automaton stays O(log n); it is
-        unambiguous as a parse, but a prefix fits several decompositions, so masks there cost
-        more."""
-        small = min(40000, self.limits.max_repeat)
+        position (which the mask walk's chain shortcut handles well). Up to _BLOCKS_MAX blocks,
+        a block decomposition: whole blocks of _BLOCK items (one shared rule), then a partial
+        block, so the automaton holds O(n / _BLOCK + _BLOCK) states and a position has two or
+        three parse heads (in a block, in the partial block). Larger bounds use a binary
+        decomposition (rules item^(2^j)) so the automaton stays O(log n); it is unambiguous
+        as a parse, but a prefix fits several decompositions, so masks there cost more."""
+        small = min(_UNROLLED_MAX, self.limits.max_repeat)
         if lo <= small and (hi is None or hi <= small):
             return Repeat(item, lo, hi)
+        most = max(lo, hi - lo if hi is not None else 0)
+        if most // _BLOCK <= _BLOCKS_MAX and max(_BLOCK, most // _BLOCK) <= self.limits.max_repeat:
+            block = self.rule(f"{item.name}_block", lambda: Repeat(item, _BLOCK, _BLOCK))
+
+            def blocks_then(n: int, upto: bool) -> Node:
+                """``item{n}`` (``item{0,n}`` when ``upto``) in blocks."""
+                if n <= small:
+                    return Repeat(item, 0 if upto else n, n)
+                q, r = divmod(n, _BLOCK)
+                if not upto:
+                    return _seq([Repeat(block, q, q), Repeat(item, r, r)])
+                # Fewer than q blocks then a partial block, or q blocks then at most r items:
+                # one parse per length (a partial block is shorter than a block).
+                return _alt(
+                    [
+                        _seq([Repeat(block, 0, q - 1), Repeat(item, 0, _BLOCK - 1)]),
+                        _seq([Repeat(block, q, q), Repeat(item, 0, r)]),
+                    ]
+                )
+
+            tail = Repeat(item, 0, None) if hi is None else blocks_then(hi - lo, True)
+            return _seq([blocks_then(lo, False), tail])
         if lo > 1 << 31:
             raise LimitExceeded("max_repeat", self.limits.max_repeat, f"minimum length {lo}")
         if hi is not None and hi > 1 << 31:
