@@ -233,7 +233,9 @@ void Matcher::GeneralWalk(int32_t config, uint32_t* words) {
       const int32_t root = v.trie_root_child(static_cast<uint8_t>(first));
       if (root < 0 || (clear_from_alphabet_ && !(a.alphabet()[first >> 6] >> (first & 63) & 1))) continue;
       if (live[first >> 6] >> (first & 63) & 1) {
-        WalkSubtree<true>(root, v.trie_nodes()[root].subtree_end, config, words);
+        if (!FirstByteSplit(static_cast<uint8_t>(first), root, true, words)) {
+          WalkSubtree<true>(root, v.trie_nodes()[root].subtree_end, config, words);
+        }
       } else if (const uint32_t* m = v.first_byte_mask(static_cast<uint8_t>(first))) {
         AndNot(words, m, n_words);
       } else {
@@ -259,6 +261,7 @@ void Matcher::WalkFirstByte(uint8_t first, uint32_t* words) {
   const int32_t root = v.trie_root_child(first);
   if (root < 0) return;
   const int32_t config = walk_config_[0];
+  if (FirstByteSplit(first, root, false, words)) return;
   const uint32_t* m = v.first_byte_mask(first);
   if (m != nullptr && 2 * ReachableWithFirstByte(config, first) > v.tokens_with_first_byte(first)) {
     const size_t n_words = static_cast<size_t>(v.mask_words());
@@ -276,6 +279,67 @@ void Matcher::WalkFirstByte(uint8_t first, uint32_t* words) {
   } else {
     WalkSubtree<false>(root, v.trie_nodes()[root].subtree_end, config, words);
   }
+}
+
+bool Matcher::FirstByteSplit(uint8_t first, int32_t root, bool clear, uint32_t* words) {
+  const Vocabulary& v = *grammar_->vocab;
+  Parser& parser = *parser_;
+  // Only where the subtree is a good part of the vocabulary (a leading space's), and the
+  // configuration after its byte loops on a wide ASCII set holding that byte and reads no
+  // multi-byte character (as for SplitWalk).
+  const int32_t tokens = v.tokens_with_first_byte(first);
+  if (16 * static_cast<int64_t>(tokens) < v.num_text_tokens()) return false;
+  const int32_t c = parser.Next(walk_config_[0], first);
+  if (c == Parser::kDead) return false;
+  const uint64_t* live = parser.LiveBytes(c);
+  if ((live[2] | live[3]) != 0 || __builtin_popcountll(live[0]) + __builtin_popcountll(live[1]) < 16) return false;
+  const Parser::StepSet step = parser.Steps(c, false);
+  if (step.successor != c || !(step.bytes[first >> 6] >> (first & 63) & 1)) return false;
+  const uint64_t set[2] = {step.bytes[0], step.bytes[1]};
+  if (__builtin_popcountll(set[0]) + __builtin_popcountll(set[1]) < 8) return false;
+  // The split is worth computing for a large subtree (a walk of it would visit most of it).
+  const Vocabulary::LoopSplit* split = v.loop_split(set, 8 * static_cast<int64_t>(tokens) >= v.num_text_tokens());
+  if (split == nullptr) return false;
+  // The subtree's tokens of the set's bytes only: all allowed (the first byte leads to the
+  // loop, the rest loops).
+  const size_t n_words = static_cast<size_t>(v.mask_words());
+  const Vocabulary::TrieNode* node = v.trie_nodes();
+  const int32_t end = node[root].subtree_end;
+  if (const uint32_t* m = v.first_byte_mask(first)) {
+    if (clear) AndNot(words, m, n_words);
+    OrAnd(words, split->mask.data(), m, n_words);
+    walk_nodes_ += static_cast<int64_t>(n_words) / 16;
+  } else {
+    const int32_t* toks = v.trie_tokens().data();
+    const uint32_t* mask = split->mask.data();
+    for (int32_t k = v.trie_token_begin(root), e = v.trie_token_begin(end); k < e; ++k) {
+      const int32_t t = toks[k];
+      words[t >> 5] = (words[t >> 5] & ~(1u << (t & 31))) | (mask[t >> 5] & (1u << (t & 31)));
+    }
+    walk_nodes_ += tokens;
+  }
+  // The split's boundary nodes in the subtree, on bytes the loop reads: their parent path
+  // is the first byte and bytes of the set, which lead to c.
+  const std::atomic<int32_t>* row = parser.Row(c);
+  const int32_t capacity = parser.plain_capacity(c);
+  for (int q = 0; q < 4; ++q) {
+    const uint64_t others = live[q] & ~(q < 2 ? set[q] : 0);
+    for (uint64_t w = others; w != 0; w &= w - 1) {
+      const int b = 64 * q + __builtin_ctzll(w);
+      const int32_t* group = split->boundary.data();
+      // Within a byte's group the nodes are in trie order: the subtree's are one run.
+      const int32_t* k = std::lower_bound(group + split->begin[b], group + split->begin[b + 1], root);
+      for (; k != group + split->begin[b + 1] && *k < end; ++k) {
+        const int32_t j = *k;
+        const int32_t d = node[j].depth;
+        walk_config_[d - 1] = c;
+        walk_row_[d - 1] = row;
+        walk_capacity_[d - 1] = capacity;
+        WalkSubtree<false>(j, node[j].subtree_end, walk_config_[0], words);
+      }
+    }
+  }
+  return true;
 }
 
 Matcher::SplitUse Matcher::SplitWalk(int32_t config, uint32_t* words, bool may_compute) {

@@ -96,6 +96,12 @@ class Matcher {
   // The rest of Walk: the trie from the first bytes `config` reads. Gives up (words undefined)
   // once walk_nodes_ passes walk_budget_.
   void GeneralWalk(int32_t config, uint32_t* words);
+  // The subtree of the depth-1 node `root` on byte `first` where the configuration after that
+  // byte loops on a wide ASCII set holding it (a URL path after a space, free text after its
+  // first byte): the set's loop split restricted to the subtree, and the split's boundary
+  // nodes in it walked from the loop. Writes the subtree's tokens only (`clear`: they may be
+  // set on entry). False (nothing written) when that does not apply or would not pay.
+  bool FirstByteSplit(uint8_t first, int32_t root, bool clear, uint32_t* words);
   // Follows the chain of `config` on the ASCII set `set` (split_chain_[m]: after m bytes of
   // it) for up to `reach` bytes: false when some position steps the set's bytes to different
   // configurations (or only some of them), else split_end_ is the position where every byte

@@ -162,6 +162,9 @@ SPLIT_PATTERNS = [
     r"[a-zA-Z0-9]{5,20}[.@]",
     r"[a-z0-9]+(\.[a-z0-9]+)*@[a-z]+\.[a-z]{2,6}",
     r"[a-zA-Z_]{3}[^\n]{0,10}x",
+    # a loop entered by the first byte (a leading space): the split within that byte's subtree
+    r"a( [a-z ]*)?[.,]",
+    r"x( [!-~]*)?\n",
 ]
 SHORTCUT_PATTERNS = [
     r'"[^"\\]*"',

@@ -2105,7 +2105,10 @@ class _Lowering:
 
     def char_rule(self) -> Ref:
         """One JSON string character unit: raw, short escape, \\uXXXX or a surrogate pair."""
-        return self.rule("char", lambda: self.encode_class(CharClass(((0, 0x10FFFF),))))
+        # The class's own rule when it has one: an alias rule in between would hide from the
+        # core that a call reads exactly one character (Automaton::plain_capacity).
+        node = self.encode_class(CharClass(((0, 0x10FFFF),)))
+        return node if isinstance(node, Ref) else self.rule("char", lambda: node)
 
     def string_tail(self) -> Ref:
         """Any JSON string content (a rule: referenced from many places, one loop)."""
