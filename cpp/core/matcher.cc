@@ -233,7 +233,7 @@ void Matcher::GeneralWalk(int32_t config, uint32_t* words) {
       const int32_t root = v.trie_root_child(static_cast<uint8_t>(first));
       if (root < 0 || (clear_from_alphabet_ && !(a.alphabet()[first >> 6] >> (first & 63) & 1))) continue;
       if (live[first >> 6] >> (first & 63) & 1) {
-        if (!FirstByteSplit(static_cast<uint8_t>(first), root, true, words)) {
+        if (!FirstByteSplit(static_cast<uint8_t>(first), true, words)) {
           WalkSubtree<true>(root, v.trie_nodes()[root].subtree_end, config, words);
         }
       } else if (const uint32_t* m = v.first_byte_mask(static_cast<uint8_t>(first))) {
@@ -261,7 +261,7 @@ void Matcher::WalkFirstByte(uint8_t first, uint32_t* words) {
   const int32_t root = v.trie_root_child(first);
   if (root < 0) return;
   const int32_t config = walk_config_[0];
-  if (FirstByteSplit(first, root, false, words)) return;
+  if (FirstByteSplit(first, false, words)) return;
   const uint32_t* m = v.first_byte_mask(first);
   if (m != nullptr && 2 * ReachableWithFirstByte(config, first) > v.tokens_with_first_byte(first)) {
     const size_t n_words = static_cast<size_t>(v.mask_words());
@@ -281,12 +281,12 @@ void Matcher::WalkFirstByte(uint8_t first, uint32_t* words) {
   }
 }
 
-bool Matcher::FirstByteSplit(uint8_t first, int32_t root, bool clear, uint32_t* words) {
+bool Matcher::FirstByteSplit(uint8_t first, bool clear, uint32_t* words) {
   const Vocabulary& v = *grammar_->vocab;
   Parser& parser = *parser_;
   // Only where the subtree is a good part of the vocabulary (a leading space's), and the
-  // configuration after its byte loops on a wide ASCII set holding that byte and reads no
-  // multi-byte character (as for SplitWalk).
+  // configuration after its byte loops on (or starts a chain over) a wide ASCII set and reads
+  // no multi-byte character (as for SplitWalk).
   const int32_t tokens = v.tokens_with_first_byte(first);
   if (16 * static_cast<int64_t>(tokens) < v.num_text_tokens()) return false;
   const int32_t c = parser.Next(walk_config_[0], first);
@@ -294,47 +294,53 @@ bool Matcher::FirstByteSplit(uint8_t first, int32_t root, bool clear, uint32_t* 
   const uint64_t* live = parser.LiveBytes(c);
   if ((live[2] | live[3]) != 0 || __builtin_popcountll(live[0]) + __builtin_popcountll(live[1]) < 16) return false;
   const Parser::StepSet step = parser.Steps(c, false);
-  if (step.successor != c || !(step.bytes[first >> 6] >> (first & 63) & 1)) return false;
+  if (step.successor == Parser::kDead) return false;
   const uint64_t set[2] = {step.bytes[0], step.bytes[1]};
   if (__builtin_popcountll(set[0]) + __builtin_popcountll(set[1]) < 8) return false;
   // The split is worth computing for a large subtree (a walk of it would visit most of it).
-  const Vocabulary::LoopSplit* split = v.loop_split(set, 8 * static_cast<int64_t>(tokens) >= v.num_text_tokens());
-  if (split == nullptr) return false;
-  // The subtree's tokens of the set's bytes only: all allowed (the first byte leads to the
-  // loop, the rest loops).
+  const Vocabulary::LoopSplit* split =
+      v.loop_split(set, 8 * static_cast<int64_t>(tokens) >= v.num_text_tokens(), first);
+  // Its own chain: SplitWalk's boundary walk (which may lead here) is still reading split_chain_.
+  if (split == nullptr || !SetChain(c, set, split->max_depth - 1, first_chain_, first_end_)) return false;
+  // A path of more of the set's bytes after the first byte than the chain has steps dies.
+  const uint32_t* fits = nullptr;
+  if (first_end_ < split->max_token - 1 && (fits = v.length_mask(first_end_ + 1)) == nullptr) return false;
+  // The subtree's tokens of the first byte then bytes of the set: allowed (within the chain).
+  // (A byte that starts this many tokens has its mask kept: the subtree is set word by word.)
+  const uint32_t* m = v.first_byte_mask(first);
+  if (m == nullptr) return false;
   const size_t n_words = static_cast<size_t>(v.mask_words());
   const Vocabulary::TrieNode* node = v.trie_nodes();
-  const int32_t end = node[root].subtree_end;
-  if (const uint32_t* m = v.first_byte_mask(first)) {
-    if (clear) AndNot(words, m, n_words);
-    OrAnd(words, split->mask.data(), m, n_words);
-    walk_nodes_ += static_cast<int64_t>(n_words) / 16;
+  if (clear) AndNot(words, m, n_words);
+  if (fits != nullptr) {
+    OrAnd(words, split->mask.data(), fits, n_words);
   } else {
-    const int32_t* toks = v.trie_tokens().data();
-    const uint32_t* mask = split->mask.data();
-    for (int32_t k = v.trie_token_begin(root), e = v.trie_token_begin(end); k < e; ++k) {
-      const int32_t t = toks[k];
-      words[t >> 5] = (words[t >> 5] & ~(1u << (t & 31))) | (mask[t >> 5] & (1u << (t & 31)));
-    }
-    walk_nodes_ += tokens;
+    Or(words, split->mask.data(), n_words);
   }
-  // The split's boundary nodes in the subtree, on bytes the loop reads: their parent path
-  // is the first byte and bytes of the set, which lead to c.
-  const std::atomic<int32_t>* row = parser.Row(c);
-  const int32_t capacity = parser.plain_capacity(c);
+  walk_nodes_ += static_cast<int64_t>(n_words) / 16;
+  // The boundary nodes (all in the subtree) on bytes outside the set that the chain reads: a
+  // node at depth d has the first byte and d - 2 of the set's bytes above it, which lead to
+  // the chain's position d - 2.
+  uint64_t others[4] = {0, 0, 0, 0};
+  for (int32_t at : first_chain_) {
+    const uint64_t* reads = parser.LiveBytes(at);
+    for (int q = 0; q < 4; ++q) others[q] |= reads[q];
+  }
+  others[0] &= ~set[0];
+  others[1] &= ~set[1];
+  const int32_t last = static_cast<int32_t>(first_chain_.size()) - 1;
   for (int q = 0; q < 4; ++q) {
-    const uint64_t others = live[q] & ~(q < 2 ? set[q] : 0);
-    for (uint64_t w = others; w != 0; w &= w - 1) {
+    for (uint64_t w = others[q]; w != 0; w &= w - 1) {
       const int b = 64 * q + __builtin_ctzll(w);
-      const int32_t* group = split->boundary.data();
-      // Within a byte's group the nodes are in trie order: the subtree's are one run.
-      const int32_t* k = std::lower_bound(group + split->begin[b], group + split->begin[b + 1], root);
-      for (; k != group + split->begin[b + 1] && *k < end; ++k) {
-        const int32_t j = *k;
+      for (int32_t k = split->begin[b]; k < split->begin[b + 1]; ++k) {
+        const int32_t j = split->boundary[k];
         const int32_t d = node[j].depth;
-        walk_config_[d - 1] = c;
-        walk_row_[d - 1] = row;
-        walk_capacity_[d - 1] = capacity;
+        if (d - 2 > first_end_) continue;
+        const int32_t parent = first_chain_[std::min(d - 2, last)];
+        if (!(parser.LiveBytes(parent)[q] >> (b & 63) & 1)) continue;
+        walk_config_[d - 1] = parent;
+        walk_row_[d - 1] = parser.Row(parent);
+        walk_capacity_[d - 1] = parser.plain_capacity(parent);
         WalkSubtree<false>(j, node[j].subtree_end, walk_config_[0], words);
       }
     }
@@ -359,7 +365,7 @@ Matcher::SplitUse Matcher::SplitWalk(int32_t config, uint32_t* words, bool may_c
   if (8 * v.tokens_with_first_byte_in(set, 2) < v.num_text_tokens()) return SplitUse::kNotApplicable;
   const Vocabulary::LoopSplit* split = v.loop_split(set, may_compute);
   if (split == nullptr) return may_compute ? SplitUse::kNotApplicable : SplitUse::kNotComputed;
-  if (!SetChain(config, set, split->max_path)) return SplitUse::kNotApplicable;
+  if (!SetChain(config, set, split->max_depth, split_chain_, split_end_)) return SplitUse::kNotApplicable;
   const size_t n_words = static_cast<size_t>(v.mask_words());
   if (split_end_ >= split->max_token) {
     std::memcpy(words, split->mask.data(), n_words * sizeof(uint32_t));
@@ -407,21 +413,21 @@ Matcher::SplitUse Matcher::SplitWalk(int32_t config, uint32_t* words, bool may_c
   return SplitUse::kDone;
 }
 
-bool Matcher::SetChain(int32_t config, const uint64_t* set, int32_t reach) {
+bool Matcher::SetChain(int32_t config, const uint64_t* set, int32_t reach, std::vector<int32_t>& chain, int32_t& end) {
   Parser& parser = *parser_;
-  split_chain_.assign(1, config);
-  split_end_ = reach;
+  chain.assign(1, config);
+  end = reach;
   for (int32_t m = 0; m < reach; ++m) {
-    const int32_t at = split_chain_.back();
+    const int32_t at = chain.back();
     const uint64_t* live = parser.LiveBytes(at);
     if ((live[0] & set[0]) == 0 && (live[1] & set[1]) == 0) {
-      split_end_ = m;  // no byte of the set is read here
+      end = m;  // no byte of the set is read here
       return true;
     }
     const Parser::StepSet step = parser.Steps(at, false);
     if (step.successor != Parser::kDead && (set[0] & ~step.bytes[0]) == 0 && (set[1] & ~step.bytes[1]) == 0) {
       if (step.successor == at) return true;  // a loop: the same step from here on
-      split_chain_.push_back(step.successor);
+      chain.push_back(step.successor);
       continue;
     }
     // Not a step of the chain: its end only when every byte of the set dies here.
@@ -430,7 +436,7 @@ bool Matcher::SetChain(int32_t config, const uint64_t* set, int32_t reach) {
         if (parser.Next(at, static_cast<uint8_t>(64 * q + __builtin_ctzll(w))) != Parser::kDead) return false;
       }
     }
-    split_end_ = m;
+    end = m;
     return true;
   }
   return true;

@@ -96,17 +96,19 @@ class Matcher {
   // The rest of Walk: the trie from the first bytes `config` reads. Gives up (words undefined)
   // once walk_nodes_ passes walk_budget_.
   void GeneralWalk(int32_t config, uint32_t* words);
-  // The subtree of the depth-1 node `root` on byte `first` where the configuration after that
-  // byte loops on a wide ASCII set holding it (a URL path after a space, free text after its
-  // first byte): the set's loop split restricted to the subtree, and the split's boundary
-  // nodes in it walked from the loop. Writes the subtree's tokens only (`clear`: they may be
-  // set on entry). False (nothing written) when that does not apply or would not pay.
-  bool FirstByteSplit(uint8_t first, int32_t root, bool clear, uint32_t* words);
-  // Follows the chain of `config` on the ASCII set `set` (split_chain_[m]: after m bytes of
-  // it) for up to `reach` bytes: false when some position steps the set's bytes to different
-  // configurations (or only some of them), else split_end_ is the position where every byte
-  // of the set dies (`reach` when none does within reach: a loop is followed to `reach`).
-  bool SetChain(int32_t config, const uint64_t* set, int32_t reach);
+  // The subtree of the depth-1 node on byte `first` where the configuration after that
+  // byte loops on, or starts a chain over, a wide ASCII set (a URL path or an identifier after
+  // a space, free text after its first byte): the subtree's loop split for that set
+  // (Vocabulary::loop_split with a first byte), its mask cut to the chain's length, and its
+  // boundary nodes walked from where their prefix leads. Writes the subtree's tokens only
+  // (`clear`: they may be set on entry). False (nothing written) when that does not apply or
+  // would not pay.
+  bool FirstByteSplit(uint8_t first, bool clear, uint32_t* words);
+  // Follows the chain of `config` on the ASCII set `set` (chain[m]: after m bytes of it) for
+  // up to `reach` bytes: false when some position steps the set's bytes to different
+  // configurations (or only some of them), else `end` is the position where every byte of
+  // the set dies (`reach` when none does within reach: a loop is followed to `reach`).
+  bool SetChain(int32_t config, const uint64_t* set, int32_t reach, std::vector<int32_t>& chain, int32_t& end);
   // Walks the depth-1 trie node on byte `first` from walk_config_[0]: set word by word from
   // the byte's precomputed mask and walked in clearing mode where most of its tokens may be
   // allowed, walked in setting mode otherwise.
@@ -150,8 +152,10 @@ class Matcher {
   int32_t chain_len_ = 0;
   int32_t chain_shift_ = 0;             // positions before chain_[0] (see WalkSuffixes)
   bool clear_from_alphabet_ = false;     // this clearing walk started from the alphabet's mask
-  std::vector<int32_t> split_chain_;      // SetChain's configurations
+  std::vector<int32_t> split_chain_;      // SplitWalk's chain and its end (SetChain)
   int32_t split_end_ = 0;
+  std::vector<int32_t> first_chain_;      // FirstByteSplit's
+  int32_t first_end_ = 0;
   static constexpr int64_t kNoBudget = INT64_MAX;
   int64_t walk_budget_ = kNoBudget;
   static std::atomic<int64_t> split_walk_budget_;

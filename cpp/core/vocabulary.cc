@@ -344,25 +344,35 @@ const uint32_t* Vocabulary::alphabet_mask(const uint64_t* alphabet) const {
   return out;
 }
 
-const Vocabulary::LoopSplit* Vocabulary::loop_split(const uint64_t* ascii, bool compute) const {
-  const std::array<uint64_t, 2> key{ascii[0], ascii[1]};
+const Vocabulary::LoopSplit* Vocabulary::loop_split(const uint64_t* ascii, bool compute, int first) const {
+  const std::array<uint64_t, 3> key{ascii[0], ascii[1], first < 0 ? 256u : static_cast<uint64_t>(first)};
   std::lock_guard<std::mutex> lock(loop_split_mu_);
   auto it = loop_splits_.find(key);
   if (it != loop_splits_.end()) return it->second.get();
   if (!compute || loop_splits_.size() >= kMaxLoopSplits) return nullptr;
+  int32_t begin = 0, end = trie_size();  // the nodes scanned
   auto split = std::make_unique<LoopSplit>();
   std::vector<uint32_t>& mask = split->mask;
   mask.assign(static_cast<size_t>(mask_words()), 0);
-  auto set_tokens = [&](int32_t begin, int32_t end) {  // trie_tokens_[begin, end)
-    for (int32_t k = begin; k < end; ++k) mask[trie_tokens_[k] >> 5] |= 1u << (trie_tokens_[k] & 31);
+  auto set_tokens = [&](int32_t from, int32_t to) {  // trie_tokens_[from, to)
+    for (int32_t k = from; k < to; ++k) mask[trie_tokens_[k] >> 5] |= 1u << (trie_tokens_[k] & 31);
   };
+  if (first >= 0) {
+    // Below the first byte's node, which belongs to every path whatever its byte.
+    const int32_t root = trie_root_child(static_cast<uint8_t>(first));
+    if (root < 0) return nullptr;
+    set_tokens(trie_token_begin_[root], trie_token_begin_[root + 1]);
+    split->max_depth = split->max_token = 1;
+    begin = root + 1;
+    end = trie_nodes_[root].subtree_end;
+  }
   // Preorder scan: a node is reached only through nodes of L's bytes (a skipped subtree
   // resumes at its next sibling or an ancestor's), so a node on another byte is a boundary,
   // and the tokens of the nodes on L's bytes are the mask's.
   auto in_set = [&key](uint8_t b) { return b < 128 && (key[b >> 6] >> (b & 63) & 1); };
   std::vector<int32_t> count(256, 0);
   std::vector<int32_t> found;
-  for (int32_t i = 0, n = trie_size(); i < n;) {
+  for (int32_t i = begin; i < end;) {
     const TrieNode& at = trie_nodes_[i];
     if (!in_set(at.byte)) {
       found.push_back(i);
@@ -375,13 +385,13 @@ const Vocabulary::LoopSplit* Vocabulary::loop_split(const uint64_t* ascii, bool 
       set_tokens(trie_token_begin_[i], trie_token_begin_[at.subtree_end]);  // L's bytes only below
       // The subtree's deepest node is a leaf, so a token of its length.
       const int32_t deepest = at.depth + trie_height(i);
-      split->max_path = std::max(split->max_path, deepest);
+      split->max_depth = std::max(split->max_depth, deepest);
       split->max_token = std::max(split->max_token, deepest);
       i = at.subtree_end;
       continue;
     }
     set_tokens(trie_token_begin_[i], trie_token_begin_[i + 1]);  // the node's own tokens
-    split->max_path = std::max<int32_t>(split->max_path, at.depth);
+    split->max_depth = std::max<int32_t>(split->max_depth, at.depth);
     if (trie_token_begin_[i + 1] > trie_token_begin_[i]) split->max_token = std::max<int32_t>(split->max_token, at.depth);
     ++i;
   }

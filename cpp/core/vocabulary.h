@@ -172,19 +172,23 @@ class Vocabulary {
   // bytes (depth-1 nodes on other bytes included). Its subtree is decided by walking it from
   // the configuration its prefix leads to. The boundary nodes are grouped by byte,
   // boundary[begin[b], begin[b + 1]) on byte b, so that a configuration skips the bytes it
-  // cannot read without visiting their nodes. Computed on first use per set (one scan of the
-  // trie that skips subtrees of L's bytes only: up to a millisecond on a large vocabulary)
+  // cannot read without visiting their nodes.
+  // With a `first` byte (0-255), the split of that byte's subtree, for the configuration its
+  // first byte leads to: paths are that byte then L's bytes, the mask holds the subtree's
+  // tokens of such bytes only, and boundary nodes have depth 2 or more.
+  // Computed on first use per set and first byte (one scan of the trie, or the subtree, that
+  // skips subtrees of L's bytes only: up to a couple of milliseconds on a large vocabulary)
   // and kept, at most kMaxLoopSplits of them (nullptr once full, and when not computed yet
   // and `compute` is false). Thread-safe.
   struct LoopSplit {
     std::vector<uint32_t> mask;
     std::vector<int32_t> boundary;
     std::array<int32_t, 257> begin;
-    int32_t max_path = 0;   // the longest path of L's bytes in the trie (boundary depth - 1 at most)
-    int32_t max_token = 0;  // the longest token of L's bytes only
+    int32_t max_depth = 0;  // the deepest node on a path (a boundary node's parent is no deeper)
+    int32_t max_token = 0;  // the longest token of the mask, in bytes
   };
-  static constexpr size_t kMaxLoopSplits = 64;
-  const LoopSplit* loop_split(const uint64_t* ascii, bool compute) const;
+  static constexpr size_t kMaxLoopSplits = 128;
+  const LoopSplit* loop_split(const uint64_t* ascii, bool compute, int first = -1) const;
   // The mask (mask_words() words) of the text tokens of at most `length` bytes, for 1 <=
   // length < kLengthMasks (nullptr for others).
   static constexpr int32_t kLengthMasks = 64;
@@ -238,7 +242,7 @@ class Vocabulary {
   mutable std::map<std::array<uint64_t, 4>, std::unique_ptr<std::vector<uint32_t>>> alphabet_masks_;
   std::vector<uint32_t> length_masks_;  // kLengthMasks masks, length k's at k * mask_words()
   mutable std::mutex loop_split_mu_;
-  mutable std::map<std::array<uint64_t, 2>, std::unique_ptr<LoopSplit>> loop_splits_;
+  mutable std::map<std::array<uint64_t, 3>, std::unique_ptr<LoopSplit>> loop_splits_;  // (L, first or 256)
 };
 
 }  // namespace logitgate

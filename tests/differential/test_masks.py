@@ -162,9 +162,13 @@ SPLIT_PATTERNS = [
     r"[a-zA-Z0-9]{5,20}[.@]",
     r"[a-z0-9]+(\.[a-z0-9]+)*@[a-z]+\.[a-z]{2,6}",
     r"[a-zA-Z_]{3}[^\n]{0,10}x",
-    # a loop entered by the first byte (a leading space): the split within that byte's subtree
+    # a loop or chain entered by the first byte (a leading space): the split of that byte's
+    # subtree (an identifier after a space, words of at most six letters, camel case)
     r"a( [a-z ]*)?[.,]",
     r"x( [!-~]*)?\n",
+    r"( [a-z][a-z0-9_]*)+[.,;]",
+    r"( [a-zA-Z]{1,6})+\.",
+    r"( [a-z]{1,8}[A-M][a-z]*)+;",
 ]
 SHORTCUT_PATTERNS = [
     r'"[^"\\]*"',
