@@ -291,12 +291,8 @@ bool Matcher::FirstByteSplit(uint8_t first, bool clear, uint32_t* words) {
   if (16 * static_cast<int64_t>(tokens) < v.num_text_tokens()) return false;
   const int32_t c = parser.Next(walk_config_[0], first);
   if (c == Parser::kDead) return false;
-  const uint64_t* live = parser.LiveBytes(c);
-  if ((live[2] | live[3]) != 0 || __builtin_popcountll(live[0]) + __builtin_popcountll(live[1]) < 16) return false;
-  const Parser::StepSet step = parser.Steps(c, false);
-  if (step.successor == Parser::kDead) return false;
-  const uint64_t set[2] = {step.bytes[0], step.bytes[1]};
-  if (__builtin_popcountll(set[0]) + __builtin_popcountll(set[1]) < 8) return false;
+  uint64_t set[2];
+  if (!SplitSet(c, set)) return false;
   // The split is worth computing for a large subtree (a walk of it would visit most of it).
   const Vocabulary::LoopSplit* split =
       v.loop_split(set, 8 * static_cast<int64_t>(tokens) >= v.num_text_tokens(), first);
@@ -310,7 +306,6 @@ bool Matcher::FirstByteSplit(uint8_t first, bool clear, uint32_t* words) {
   const uint32_t* m = v.first_byte_mask(first);
   if (m == nullptr) return false;
   const size_t n_words = static_cast<size_t>(v.mask_words());
-  const Vocabulary::TrieNode* node = v.trie_nodes();
   if (clear) AndNot(words, m, n_words);
   if (fits != nullptr) {
     OrAnd(words, split->mask.data(), fits, n_words);
@@ -318,48 +313,16 @@ bool Matcher::FirstByteSplit(uint8_t first, bool clear, uint32_t* words) {
     Or(words, split->mask.data(), n_words);
   }
   walk_nodes_ += static_cast<int64_t>(n_words) / 16;
-  // The boundary nodes (all in the subtree) on bytes outside the set that the chain reads: a
-  // node at depth d has the first byte and d - 2 of the set's bytes above it, which lead to
-  // the chain's position d - 2.
-  uint64_t others[4] = {0, 0, 0, 0};
-  for (int32_t at : first_chain_) {
-    const uint64_t* reads = parser.LiveBytes(at);
-    for (int q = 0; q < 4; ++q) others[q] |= reads[q];
-  }
-  others[0] &= ~set[0];
-  others[1] &= ~set[1];
-  const int32_t last = static_cast<int32_t>(first_chain_.size()) - 1;
-  for (int q = 0; q < 4; ++q) {
-    for (uint64_t w = others[q]; w != 0; w &= w - 1) {
-      const int b = 64 * q + __builtin_ctzll(w);
-      for (int32_t k = split->begin[b]; k < split->begin[b + 1]; ++k) {
-        const int32_t j = split->boundary[k];
-        const int32_t d = node[j].depth;
-        if (d - 2 > first_end_) continue;
-        const int32_t parent = first_chain_[std::min(d - 2, last)];
-        if (!(parser.LiveBytes(parent)[q] >> (b & 63) & 1)) continue;
-        walk_config_[d - 1] = parent;
-        walk_row_[d - 1] = parser.Row(parent);
-        walk_capacity_[d - 1] = parser.plain_capacity(parent);
-        WalkSubtree<false>(j, node[j].subtree_end, walk_config_[0], words);
-      }
-    }
-  }
+  // The boundary nodes (all in the subtree): a node at depth d has the first byte and d - 2 of
+  // the set's bytes above it.
+  WalkBoundaries(*split, set, first_chain_, first_end_, 2, words);
   return true;
 }
 
 Matcher::SplitUse Matcher::SplitWalk(int32_t config, uint32_t* words, bool may_compute) {
   const Vocabulary& v = *grammar_->vocab;
-  Parser& parser = *parser_;
-  const uint64_t* live = parser.LiveBytes(config);
-  // Only configurations that read no multi-byte character: every token holding one is then
-  // dead at its first non-ASCII byte, a boundary node skipped unvisited (a loop that reads
-  // them has boundary nodes all over the vocabulary, and the clearing walk serves it better).
-  if ((live[2] | live[3]) != 0 || __builtin_popcountll(live[0]) + __builtin_popcountll(live[1]) < 16) return SplitUse::kNotApplicable;
-  const Parser::StepSet step = parser.Steps(config, false);
-  if (step.successor == Parser::kDead) return SplitUse::kNotApplicable;
-  const uint64_t set[2] = {step.bytes[0], step.bytes[1]};  // ASCII bytes b: Next(config, b) == successor
-  if (__builtin_popcountll(set[0]) + __builtin_popcountll(set[1]) < 8) return SplitUse::kNotApplicable;
+  uint64_t set[2];
+  if (!SplitSet(config, set)) return SplitUse::kNotApplicable;
   // Worth a split only where the set's bytes start a good part of the vocabulary (else the
   // walk below them is short anyway).
   if (8 * v.tokens_with_first_byte_in(set, 2) < v.num_text_tokens()) return SplitUse::kNotApplicable;
@@ -377,40 +340,62 @@ Matcher::SplitUse Matcher::SplitWalk(int32_t config, uint32_t* words, bool may_c
     for (size_t k = 0; k < n_words; ++k) words[k] = mask[k] & fits[k];
   }
   walk_nodes_ += static_cast<int64_t>(n_words) / 16;  // bits cost like nodes, a word at a time
+  // A boundary node at depth d has d - 1 of the set's bytes above it.
+  WalkBoundaries(*split, set, split_chain_, split_end_, 1, words);
+  return SplitUse::kDone;
+}
+
+bool Matcher::SplitSet(int32_t config, uint64_t* set) {
+  Parser& parser = *parser_;
+  const uint64_t* live = parser.LiveBytes(config);
+  // Only configurations that read no multi-byte character: every token holding one is then
+  // dead at its first non-ASCII byte, a boundary node skipped unvisited (a loop that reads
+  // them has boundary nodes all over the vocabulary, and the clearing walk serves it better).
+  if ((live[2] | live[3]) != 0 || __builtin_popcountll(live[0]) + __builtin_popcountll(live[1]) < 16) return false;
+  const Parser::StepSet step = parser.Steps(config, false);
+  if (step.successor == Parser::kDead) return false;
+  set[0] = step.bytes[0];  // ASCII bytes b: Next(config, b) == successor
+  set[1] = step.bytes[1];
+  return __builtin_popcountll(set[0]) + __builtin_popcountll(set[1]) >= 8;
+}
+
+void Matcher::WalkBoundaries(const Vocabulary::LoopSplit& split, const uint64_t* set, const std::vector<int32_t>& chain,
+                             int32_t end, int32_t shift, uint32_t* words) {
+  const Vocabulary& v = *grammar_->vocab;
+  Parser& parser = *parser_;
   // The bytes outside the set that some position of the chain reads.
   uint64_t others[4] = {0, 0, 0, 0};
-  for (int32_t c : split_chain_) {
+  for (int32_t c : chain) {
     const uint64_t* reads = parser.LiveBytes(c);
     for (int q = 0; q < 4; ++q) others[q] |= reads[q];
   }
   others[0] &= ~set[0];
   others[1] &= ~set[1];
-  // A boundary node at depth d has a parent path of d - 1 of the set's bytes, which leads to
-  // position d - 1 of the chain (past a loop's position: the loop): its subtree is walked as
-  // if from a child of that configuration.
+  // A boundary node at depth d is below d - shift of the set's bytes, which lead to that
+  // position of the chain (past a loop's position: the loop): its subtree is walked as if from
+  // a child of that configuration.
   const Vocabulary::TrieNode* node = v.trie_nodes();
-  const int32_t last = static_cast<int32_t>(split_chain_.size()) - 1;
+  const int32_t last = static_cast<int32_t>(chain.size()) - 1;
   for (int q = 0; q < 4; ++q) {
     for (uint64_t w = others[q]; w != 0; w &= w - 1) {
       const int b = 64 * q + __builtin_ctzll(w);
-      for (int32_t k = split->begin[b]; k < split->begin[b + 1]; ++k) {
-        const int32_t j = split->boundary[k];
+      for (int32_t k = split.begin[b]; k < split.begin[b + 1]; ++k) {
+        const int32_t j = split.boundary[k];
         const int32_t d = node[j].depth;
-        if (d - 1 > split_end_) continue;
-        const int32_t parent = split_chain_[std::min(d - 1, last)];
+        if (d - shift > end) continue;
+        const int32_t parent = chain[std::min(d - shift, last)];
         if (!(parser.LiveBytes(parent)[q] >> (b & 63) & 1)) continue;
-        if (d == 1) {
+        if (d == 1) {  // a root split's first byte outside its set
           WalkFirstByte(static_cast<uint8_t>(b), words);
           continue;
         }
         walk_config_[d - 1] = parent;
         walk_row_[d - 1] = parser.Row(parent);
         walk_capacity_[d - 1] = parser.plain_capacity(parent);
-        WalkSubtree<false>(j, node[j].subtree_end, config, words);
+        WalkSubtree<false>(j, node[j].subtree_end, walk_config_[0], words);
       }
     }
   }
-  return SplitUse::kDone;
 }
 
 bool Matcher::SetChain(int32_t config, const uint64_t* set, int32_t reach, std::vector<int32_t>& chain, int32_t& end) {

@@ -104,6 +104,15 @@ class Matcher {
   // (`clear`: they may be set on entry). False (nothing written) when that does not apply or
   // would not pay.
   bool FirstByteSplit(uint8_t first, bool clear, uint32_t* words);
+  // The set a split of `config` would be over (its step set's ASCII bytes, 2 words): false
+  // when `config` reads a multi-byte character or too few bytes for a split to pay.
+  bool SplitSet(int32_t config, uint64_t* set);
+  // Walks `split`'s boundary nodes on the bytes outside `set` that the chain (up to `end`)
+  // reads, a node at depth d from chain position d - shift: its prefix is shift - 1 fixed
+  // bytes (none for a split of the trie's root, the first byte for a first byte's) and then
+  // bytes of the set. A depth-1 node (root splits only) goes through WalkFirstByte.
+  void WalkBoundaries(const Vocabulary::LoopSplit& split, const uint64_t* set, const std::vector<int32_t>& chain,
+                      int32_t end, int32_t shift, uint32_t* words);
   // Follows the chain of `config` on the ASCII set `set` (chain[m]: after m bytes of it) for
   // up to `reach` bytes: false when some position steps the set's bytes to different
   // configurations (or only some of them), else `end` is the position where every byte of
