@@ -506,6 +506,11 @@ bool Matcher::PlainChain(int32_t config) {
       chain_len_ = m - 1;
       break;
     }
+    if (m > v.max_suffix_prefix_chars() && parser_->plain_capacity(config) >= v.max_plain_chars()) {
+      // Past the suffix trie's longest prefix a position matters only for being viable, which
+      // the capacity guarantees for every plain token: chain_ holds every bucket's position.
+      break;
+    }
     int32_t next = Parser::kDead;
     if (m > 1 && at == chain_[m - 2]) {
       // A loop (a key's string tail after its last listed prefix): the same step from here on.
@@ -542,7 +547,8 @@ void Matcher::WalkSuffixes(uint32_t* words, bool chained) {
         i = at.subtree_end;
         continue;
       }
-      walk_config_[1] = !chained || k < 0 ? walk_config_[0] : chain_[k];
+      // (k is at most the longest suffix prefix, which PlainChain always follows to.)
+      walk_config_[1] = !chained || k < 0 ? walk_config_[0] : chain_.at(static_cast<size_t>(k));
       walk_row_[1] = parser.Row(walk_config_[1]);
       ++i;
       continue;

@@ -75,7 +75,9 @@ class Matcher {
   // True when every plain character leads from `config` through a chain of configurations
   // (chain_[m]: after m characters) until none is viable (after chain_len_ characters) or as
   // far as any token's plain part reaches (chain_len_ = Vocabulary::max_plain_chars): the
-  // positions of a `maxLength` string. Fills chain_ (chain_len_ + 1 entries).
+  // positions of a `maxLength` string. Fills chain_ (chain_len_ + 1 entries; where the plain
+  // capacity covers every plain token, only as far as the longest suffix-token prefix: the
+  // suffix walk needs no position past it).
   bool PlainChain(int32_t config);
   // Sets the non-plain tokens allowed from walk_config_[0], a plain loop (`chained` false) or
   // a chain: a token whose plain prefix holds m characters goes on from chain_[m - chain_shift_]
