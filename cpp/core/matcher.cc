@@ -327,7 +327,8 @@ Matcher::SplitUse Matcher::SplitWalk(int32_t config, uint32_t* words, bool may_c
   // walk below them is short anyway).
   if (8 * v.tokens_with_first_byte_in(set, 2) < v.num_text_tokens()) return SplitUse::kNotApplicable;
   const Vocabulary::LoopSplit* split = v.loop_split(set, may_compute);
-  if (split == nullptr) return may_compute ? SplitUse::kNotApplicable : SplitUse::kNotComputed;
+  // (Once the vocabulary keeps no more splits, a walk would give up only to walk again.)
+  if (split == nullptr) return may_compute || v.loop_splits_full() ? SplitUse::kNotApplicable : SplitUse::kNotComputed;
   if (!SetChain(config, set, split->max_depth, split_chain_, split_end_)) return SplitUse::kNotApplicable;
   const size_t n_words = static_cast<size_t>(v.mask_words());
   if (split_end_ >= split->max_token) {

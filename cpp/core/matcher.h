@@ -91,8 +91,8 @@ class Matcher {
   // repetition of it, a UUID's hex digits, an e-mail address's first character then its
   // loop): its set's loop split (Vocabulary::loop_split), the split's mask cut to the chain's
   // length, and the boundary nodes on bytes the chain can read walked from where their
-  // prefix leads. kNotComputed: it would apply but the set's split is not computed and
-  // `may_compute` is false. Nothing is written unless kDone.
+  // prefix leads. kNotComputed: it would apply but the set's split is not computed,
+  // `may_compute` is false and the vocabulary has room for it. Nothing is written unless kDone.
   enum class SplitUse { kDone, kNotApplicable, kNotComputed };
   SplitUse SplitWalk(int32_t config, uint32_t* words, bool may_compute);
   // The rest of Walk: the trie from the first bytes `config` reads. Gives up (words undefined)

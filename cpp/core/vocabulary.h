@@ -189,6 +189,11 @@ class Vocabulary {
   };
   static constexpr size_t kMaxLoopSplits = 128;
   const LoopSplit* loop_split(const uint64_t* ascii, bool compute, int first = -1) const;
+  // True once kMaxLoopSplits splits are kept: loop_split computes no more.
+  bool loop_splits_full() const {
+    std::lock_guard<std::mutex> lock(loop_split_mu_);
+    return loop_splits_.size() >= kMaxLoopSplits;
+  }
   // The mask (mask_words() words) of the text tokens of at most `length` bytes, for 1 <=
   // length < kLengthMasks (nullptr for others).
   static constexpr int32_t kLengthMasks = 64;
