@@ -264,7 +264,7 @@ void Automaton::Build(const std::vector<int32_t>& program) {
   }
   // Inlining adds at most about as many states as the program has ints (64k for small grammars).
   int64_t inline_budget = std::max<int64_t>(static_cast<int64_t>(program.size()), 1 << 16);
-  static constexpr int64_t kInlineMaxExpansion = 4096;  // estimated states per call site, copies included
+  static constexpr int64_t kInlineMaxExpansion = 2048;  // estimated states per call site, copies included
   static constexpr int64_t kInlineTiny = 16;
 
   std::map<std::vector<int32_t>, Utf8Plan> class_plans;  // character classes', by their program ints
@@ -1030,15 +1030,13 @@ bool Automaton::ReadsOnePlainCharacter(int32_t r) const {
 // closure puts that rule's start among the heads), e.g. a key-complement trie whose every
 // exit calls one shared string-tail rule.
 void Automaton::ComputeUniversal() {
-  std::vector<bool> first = UniversalFixpoint(nullptr);
-  universal_ = UniversalFixpoint(&first);
-}
-
-std::vector<bool> Automaton::UniversalFixpoint(const std::vector<bool>* callees) const {
   const int32_t n = num_states();
   // A call of a rule that reads one character and may then end (an encoded character class,
-  // as JSON string contents use) covers that character too (char_ascii_, char_utf8_).
-  auto reads_one = [&](const CallEdge& c) { return (char_ascii_[c.rule][0] | char_ascii_[c.rule][1]) != 0; };
+  // as JSON string contents use; a key trie's non-ASCII characters) covers that character too
+  // (char_ascii_, char_utf8_).
+  auto reads_one = [&](const CallEdge& c) {
+    return (char_ascii_[c.rule][0] | char_ascii_[c.rule][1]) != 0 || char_utf8_[c.rule];
+  };
   // True when the byte edges of s and its character calls that lead to states `keep` accepts
   // cover every plain ASCII byte; `utf8` is set when such a call reads every UTF-8 character.
   auto covers_plain_ascii = [&](int32_t s, auto&& keep, bool* utf8) {
@@ -1059,45 +1057,74 @@ std::vector<bool> Automaton::UniversalFixpoint(const std::vector<bool>* callees)
   // Candidates: states whose edges and character calls cover every plain ASCII byte, whatever
   // they lead to (a necessary condition). Most states (literals, digits, punctuation) are not,
   // and never enter the fixpoint.
-  std::vector<bool> in(n, false);
+  std::vector<bool> candidate(n, false);
   std::pmr::monotonic_buffer_resource scratch;
   std::vector<EdgeList<int32_t>> preds = ArenaLists(static_cast<size_t>(n), &scratch);
-  std::vector<int32_t> work;
+  std::vector<int32_t> candidates;
   for (int32_t s = 0; s < n; ++s) {
     bool utf8 = false;
     if (!deterministic_[s] || !covers_plain_ascii(s, [](int32_t) { return true; }, &utf8)) continue;
-    in[s] = true;
-    work.push_back(s);
+    candidate[s] = true;
+    candidates.push_back(s);
   }
-  for (int32_t s = 0; s < n; ++s) {
-    if (!in[s]) continue;
+  // Per candidate, the states its plain multi-byte characters lead to, found once (their
+  // paths do not depend on the set): utf8_leaves[leaf_span[s].first .. second), or second == -1
+  // when some plain character is not read by the candidate's own deterministic edges.
+  std::vector<int32_t> utf8_leaves;
+  std::vector<std::pair<int32_t, int32_t>> leaf_span(static_cast<size_t>(n), {0, -1});
+  for (int32_t s : candidates) {
     for (const ByteEdge& e : bytes_[s]) preds[e.target].push_back(s);
     for (const CallEdge& c : calls_[s]) {
       if (reads_one(c)) preds[c.ret].push_back(s);
     }
-  }
-  auto member = [&](int32_t t) {
-    if (in[t]) return true;
-    if (callees == nullptr) return false;
-    for (const CallEdge& c : calls_[t]) {
-      if ((*callees)[rule_start_[c.rule]]) return true;
+    const auto begin = static_cast<int32_t>(utf8_leaves.size());
+    const bool shaped = EveryPlainUtf8(s, [&](int32_t t) {
+      if (std::find(utf8_leaves.begin() + begin, utf8_leaves.end(), t) == utf8_leaves.end()) utf8_leaves.push_back(t);
+      return true;
+    });
+    if (!shaped) {
+      utf8_leaves.resize(static_cast<size_t>(begin));
+      continue;
     }
-    return false;
+    leaf_span[s] = {begin, static_cast<int32_t>(utf8_leaves.size())};
+    for (int32_t k = begin; k < leaf_span[s].second; ++k) {
+      if (utf8_leaves[k] != s) preds[utf8_leaves[k]].push_back(s);  // a leaf's drop rechecks s
+    }
+  }
+  auto fixpoint = [&](const std::vector<bool>* callees) {
+    std::vector<bool> in = candidate;
+    std::vector<int32_t> work = candidates;
+    auto member = [&](int32_t t) {
+      if (in[t]) return true;
+      if (callees == nullptr) return false;
+      for (const CallEdge& c : calls_[t]) {
+        if ((*callees)[rule_start_[c.rule]]) return true;
+      }
+      return false;
+    };
+    auto leaves_member = [&](int32_t s) {
+      const auto [begin, end] = leaf_span[s];
+      for (int32_t k = begin; k < end; ++k) {
+        if (!member(utf8_leaves[k])) return false;
+      }
+      return end >= 0;
+    };
+    while (!work.empty()) {
+      const int32_t s = work.back();
+      work.pop_back();
+      if (!in[s]) continue;
+      // Plain ASCII bytes covered by an edge to a member or a character call returning to one.
+      bool utf8 = false;
+      if (covers_plain_ascii(s, member, &utf8) && (utf8 || leaves_member(s))) continue;
+      in[s] = false;
+      for (int32_t p : preds[s]) {
+        if (in[p]) work.push_back(p);
+      }
+    }
+    return in;
   };
-  while (!work.empty()) {
-    const int32_t s = work.back();
-    work.pop_back();
-    if (!in[s]) continue;
-    // Plain ASCII bytes covered by an edge to a member or a character call returning to one.
-    bool utf8 = false;
-    const bool ok = covers_plain_ascii(s, member, &utf8) && (utf8 || EveryPlainUtf8(s, member));
-    if (ok) continue;
-    in[s] = false;
-    for (int32_t p : preds[s]) {
-      if (in[p]) work.push_back(p);
-    }
-  }
-  return in;
+  const std::vector<bool> first = fixpoint(nullptr);
+  universal_ = fixpoint(&first);
 }
 
 // Capacity: universal states are unbounded. Otherwise a determinized state that reads every

@@ -122,9 +122,9 @@ class Automaton {
   }
   // Rules the core adds itself (after the program's), with a start and a final state.
   int32_t NewRule(const std::string& name);
-  // The rule StringExcept tries share (string_except.cc): one character but a sorted set, in
-  // any spelling; one per set per grammar. And the escapes of a trie node's children.
-  int32_t CharOtherThan(const std::vector<uint32_t>& kids);
+  // The rule StringExcept tries share (string_except.cc): the escape of one character but a
+  // sorted set; one per set per grammar. And the escapes of a trie node's children.
+  int32_t EscapeOtherThan(const std::vector<uint32_t>& kids);
   template <typename Fresh>
   void EscapedChildren(const std::vector<std::pair<uint32_t, int32_t>>& kids, const std::vector<int32_t>& state,
                        int32_t s, Fresh&& fresh);
@@ -139,7 +139,6 @@ class Automaton {
   void MarkTailCalls();
   void ComputeCharacterRules();
   void ComputeUniversal();
-  std::vector<bool> UniversalFixpoint(const std::vector<bool>* callees) const;
   void ComputePlainCapacity();
   // True when every valid UTF-8 character read from determinized state s is covered by its
   // edges and ends at a state t with leaf(t).
@@ -170,7 +169,7 @@ class Automaton {
   std::vector<std::array<uint64_t, 2>> char_ascii_;
   std::vector<bool> char_utf8_;
   std::vector<int32_t> kernel_offset_, kernel_;
-  std::map<std::vector<uint32_t>, int32_t> char_other_than_;  // CharOtherThan's rules
+  std::map<std::vector<uint32_t>, int32_t> escape_other_than_;  // EscapeOtherThan's rules
   std::vector<int32_t> plan_states_;                           // AddPlan's scratch
   int32_t byte_class_[256] = {};
   int32_t num_byte_classes_ = 1;

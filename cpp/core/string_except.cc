@@ -8,14 +8,18 @@
 // JSON frontend) follows. The contents may end at a trie node that is no word. Lone surrogate
 // escapes are never read.
 //
-// Layout: one state per trie node, with byte edges for its children's raw and escaped
-// spellings (a backslash state and the \u digits that spell a child, a few states per node).
-// Every other character leaves the trie through a rule the whole grammar shares, one per set
-// K of a node's children: "one character but those of K, in any spelling" (returning to the
-// tail). A word thus costs a handful of states per character and a configuration inside the
-// trie two heads, whatever the number of children. (That rule reads a whole character, raw or
-// escaped, and then ends: the automaton's plain-text analyses see a call of it as reading
-// those characters.)
+// Layout: one state per trie node, with byte edges for every raw character (its children's
+// to the children; every other one to the tail, non-ASCII ones through continuation states the
+// trie shares) and for its children's escapes (a backslash state and the \u digits that spell
+// a child, a few states per node). Every other escape leaves the trie through a rule the whole
+// grammar shares, one per set K of a node's children: "the escape of one character but those
+// of K" (returning to the tail). A node reads the raw characters that leave the trie itself so
+// that the mask walk's step sets see them all reach one state, the tail; the escapes, which
+// are no plain text, go through the shared rule, which keeps a node's edges few (a rule that
+// held the raw characters too cost ~24 states per set K, most of a median MaskBench schema's
+// automaton; escapes in every node, ~25 more edges per node, doubled large schemas' compile).
+// A word thus costs a handful of states per character and a configuration inside the trie
+// two heads, whatever the number of children.
 #include <algorithm>
 #include <string>
 
@@ -106,15 +110,15 @@ void Automaton::HexDigits(int32_t s, uint32_t lo, int left, Exit&& exit, After&&
   }
 }
 
-// The rule that reads one character but those of `kids` (sorted) in any spelling, one per
-// set per grammar. The hex digits left after a decided prefix share one chain per count.
-int32_t Automaton::CharOtherThan(const std::vector<uint32_t>& kids) {
-  auto it = char_other_than_.find(kids);
-  if (it != char_other_than_.end()) return it->second;
-  std::string name = "<character but";
+// The rule that reads the escape of one character but those of `kids` (sorted), one per set
+// per grammar. The hex digits left after a decided prefix share one chain per count.
+int32_t Automaton::EscapeOtherThan(const std::vector<uint32_t>& kids) {
+  auto it = escape_other_than_.find(kids);
+  if (it != escape_other_than_.end()) return it->second;
+  std::string name = "<escape but";
   for (uint32_t cp : kids) name += " U+" + Hex(cp);
   const int32_t r = NewRule(name + ">");
-  char_other_than_.emplace(kids, r);
+  escape_other_than_.emplace(kids, r);
   const int32_t start = rule_start_[r], end = rule_final_[r];
   auto fresh = [&] {
     const int32_t q = NewState();
@@ -151,11 +155,6 @@ int32_t Automaton::CharOtherThan(const std::vector<uint32_t>& kids) {
       high_left[0] = slash;
     }
   };
-  // Raw: any character but the kids, '"', '\\' and the controls (DEL may stay raw).
-  CodePointRanges excluded{{0x00, 0x1F}, {'"', '"'}, {'\\', '\\'}};
-  for (uint32_t cp : kids) excluded.push_back({cp, cp});
-  AddPlan(PlanUtf8(NormalizeCodePoints(std::move(excluded), true)), start, end, fresh);
-  // Escapes.
   const int32_t backslash = fresh();
   bytes_[start].push_back({'\\', '\\', backslash});
   for (const auto& [byte, c] : kShortEscapes) {
@@ -290,19 +289,40 @@ void Automaton::BuildStringExcept(const std::vector<std::vector<uint32_t>>& word
   std::vector<int32_t> state(trie.size());
   state[0] = from;
   for (size_t k = 1; k < trie.size(); ++k) state[k] = fresh();
+  // The first-byte edges of "any non-ASCII character, then the tail", for nodes without a
+  // non-ASCII child (the continuation states are the trie's).
+  std::vector<ByteEdge> non_ascii;
+  {
+    const Utf8Plan plan = PlanUtf8(NormalizeCodePoints({{0x80, 0x10FFFF}}, false));
+    std::vector<int32_t> at{-1, tail};
+    for (int32_t k = 0; k < plan.inner_states; ++k) at.push_back(fresh());
+    for (const Utf8Plan::Edge& e : plan.edges) {
+      const int32_t to = at[static_cast<size_t>(e.to)];
+      if (e.from == 0) {
+        non_ascii.push_back({e.lo, e.hi, to});
+      } else {
+        bytes_[at[static_cast<size_t>(e.from)]].push_back({e.lo, e.hi, to});
+      }
+    }
+  }
   std::vector<uint32_t> kid_cps;
   for (size_t k = 0; k < trie.size(); ++k) {
     const TrieNode& node = trie[k];
     const int32_t s = state[k];
     if (!node.word) eps_[s].push_back(end);
     kid_cps.clear();
+    bool other_raw[0x80] = {};  // the ASCII characters read raw to the tail
+    for (int b = 0x20; b < 0x80; ++b) other_raw[b] = b != '"' && b != '\\';
+    bool non_ascii_kid = false;
     for (const auto& [cp, child] : node.kids) {
       if (IsSurrogate(cp)) continue;  // no spelling reads it
       kid_cps.push_back(cp);
+      if (cp < 0x80) other_raw[cp] = false;
       // Raw (where JSON allows it: not '"', '\\' or a control) and escaped, to the child.
       if (cp >= 0x20 && cp != '"' && cp != '\\') {
         uint8_t utf8[4];
         const int n = EncodeUtf8(cp, utf8);
+        non_ascii_kid = non_ascii_kid || n > 1;
         int32_t q = s;
         for (int j = 0; j + 1 < n; ++j) {
           const int32_t r = fresh();
@@ -312,9 +332,26 @@ void Automaton::BuildStringExcept(const std::vector<std::vector<uint32_t>>& word
         bytes_[q].push_back({utf8[n - 1], utf8[n - 1], state[child]});
       }
     }
+    // Every other raw character leaves the trie, read here (not in a shared rule: the walk's
+    // step sets then see one successor, the tail, for every plain character but the kids).
+    for (int b = 0x20; b < 0x80; ++b) {
+      if (!other_raw[b]) continue;
+      int e = b;
+      while (e + 1 < 0x80 && other_raw[e + 1]) ++e;
+      bytes_[s].push_back({static_cast<uint8_t>(b), static_cast<uint8_t>(e), tail});
+      b = e;
+    }
+    if (!non_ascii_kid) {
+      bytes_[s].insert(bytes_[s].end(), non_ascii.begin(), non_ascii.end());
+    } else {
+      CodePointRanges excluded{{0x00, 0x7F}};
+      for (uint32_t cp : kid_cps) excluded.push_back({cp, cp});
+      AddPlan(PlanUtf8(NormalizeCodePoints(std::move(excluded), true)), s, tail, fresh);
+    }
     if (!kid_cps.empty()) EscapedChildren(node.kids, state, s, fresh);
-    // Every other character, in any spelling, leaves the trie.
-    const int32_t other = CharOtherThan(kid_cps);
+    // Every other escape, through the rule the grammar shares for this set of children (made
+    // before calls_[s] is looked up: making it adds states, which moves the lists).
+    const int32_t other = EscapeOtherThan(kid_cps);
     calls_[s].push_back({other, tail});
   }
 }

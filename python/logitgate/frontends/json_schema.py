@@ -2129,7 +2129,7 @@ class _Lowering:
             node = _encoded_class_ascii(tuple(_intersect(ranges, 0, 0x7F)), self.non_ascii_escape())
         else:
             node = _encoded_class(cc)
-        if isinstance(node, Alt) and len(node.items) > 2:
+        if isinstance(node, Alt):  # raw characters | escapes: a rule, not a copy per use
             name = f"cls{len(self.enc_memo)}"
             self.rules[name] = node
             node = Ref(name)
