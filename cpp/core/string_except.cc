@@ -208,7 +208,7 @@ int32_t Automaton::EscapeOtherThan(const std::vector<uint32_t>& kids) {
 
 // The escape spellings of a trie node's children from state s: '\\' then a short escape
 // or \uXXXX (either case) or a surrogate pair, each to its child's state. The escapes of other
-// characters are not read here (the node's CharOtherThan call reads them).
+// characters are not read here (the node's EscapeOtherThan call reads them).
 template <typename Fresh>
 void Automaton::EscapedChildren(const std::vector<std::pair<uint32_t, int32_t>>& kids, const std::vector<int32_t>& state,
                                 int32_t s, Fresh&& fresh) {
