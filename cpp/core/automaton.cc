@@ -1032,8 +1032,8 @@ bool Automaton::ReadsOnePlainCharacter(int32_t r) const {
 void Automaton::ComputeUniversal() {
   const int32_t n = num_states();
   // A call of a rule that reads one character and may then end (an encoded character class,
-  // as JSON string contents use; a key trie's non-ASCII characters) covers that character too
-  // (char_ascii_, char_utf8_).
+  // as JSON string contents use; a class of non-ASCII characters only) covers that character
+  // too (char_ascii_, char_utf8_).
   auto reads_one = [&](const CallEdge& c) {
     return (char_ascii_[c.rule][0] | char_ascii_[c.rule][1]) != 0 || char_utf8_[c.rule];
   };
