@@ -91,7 +91,9 @@ def shortest_completion(ref: Reference, state: State) -> str | None:
     return None
 
 
-@settings(max_examples=150, deadline=None)
+# Derandomized: the oracle is Python's backtracking `re`, and a random tree of nested
+# repetitions of nullable items can make it run for minutes (a hung CI run, seen once).
+@settings(max_examples=150, deadline=None, derandomize=True)
 @given(trees)
 def test_sentences_and_prefixes_match_python_re(tree: Node) -> None:
     """Sentences agree with re.fullmatch (all strings up to length 5); every prefix of a sentence is

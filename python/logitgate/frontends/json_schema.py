@@ -55,6 +55,7 @@ from logitgate.grammar.ir import (
 )
 from logitgate.grammar.json_text import EMPTY_LANG as _EMPTY_LANG
 from logitgate.grammar.json_text import alt as _alt
+from logitgate.grammar.json_text import any_value_rules as _any_value_rules
 from logitgate.grammar.json_text import dec_class as _dec_class
 from logitgate.grammar.json_text import digits_node as _digits_node
 from logitgate.grammar.json_text import encoded_class as _encoded_class
@@ -138,11 +139,38 @@ _MAX_ORDER_ANY = 8  # property_order="any" tracks subsets of at most this many k
 # the grammar (its size, even) differ from run to run for one schema.
 _FALSE = -1
 
+# The keywords _Lowering._merge_one reads per type (a group is skipped when none is present).
+_NUMBER_KEYWORDS = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"})
+_STRING_KEYWORDS = frozenset({"minLength", "maxLength", "pattern", "format"})
+_OBJECT_KEYWORDS = frozenset(
+    {
+        "properties",
+        "patternProperties",
+        "additionalProperties",
+        "required",
+        "propertyNames",
+        "minProperties",
+        "maxProperties",
+        "unevaluatedProperties",
+        "unevaluatedItems",
+    }
+)
+_ARRAY_KEYWORDS = frozenset({"items", "prefixItems", "minItems", "maxItems", "contains", "uniqueItems"})
+
 
 def _ptr_join(pointer: str, *tokens: str | int) -> str:
     for t in tokens:
-        pointer += "/" + str(t).replace("~", "~0").replace("/", "~1")
+        t = str(t)
+        if "~" in t or "/" in t:
+            t = t.replace("~", "~0").replace("/", "~1")
+        pointer += "/" + t
     return pointer
+
+
+def _plain_json_text(s: str) -> bool:
+    """True when ``s`` is its own JSON string content in every serialization (printable ASCII
+    without quote or backslash): the common key, for which json.dumps is not needed."""
+    return s.isascii() and s.isprintable() and '"' not in s and "\\" not in s
 
 
 # ---------------------------------------------------------------------------------------------
@@ -571,6 +599,22 @@ class _Lowering:
         if name not in self.rules:
             self.rules[name] = _EMPTY_LANG  # placeholder against re-entry
             self.rules[name] = build()
+        return Ref(name)
+
+    def value_rule(self, name: str) -> Ref:
+        """One of the schema-independent rules of json_text.any_value_rules (``value``,
+        ``string``, ``number``, ``char``...), with the rules it references."""
+        if name not in self.rules:
+            table = _any_value_rules(self.compact)
+            stack = [name]
+            while stack:  # iterative: the rules reference each other (value <-> any_object)
+                n = stack.pop()
+                if n == "ws":
+                    self.ws()
+                elif n not in self.rules:
+                    body, uses = table[n]
+                    self.rules[n] = body
+                    stack.extend(uses)
         return Ref(name)
 
     # -- atoms -------------------------------------------------------------------------------
@@ -1206,7 +1250,18 @@ class _Lowering:
                 self._contradiction(f, ptr, "no enum value is left")
         if "$lg_not_enum" in d:
             f.not_enum.extend(d["$lg_not_enum"])
-        # numbers
+        # Most schema objects hold a few keywords: skip the groups they have none of.
+        keys = d.keys()
+        if not keys.isdisjoint(_NUMBER_KEYWORDS):
+            self._merge_numbers(f, d, ptr, num)
+        if not keys.isdisjoint(_STRING_KEYWORDS):
+            self._merge_strings(f, d, ptr, count)
+        if not keys.isdisjoint(_OBJECT_KEYWORDS):
+            self._merge_objects(f, d, ptr, base, count)
+        if not keys.isdisjoint(_ARRAY_KEYWORDS):
+            self._merge_arrays(f, d, ptr, base, count)
+
+    def _merge_numbers(self, f: _Facts, d: dict[str, Any], ptr: str, num: Callable[[str], Fraction | None]) -> None:
         lo, hi = num("minimum"), num("maximum")
         emin, emax = d.get("exclusiveMinimum"), d.get("exclusiveMaximum")
         if isinstance(emin, bool):  # draft-04
@@ -1234,7 +1289,8 @@ class _Lowering:
             if m <= 0:
                 raise SchemaError("multipleOf must be > 0", pointer=_ptr_join(ptr, "multipleOf"))
             f.multiple.append((m, _ptr_join(ptr, "multipleOf")))
-        # strings
+
+    def _merge_strings(self, f: _Facts, d: dict[str, Any], ptr: str, count: Callable[[str], int | None]) -> None:
         cv = count("minLength")
         if cv is not None:
             f.min_len = max(f.min_len, cv)
@@ -1255,7 +1311,10 @@ class _Lowering:
                     f.formats.append((fmt, _ptr_join(ptr, "format")))
             elif fmt in _UNSUPPORTED_FORMATS:
                 self.unsupported("format", f"format {fmt!r} is not lowered", _ptr_join(ptr, "format"))
-        # objects
+
+    def _merge_objects(
+        self, f: _Facts, d: dict[str, Any], ptr: str, base: str, count: Callable[[str], int | None]
+    ) -> None:
         props = d.get("properties", {})
         if not isinstance(props, dict):
             raise SchemaError("properties must be an object", pointer=_ptr_join(ptr, "properties"))
@@ -1297,7 +1356,10 @@ class _Lowering:
         for kw in ("unevaluatedProperties", "unevaluatedItems"):
             if kw in d and d[kw] is not True:
                 self.unsupported(kw, "unevaluated* keywords are not lowered", _ptr_join(ptr, kw))
-        # arrays
+
+    def _merge_arrays(
+        self, f: _Facts, d: dict[str, Any], ptr: str, base: str, count: Callable[[str], int | None]
+    ) -> None:
         items = d.get("items")
         prefix = d.get("prefixItems")
         if isinstance(items, list):  # draft-04..2019: items as array = prefixItems
@@ -1583,7 +1645,7 @@ class _Lowering:
         """One rule per distinct scalar constraint set: the same string/number constraints written
         in many places of a schema compile once."""
         try:
-            excluded = json.dumps(f.not_enum, sort_keys=True)
+            excluded = json.dumps(f.not_enum, sort_keys=True) if f.not_enum else ""
         except (RecursionError, ValueError, TypeError):
             return build(f)
         if kind == "num":
@@ -1688,6 +1750,8 @@ class _Lowering:
 
     def string_content_literal(self, s: str) -> Node:
         """The content (between the quotes) of the JSON string ``s``, both serializations."""
+        if _plain_json_text(s):
+            return Literal(s.encode())
         forms = {json.dumps(s)[1:-1]}
         try:
             forms.add(json.dumps(s, ensure_ascii=False)[1:-1].encode("utf-8").decode("utf-8"))
@@ -1697,6 +1761,8 @@ class _Lowering:
 
     def string_literal(self, s: str) -> Node:
         """The JSON string ``s``: its raw UTF-8 form and its ensure_ascii form."""
+        if _plain_json_text(s):
+            return Literal(b'"' + s.encode() + b'"')
         forms = {json.dumps(s)}
         try:
             forms.add(json.dumps(s, ensure_ascii=False).encode("utf-8").decode("utf-8"))
@@ -1882,27 +1948,8 @@ class _Lowering:
         is a double, so ``decimal >= L`` implies ``double >= L``; an exclusive bound B becomes the
         inclusive bound nextafter(B), and an excluded value v splits the interval at
         nextafter(v, -inf) / nextafter(v, +inf)."""
-        digits = CharClass(((0x30, 0x39),))
         if f.lo is None and f.hi is None and not excluded:
-            return self.rule(
-                "number",
-                lambda: _seq(
-                    [
-                        _opt(Literal(b"-")),
-                        _alt([Literal(b"0"), _seq([CharClass(((0x31, 0x39),)), Repeat(digits, 0, None)])]),
-                        _opt(_seq([Literal(b"."), Repeat(digits, 1, None)])),
-                        _opt(
-                            _seq(
-                                [
-                                    CharClass(((0x45, 0x45), (0x65, 0x65))),
-                                    _opt(CharClass(((0x2B, 0x2B), (0x2D, 0x2D)))),
-                                    Repeat(digits, 1, None),
-                                ]
-                            )
-                        ),
-                    ]
-                ),
-            )
+            return self.value_rule("number")
 
         def as_double(v: Fraction, what: str) -> float | None:
             try:
@@ -2104,25 +2151,26 @@ class _Lowering:
         return _seq([head, tail])
 
     def char_rule(self) -> Ref:
-        """One JSON string character unit: raw, short escape, \\uXXXX or a surrogate pair."""
-        # The class's own rule when it has one: an alias rule in between would hide from the
-        # core that a call reads exactly one character (Automaton::plain_capacity).
-        node = self.encode_class(CharClass(((0, 0x10FFFF),)))
-        return node if isinstance(node, Ref) else self.rule("char", lambda: node)
+        """One JSON string character unit: raw, short escape, \\uXXXX or a surrogate pair.
+        The rule holds the alternatives itself: an alias rule in between would hide from the
+        core that a call reads exactly one character (Automaton::plain_capacity)."""
+        return self.value_rule("char")
 
     def string_tail(self) -> Ref:
         """Any JSON string content (a rule: referenced from many places, one loop)."""
-        return self.rule("string_tail", lambda: Repeat(self.char_rule(), 0, None))
+        return self.value_rule("string_tail")
 
     def any_string(self) -> Ref:
-        return self.rule("string", lambda: _seq([Literal(b'"'), Repeat(self.char_rule(), 0, None), Literal(b'"')]))
+        return self.value_rule("string")
 
     def encode_class(self, cc: CharClass) -> Node:
         hit = self.enc_memo.get(cc)
         if hit is not None:
             return hit
         ranges = _positive_ranges(cc)
-        if ranges and ranges[-1][0] <= 0x80 and ranges[-1][1] == 0x10FFFF and ranges[0] != (0, 0x10FFFF):
+        if ranges == [(0, 0x10FFFF)]:
+            node: Node = self.char_rule()
+        elif ranges and ranges[-1][0] <= 0x80 and ranges[-1][1] == 0x10FFFF:
             # Every non-ASCII character is in the class (a key-complement position excludes a
             # few ASCII characters): its \u escapes above 0x7F are one shared rule, not a copy
             # per class (they were most of a schema's grammar).
@@ -2370,22 +2418,22 @@ class _Lowering:
         """Arrays of distinct values from a finite domain: one rule per subset of used values (the
         subset's size is the item count)."""
         ws = self.ws()
-        sep = _seq([ws, Literal(b",")])
+        sep_ws = _seq([ws, Literal(b","), ws])
         lits = [self.value_literal(v, 0) for v in domain]
         base = f"uq{len(self.rules)}_"
         n = len(domain)
         for mask in range((1 << n) - 1, -1, -1):
             count = bin(mask).count("1")
-            for started in (False, True):
-                lead = _seq([sep, ws]) if started else ws
-                alts: list[Node] = []
-                if count >= lo:
-                    alts.append(EMPTY)
-                if hi is None or count < hi:
-                    for i in range(n):
-                        if not mask >> i & 1:
-                            alts.append(_seq([lead, lits[i], Ref(f"{base}{mask | 1 << i}_1")]))
-                self.rules[f"{base}{mask}_{int(started)}"] = _alt(alts) if alts else _EMPTY_LANG
+            started = mask != 0  # mask 0 is the start only; every other one follows an item
+            lead = sep_ws if started else ws
+            alts: list[Node] = []
+            if count >= lo:
+                alts.append(EMPTY)
+            if hi is None or count < hi:
+                for i in range(n):
+                    if not mask >> i & 1:
+                        alts.append(_seq([lead, lits[i], Ref(f"{base}{mask | 1 << i}_1")]))
+            self.rules[f"{base}{mask}_{int(started)}"] = _alt(alts) if alts else _EMPTY_LANG
         return _seq([Literal(b"["), Ref(f"{base}0_0"), ws, Literal(b"]")])
 
     def emit_contains(
@@ -2514,7 +2562,7 @@ class _Lowering:
             self.unsupported("maxProperties", "property counting state space too large", "")
             counting = False
         base = f"ob{len(self.rules)}_"
-        sep = _seq([ws, Literal(b",")])
+        sep_ws = _seq([ws, Literal(b","), ws])
         # P(i) is the position after the members before i were emitted or skipped (optional
         # ones only), with additional keys allowed in between. Its alternatives put the keys of
         # every member that may come next into one rule, so that the compiled automaton reads a
@@ -2572,8 +2620,10 @@ class _Lowering:
                 qname = f"{base}q{i}_{c}"
                 if choices:
                     self.rules[qname] = _alt(choices)
-                for started in (False, True):
-                    lead = _seq([sep, ws]) if started else ws
+                # Only the object's start is a position no member led to (nothing else calls
+                # P(i, not started): building those rules was a sixth of a median grammar).
+                for started in (False, True) if i == 0 and c == 0 else (True,):
+                    lead = sep_ws if started else ws
                     alts: list[Node] = []
                     if optional_until[i] == n and end_ok:
                         alts.append(EMPTY)
@@ -2590,16 +2640,16 @@ class _Lowering:
         base = f"oa{len(self.rules)}_"
         req_mask = sum(1 << i for i, (_, _, r) in enumerate(members) if r)
         counting = cap > 0 or hi is not None
-        sep = _seq([ws, Literal(b",")])
+        sep_ws = _seq([ws, Literal(b","), ws])
 
         def rname(mask: int, started: bool, c: int) -> str:
             return f"{base}{mask}_{int(started)}_{c}"
 
         counts = range(cap + 1) if counting else range(1)
         for mask in range(1 << n):
-            for started in (False, True):
-                for c in counts:
-                    lead = _seq([sep, ws]) if started else ws
+            for started in (False, True) if mask == 0 else (True,):  # only the start is not led to
+                for c in counts if started else (0,):
+                    lead = sep_ws if started else ws
                     alts: list[Node] = []
                     room = not counting or hi is None or c < hi
                     c2 = min(c + 1, cap) if counting else 0
@@ -2707,35 +2757,7 @@ class _Lowering:
         return Ref(name)
 
     def any_value(self) -> Ref:
-        if "value" not in self.rules:
-            ws = self.ws()
-            sep = _seq([ws, Literal(b","), ws])
-            member = _seq([self.any_string(), ws, Literal(b":"), ws, Ref("value")])
-            self.rules["value"] = _EMPTY_LANG
-            self.rules["any_object"] = _seq(
-                [Literal(b"{"), ws, _opt(_seq([member, Repeat(_seq([sep, member]), 0, None), ws])), Literal(b"}")]
-            )
-            self.rules["any_array"] = _seq(
-                [
-                    Literal(b"["),
-                    ws,
-                    _opt(_seq([Ref("value"), Repeat(_seq([sep, Ref("value")]), 0, None), ws])),
-                    Literal(b"]"),
-                ]
-            )
-            f = _Facts()
-            self.rules["value"] = _alt(
-                [
-                    Ref("any_object"),
-                    Ref("any_array"),
-                    self.any_string(),
-                    self.number_node(f),
-                    Literal(b"true"),
-                    Literal(b"false"),
-                    Literal(b"null"),
-                ]
-            )
-        return Ref("value")
+        return self.value_rule("value")
 
 
 # ---------------------------------------------------------------------------------------------

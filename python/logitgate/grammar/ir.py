@@ -51,54 +51,75 @@ __all__ = [
 MAX_CODE_POINT = 0x10FFFF
 
 
-@dataclass(frozen=True)
+# The node classes are frozen dataclasses with hand-written __init__s: the generated ones set
+# each field through object.__setattr__, and constructing nodes was a fifth of lowering a JSON
+# Schema. Writing the instance dict directly is what that call does, minus the call; the
+# classes stay frozen (assignment raises), hashable and comparable by value.
+
+
+@dataclass(frozen=True, init=False)
 class Literal:
     """Exact bytes."""
 
     value: bytes
 
+    def __init__(self, value: bytes) -> None:
+        self.__dict__["value"] = value
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, init=False)
 class CharClass:
     """One Unicode scalar value in ``ranges`` (inclusive pairs), or not in them if ``negated``."""
 
     ranges: tuple[tuple[int, int], ...]
     negated: bool = False
 
-    def __post_init__(self) -> None:
-        for lo, hi in self.ranges:
+    def __init__(self, ranges: tuple[tuple[int, int], ...], negated: bool = False) -> None:
+        for lo, hi in ranges:
             if not (0 <= lo <= hi <= MAX_CODE_POINT):
                 raise ValueError(f"bad code point range {lo:#x}-{hi:#x}")
+        d = self.__dict__
+        d["ranges"] = ranges
+        d["negated"] = negated
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class ByteClass:
     """One byte in ``ranges`` (inclusive pairs), or not in them if ``negated``."""
 
     ranges: tuple[tuple[int, int], ...]
     negated: bool = False
 
-    def __post_init__(self) -> None:
-        for lo, hi in self.ranges:
+    def __init__(self, ranges: tuple[tuple[int, int], ...], negated: bool = False) -> None:
+        for lo, hi in ranges:
             if not (0 <= lo <= hi <= 255):
                 raise ValueError(f"bad byte range {lo}-{hi}")
+        d = self.__dict__
+        d["ranges"] = ranges
+        d["negated"] = negated
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Seq:
     """Concatenation of ``items``."""
 
     items: tuple[Node, ...]
 
+    def __init__(self, items: tuple[Node, ...]) -> None:
+        self.__dict__["items"] = items
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, init=False)
 class Alt:
     """Alternation of ``items``."""
 
     items: tuple[Node, ...]
 
+    def __init__(self, items: tuple[Node, ...]) -> None:
+        self.__dict__["items"] = items
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, init=False)
 class Repeat:
     """``item`` repeated ``min`` to ``max`` times (``max=None``: unbounded)."""
 
@@ -106,19 +127,26 @@ class Repeat:
     min: int = 0
     max: int | None = None
 
-    def __post_init__(self) -> None:
-        if self.min < 0 or (self.max is not None and self.max < self.min):
-            raise ValueError(f"bad repetition bounds {{{self.min},{self.max}}}")
+    def __init__(self, item: Node, min: int = 0, max: int | None = None) -> None:
+        if min < 0 or (max is not None and max < min):
+            raise ValueError(f"bad repetition bounds {{{min},{max}}}")
+        d = self.__dict__
+        d["item"] = item
+        d["min"] = min
+        d["max"] = max
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Ref:
     """Reference to the rule called ``name``."""
 
     name: str
 
+    def __init__(self, name: str) -> None:
+        self.__dict__["name"] = name
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, init=False)
 class StringExcept:
     """JSON string contents (the bytes between the quotes) that spell any string but
     ``words``: read through the trie of ``words`` one character at a time, in any JSON
@@ -130,6 +158,11 @@ class StringExcept:
 
     words: tuple[str, ...]
     tail: Node
+
+    def __init__(self, words: tuple[str, ...], tail: Node) -> None:
+        d = self.__dict__
+        d["words"] = words
+        d["tail"] = tail
 
 
 def merge_ranges(ranges: Iterable[tuple[int, int]]) -> tuple[tuple[int, int], ...]:

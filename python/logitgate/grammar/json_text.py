@@ -18,9 +18,12 @@ from collections.abc import Callable, Iterable
 from .ir import EMPTY, Alt, CharClass, Literal, Node, Ref, Repeat, Seq, complement_ranges, merge_ranges
 
 __all__ = [
+    "ANY_CHARACTER",
     "EMPTY_LANG",
     "ESCAPES",
+    "ValueRules",
     "alt",
+    "any_value_rules",
     "dec_class",
     "digits_node",
     "encoded_class",
@@ -104,36 +107,44 @@ def digits_node(parts: list[list[tuple[int, int]]], base: int, cls: Callable[[in
 
 def seq(items: Iterable[Node]) -> Node:
     """Sequence of ``items``: nested sequences flattened, adjacent literals merged, empty
-    literals dropped; the empty language absorbs everything. (Exact type checks: this runs
-    for every node the lowering builds.)"""
+    literals dropped; the empty language absorbs everything. (Exact type checks, one branch
+    per item: this runs for every node the lowering builds.)"""
     merged: list[Node] = []
     for it in items:
         t = type(it)
-        if t is Seq:
-            parts: tuple[Node, ...] = it.items  # type: ignore[union-attr]
+        if t is Literal:
+            if it.value:  # type: ignore[union-attr]
+                if merged and type(merged[-1]) is Literal:
+                    merged[-1] = Literal(merged[-1].value + it.value)  # type: ignore[union-attr]
+                else:
+                    merged.append(it)
+        elif t is Seq:
+            for p in it.items:  # type: ignore[union-attr]
+                if type(p) is not Literal:
+                    merged.append(p)
+                elif not p.value:  # type: ignore[union-attr]
+                    continue
+                elif merged and type(merged[-1]) is Literal:
+                    merged[-1] = Literal(merged[-1].value + p.value)  # type: ignore[union-attr]
+                else:
+                    merged.append(p)
         elif t is Alt and not it.items:  # type: ignore[union-attr]
             return EMPTY_LANG
         else:
-            parts = (it,)
-        for p in parts:
-            if type(p) is Literal:
-                if not p.value:  # type: ignore[union-attr]
-                    continue
-                if merged and type(merged[-1]) is Literal:
-                    merged[-1] = Literal(merged[-1].value + p.value)  # type: ignore[union-attr]
-                    continue
-            merged.append(p)
+            merged.append(it)
     return merged[0] if len(merged) == 1 else Seq(tuple(merged))
+
+
+_LEAVES = (Literal, Ref, CharClass)
 
 
 def alt(items: Iterable[Node]) -> Node:
     out: list[Node] = []
     seen: set[object] = set()
     for it in items:
-        parts = it.items if isinstance(it, Alt) else (it,)
-        for p in parts:
+        for p in it.items if type(it) is Alt else (it,):  # type: ignore[union-attr]
             # Dedupe leaves by value; composite nodes by identity (hashing them is O(size)).
-            key: object = p if isinstance(p, (Literal, Ref, CharClass)) else id(p)
+            key: object = p if type(p) in _LEAVES else id(p)
             if key not in seen:
                 seen.add(key)
                 out.append(p)
@@ -280,3 +291,66 @@ def expand_string_except(words: Iterable[str], tail: Node) -> Node:
             alts.append(seq([encoded_class(CharClass(((ord(k), ord(k)),))), done[id(t[k])]]))
         done[id(t)] = alt(alts)
     return done[id(trie)]
+
+
+ANY_CHARACTER = CharClass(((0, 0x10FFFF),))
+
+#: The rules of "any JSON value": name -> (body, the rules the body references). Bodies refer
+#: to each other and to ``ws`` by these fixed names.
+ValueRules = dict[str, tuple[Node, tuple[str, ...]]]
+
+
+@functools.lru_cache(maxsize=2)
+def any_value_rules(compact: bool) -> ValueRules:
+    """The schema-independent rules every schema with an unconstrained value, string or number
+    uses (``value``, ``any_object``, ``any_array``, ``string``, ``string_tail``, ``number``,
+    ``char``: one character's spellings), built once per process: they were a tenth of
+    lowering a median schema. ``compact``: no whitespace between tokens (else ``ws``, which the
+    caller defines). Treat the result as read-only."""
+    ws: Node = EMPTY if compact else Ref("ws")
+    uses_ws = () if compact else ("ws",)
+    char = Ref("char")
+    digits = CharClass(((0x30, 0x39),))
+    sep = seq([ws, Literal(b","), ws])
+    member = seq([Ref("string"), ws, Literal(b":"), ws, Ref("value")])
+    value = Ref("value")
+    sign = CharClass(((0x2B, 0x2B), (0x2D, 0x2D)))
+    exponent = seq([CharClass(((0x45, 0x45), (0x65, 0x65))), opt(sign), Repeat(digits, 1, None)])
+    return {
+        "char": (encoded_class(ANY_CHARACTER), ()),
+        "string_tail": (Repeat(char, 0, None), ("char",)),
+        "string": (seq([Literal(b'"'), Repeat(char, 0, None), Literal(b'"')]), ("char",)),
+        "number": (
+            seq(
+                [
+                    opt(Literal(b"-")),
+                    alt([Literal(b"0"), seq([CharClass(((0x31, 0x39),)), Repeat(digits, 0, None)])]),
+                    opt(seq([Literal(b"."), Repeat(digits, 1, None)])),
+                    opt(exponent),
+                ]
+            ),
+            (),
+        ),
+        "any_object": (
+            seq([Literal(b"{"), ws, opt(seq([member, Repeat(seq([sep, member]), 0, None), ws])), Literal(b"}")]),
+            (*uses_ws, "string", "value"),
+        ),
+        "any_array": (
+            seq([Literal(b"["), ws, opt(seq([value, Repeat(seq([sep, value]), 0, None), ws])), Literal(b"]")]),
+            (*uses_ws, "value"),
+        ),
+        "value": (
+            alt(
+                [
+                    Ref("any_object"),
+                    Ref("any_array"),
+                    Ref("string"),
+                    Ref("number"),
+                    Literal(b"true"),
+                    Literal(b"false"),
+                    Literal(b"null"),
+                ]
+            ),
+            ("any_object", "any_array", "string", "number"),
+        ),
+    }
