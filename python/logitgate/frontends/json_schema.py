@@ -122,6 +122,9 @@ _SCHEMA_VALUES = frozenset(
         "contentSchema",
     }
 )
+# Shared references to the fixed-name rules (a Ref per call was most of the Refs built).
+_WS_REF = Ref("ws")
+_VALUE_REFS = {name: Ref(name) for name in _any_value_rules(False)}
 _MAX_BRANCHES = 256  # disjunction product bound per schema set
 _MAX_RULES = 200_000
 # Members per block of an ordered object's key alternatives (see emit_object).
@@ -165,6 +168,11 @@ def _ptr_join(pointer: str, *tokens: str | int) -> str:
             t = t.replace("~", "~0").replace("/", "~1")
         pointer += "/" + t
     return pointer
+
+
+def _is_empty(node: Node | None) -> bool:
+    """True for the empty language (``Alt(())``): a type check, not a dataclass ``__eq__``."""
+    return type(node) is Alt and not node.items  # type: ignore[union-attr]
 
 
 def _plain_json_text(s: str) -> bool:
@@ -593,7 +601,7 @@ class _Lowering:
             else:
                 blanks = Repeat(CharClass(((0x09, 0x09), (0x20, 0x20))), 0, self.max_ws) if self.max_ws else EMPTY
                 self.rules["ws"] = _seq([_opt(_seq([_opt(Literal(b"\r")), Literal(b"\n")])), blanks])
-        return Ref("ws")
+        return _WS_REF
 
     def rule(self, name: str, build: Callable[[], Node]) -> Ref:
         if name not in self.rules:
@@ -615,7 +623,7 @@ class _Lowering:
                     body, uses = table[n]
                     self.rules[n] = body
                     stack.extend(uses)
-        return Ref(name)
+        return _VALUE_REFS[name]
 
     # -- atoms -------------------------------------------------------------------------------
 
@@ -623,7 +631,9 @@ class _Lowering:
         return self.index.atom(value, pointer, base)
 
     def atoms_ref(self, atoms: Iterable[int]) -> Node:
-        key = frozenset(a for a in atoms if a != 0)
+        key = frozenset(atoms)
+        if 0 in key:
+            key = key - {0}
         if _FALSE in key:
             return _EMPTY_LANG
         if not key:
@@ -1591,7 +1601,7 @@ class _Lowering:
             return _alt(self.atoms_ref(c) for c in combos)
         f = self.merge(pure)
         node = self.emit(f)
-        if node == _EMPTY_LANG and f.empty_reason is not None:
+        if _is_empty(node) and f.empty_reason is not None:
             self.empty_reasons.append(f.empty_reason)
         return node
 
@@ -1638,7 +1648,7 @@ class _Lowering:
             alts.append(self.emit_array(f))
         if "object" in types:
             alts.append(self.emit_object(f))
-        alts = [a for a in alts if a != _EMPTY_LANG]
+        alts = [a for a in alts if not _is_empty(a)]
         return _alt(alts) if alts else _EMPTY_LANG
 
     def shared(self, kind: str, f: _Facts, build: Callable[[_Facts], Node]) -> Node:
@@ -1672,7 +1682,7 @@ class _Lowering:
         name = self.shared_memo.get(key)
         if name is None:
             node = build(f)
-            if isinstance(node, Ref) or node == _EMPTY_LANG:
+            if isinstance(node, Ref) or _is_empty(node):
                 return node
             name = f"{kind}{len(self.shared_memo)}"
             self.shared_memo[key] = name
@@ -1849,7 +1859,7 @@ class _Lowering:
                     cur = x + 1
             if cur is None or hi is None or cur <= hi:
                 pieces.append(_int_range(cur, hi))
-            node = _alt(p for p in pieces if p != _EMPTY_LANG) if pieces else _EMPTY_LANG
+            node = _alt(p for p in pieces if not _is_empty(p)) if pieces else _EMPTY_LANG
             if plain and not excl and self.integer_fraction_ok:
                 return self.rule(
                     "integer", lambda: _seq([node, _opt(_seq([Literal(b"."), Repeat(Literal(b"0"), 1, None)]))])
@@ -1918,7 +1928,7 @@ class _Lowering:
             a = 1 if hi is None else max(1, -hi)
             if b is None or a <= b:
                 alts.append(_seq([Literal(b"-"), mags(a, b)]))
-        return _alt([x for x in alts if x != _EMPTY_LANG])
+        return _alt([x for x in alts if not _is_empty(x)])
 
     def _mod_after(self, k: int, d: int, width: int) -> Node:
         """After a first digit ``d``: at least ``width`` more digits ending on remainder 0."""
@@ -1992,7 +2002,7 @@ class _Lowering:
             if a is not None and b is not None and a > b:
                 continue
             alts.append(self._decimal_interval(a, b))
-        alts = [x for x in alts if x != _EMPTY_LANG]
+        alts = [x for x in alts if not _is_empty(x)]
         if not alts:
             self._contradiction(f, "", "number bounds leave no value")
             return _EMPTY_LANG
@@ -2008,9 +2018,9 @@ class _Lowering:
             b = -lo if lo is not None else None
             if b is None or a <= b:
                 m = self._magnitude(a, b)
-                if m != _EMPTY_LANG:
+                if not _is_empty(m):
                     alts.append(_seq([Literal(b"-"), m]))
-        alts = [x for x in alts if x != _EMPTY_LANG]
+        alts = [x for x in alts if not _is_empty(x)]
         return _alt(alts) if alts else _EMPTY_LANG
 
     def _magnitude(self, a: Fraction, b: Fraction | None) -> Node:
@@ -2264,7 +2274,7 @@ class _Lowering:
             if matches:
                 self.unsupported("not", "excluding strings matched by a pattern/format is not lowered", ptr)
                 break
-        if node == _EMPTY_LANG or encoded == _EMPTY_LANG:
+        if _is_empty(node) or _is_empty(encoded):
             self._contradiction(f, ptr, f"{kw} and length bounds leave no string")
             return _EMPTY_LANG
         return _seq([Literal(b'"'), self.encode(node) if encoded is None else encoded, Literal(b'"')])
@@ -2362,7 +2372,7 @@ class _Lowering:
             rmin = max(0, lo - n_pre)
             tail = (
                 Repeat(_seq([sep, rest_node]), rmin, None if hi is None else hi - n_pre)
-                if rest_node != _EMPTY_LANG
+                if not _is_empty(rest_node)
                 else (EMPTY if rmin == 0 else _EMPTY_LANG)
             )
         # build the element chain right to left: chain_i = sep? elem_i chain_{i+1}
@@ -2379,7 +2389,7 @@ class _Lowering:
             first = _seq([ws, elems[0], chain])
         else:
             # no prefix: first rest item then more
-            if rest_node == _EMPTY_LANG or hi == 0:
+            if _is_empty(rest_node) or hi == 0:
                 first = _EMPTY_LANG
             else:
                 rmin = max(0, lo - 1)
@@ -2520,7 +2530,7 @@ class _Lowering:
                     return _EMPTY_LANG
                 continue
             value = self.atoms_ref(atoms)
-            if value == _EMPTY_LANG:
+            if _is_empty(value):
                 if k in f.required:
                     return _EMPTY_LANG
                 continue
@@ -2533,7 +2543,7 @@ class _Lowering:
         allow_other = not (self.strict and not has_addl and not has_pats)
         if allow_other:
             for branch_key, branch_val in self._other_branches(f, known):
-                if branch_key == _EMPTY_LANG or branch_val == _EMPTY_LANG:
+                if _is_empty(branch_key) or _is_empty(branch_val):
                     continue
                 others.append(_seq([Literal(b'"'), branch_key, Literal(b'"'), ws, Literal(b":"), ws, branch_val]))
         other = _alt(others) if others else None
@@ -2553,7 +2563,11 @@ class _Lowering:
         cap = (hi + 1) if hi is not None else lo
         # Schema order is defined only when every member comes from one "properties" object;
         # members merged from several (allOf, dependentRequired, required-only names) go in any order.
-        sources = {next((i for i, p in enumerate(parts) if k in p.props), -1) for k, _, _ in members}
+        first_part: dict[str, int] = {}
+        for i, part in enumerate(parts):
+            for k in part.props:
+                first_part.setdefault(k, i)
+        sources = {first_part.get(k, -1) for k, _, _ in members}
         mixed = len(sources) > 1 or -1 in sources
         if (self.order_any or mixed) and 1 < len(members) <= _MAX_ORDER_ANY:
             return self._object_any_order(members, other, lo, hi, cap if counting else 0)
@@ -2577,8 +2591,14 @@ class _Lowering:
         for i in range(n - 1, -1, -1):
             optional_until[i] = i if required[i] else optional_until[i + 1]
 
-        def pname(i: int, started: bool, c: int) -> str:
-            return f"{base}p{i}_{int(started)}_{c}"
+        p_refs: dict[tuple[int, bool, int], Ref] = {}
+
+        def pref(i: int, started: bool, c: int) -> Ref:
+            """The reference to P(i, started, c) (one object: each is used several times)."""
+            ref = p_refs.get((i, started, c))
+            if ref is None:
+                ref = p_refs[(i, started, c)] = Ref(f"{base}p{i}_{int(started)}_{c}")
+            return ref
 
         def tname(b: int, c: int) -> str:
             return f"{base}t{b}_{c}"
@@ -2590,7 +2610,7 @@ class _Lowering:
         def then(j: int, c2: int) -> Node:
             node = then_memo.get((j, c2))
             if node is None:
-                node = then_memo[(j, c2)] = _seq([members[j][1], Ref(pname(j + 1, True, c2))])
+                node = then_memo[(j, c2)] = _seq([members[j][1], pref(j + 1, True, c2)])
             return node
 
         def nexts(i: int, c: int) -> list[Node]:
@@ -2616,7 +2636,7 @@ class _Lowering:
                 # The choices after the lead, shared by both leads (a tail call from P).
                 choices = nexts(i, c) if room and i < n else []
                 if room and other is not None:
-                    choices.append(_seq([other, Ref(pname(i, True, c2))]))
+                    choices.append(_seq([other, pref(i, True, c2)]))
                 qname = f"{base}q{i}_{c}"
                 if choices:
                     self.rules[qname] = _alt(choices)
@@ -2629,8 +2649,8 @@ class _Lowering:
                         alts.append(EMPTY)
                     if choices:
                         alts.append(_seq([lead, Ref(qname)]))
-                    self.rules[pname(i, started, c)] = _alt(alts) if alts else _EMPTY_LANG
-        return _seq([Literal(b"{"), Ref(pname(0, False, 0)), ws, Literal(b"}")])
+                    self.rules[pref(i, started, c).name] = _alt(alts) if alts else _EMPTY_LANG
+        return _seq([Literal(b"{"), pref(0, False, 0), ws, Literal(b"}")])
 
     def _object_any_order(
         self, members: list[tuple[str, Node, bool]], other: Node | None, lo: int, hi: int | None, cap: int
@@ -2742,7 +2762,7 @@ class _Lowering:
                     return _seq(node.items[1:-1])
                 if isinstance(node, Ref):  # the plain string rule
                     return Repeat(self.char_rule(), 0, None)
-                return node if node == _EMPTY_LANG else _EMPTY_LANG
+                return node if _is_empty(node) else _EMPTY_LANG
         if cp_node is not None:
             return self.encode(cp_node)
         if not known:
@@ -2972,7 +2992,7 @@ def _restrict_length(node: Node, lo: int, hi: int | None, limits: Limits, depth:
             if r is None:
                 return None
             out.append(r)
-        out = [x for x in out if x != _EMPTY_LANG]
+        out = [x for x in out if not _is_empty(x)]
         return _alt(out) if out else _EMPTY_LANG
     return None
 
