@@ -6,6 +6,14 @@ timed) and single-threaded, and prints p50/p90/p99 per stage plus the grammar si
 ints). Use it to see which stage a compile-time change moved.
 
     python bench/compile_stages.py bench/results/<run>/cases.json
+
+``--lower-only N`` only lowers every schema (once to warm up, then N more times) and prints
+nothing else: run it under cachegrind with N = 0 and N = 2, and the difference of the two
+instruction counts over 2 × schemas is the lowering's instructions per schema, a measure that
+this VM's timing noise does not move:
+
+    valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null \
+        python bench/compile_stages.py bench/results/<run>/cases.json --lower-only 2
 """
 
 from __future__ import annotations
@@ -34,13 +42,25 @@ def _quantile(xs: list[float], q: float) -> float:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("cases", type=Path, help="cases.json written by bench/run.py (MaskBench suite)")
+    ap.add_argument("--lower-only", type=int, metavar="N", help="only lower each schema 1 + N times (see above)")
     args = ap.parse_args()
+    cases = [c for c in json.loads(args.cases.read_text())["cases"] if c.get("kind") == "json_schema"]
+    limits = DEFAULT_LIMITS
+    if args.lower_only is not None:
+        lowered = 0
+        for rep in range(1 + args.lower_only):
+            for case in cases:
+                try:
+                    schema_to_grammar(case["source"], limits=limits, check_empty=False)
+                    lowered += rep == 0
+                except lg.LogitgateError:
+                    pass
+        print(f"{lowered} schemas lowered {1 + args.lower_only} times", file=sys.stderr)
+        return 0
     sys.path.insert(0, str(HERE))
     from common import load_tokenizer
 
     vocab = lg.Vocabulary.from_huggingface(load_tokenizer("smollm2"))
-    cases = [c for c in json.loads(args.cases.read_text())["cases"] if c.get("kind") == "json_schema"]
-    limits = DEFAULT_LIMITS
     _, core_limits = _limits_forms(limits)
     stages: dict[str, list[float]] = {"lower": [], "serialize": [], "core": []}
     ints = 0
