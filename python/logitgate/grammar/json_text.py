@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from types import MappingProxyType
 
 from .ir import EMPTY, Alt, CharClass, Literal, Node, Ref, Repeat, Seq, complement_ranges, merge_ranges
 
@@ -297,7 +298,7 @@ ANY_CHARACTER = CharClass(((0, 0x10FFFF),))
 
 #: The rules of "any JSON value": name -> (body, the rules the body references). Bodies refer
 #: to each other and to ``ws`` by these fixed names.
-ValueRules = dict[str, tuple[Node, tuple[str, ...]]]
+ValueRules = Mapping[str, tuple[Node, tuple[str, ...]]]
 
 
 @functools.lru_cache(maxsize=2)
@@ -306,7 +307,7 @@ def any_value_rules(compact: bool) -> ValueRules:
     uses (``value``, ``any_object``, ``any_array``, ``string``, ``string_tail``, ``number``,
     ``char``: one character's spellings), built once per process: they were a tenth of
     lowering a median schema. ``compact``: no whitespace between tokens (else ``ws``, which the
-    caller defines). Treat the result as read-only."""
+    caller defines). Read-only: one mapping serves every compile."""
     ws: Node = EMPTY if compact else Ref("ws")
     uses_ws = () if compact else ("ws",)
     char = Ref("char")
@@ -316,7 +317,7 @@ def any_value_rules(compact: bool) -> ValueRules:
     value = Ref("value")
     sign = CharClass(((0x2B, 0x2B), (0x2D, 0x2D)))
     exponent = seq([CharClass(((0x45, 0x45), (0x65, 0x65))), opt(sign), Repeat(digits, 1, None)])
-    return {
+    rules: dict[str, tuple[Node, tuple[str, ...]]] = {
         "char": (encoded_class(ANY_CHARACTER), ()),
         "string_tail": (Repeat(char, 0, None), ("char",)),
         "string": (seq([Literal(b'"'), Repeat(char, 0, None), Literal(b'"')]), ("char",)),
@@ -354,3 +355,4 @@ def any_value_rules(compact: bool) -> ValueRules:
             ("any_object", "any_array", "string", "number"),
         ),
     }
+    return MappingProxyType(rules)
