@@ -92,7 +92,7 @@ def shortest_completion(ref: Reference, state: State) -> str | None:
 
 
 # Derandomized: the oracle is Python's backtracking `re`, and a random tree of nested
-# repetitions of nullable items can make it run for minutes (a hung CI run, seen once).
+# repetitions of nullable items can make it run for minutes (a full local test run hung here once).
 @settings(max_examples=150, deadline=None, derandomize=True)
 @given(trees)
 def test_sentences_and_prefixes_match_python_re(tree: Node) -> None:

@@ -63,6 +63,7 @@ from logitgate.grammar.json_text import encoded_class_ascii as _encoded_class_as
 from logitgate.grammar.json_text import encoded_literal as _encoded_literal
 from logitgate.grammar.json_text import intersect as _intersect
 from logitgate.grammar.json_text import intersect_ranges as _intersect_ranges
+from logitgate.grammar.json_text import is_empty_language as _is_empty
 from logitgate.grammar.json_text import non_ascii_escape_tail as _non_ascii_escape_tail
 from logitgate.grammar.json_text import opt as _opt
 from logitgate.grammar.json_text import positive_ranges as _positive_ranges
@@ -170,11 +171,6 @@ def _ptr_join(pointer: str, *tokens: str | int) -> str:
     return pointer
 
 
-def _is_empty(node: Node | None) -> bool:
-    """True for the empty language (``Alt(())``): a type check, not a dataclass ``__eq__``."""
-    return type(node) is Alt and not node.items  # type: ignore[union-attr]
-
-
 def _plain_json_text(s: str) -> bool:
     """True when ``s`` is its own JSON string content in every serialization (printable ASCII
     without quote or backslash): the common key, for which json.dumps is not needed."""
@@ -233,6 +229,26 @@ def _fraction(v: Any) -> Fraction:
 
 _BIG = Fraction(10**30)
 _FRAC_DIGITS = 40
+
+
+def _number_keyword(d: dict[str, Any], kw: str, ptr: str) -> Fraction | None:
+    """The value of number keyword ``kw`` of schema object ``d`` (None when absent)."""
+    if kw not in d:
+        return None
+    v = d[kw]
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or (isinstance(v, float) and not math.isfinite(v)):
+        raise SchemaError(f"{kw} must be a number", pointer=_ptr_join(ptr, kw))
+    return _fraction(v)
+
+
+def _count_keyword(d: dict[str, Any], kw: str, ptr: str) -> int | None:
+    """The value of count keyword ``kw`` (minLength, maxItems...) of ``d`` (None when absent)."""
+    if kw not in d:
+        return None
+    v = d[kw]
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 or (isinstance(v, float) and not v.is_integer()):
+        raise SchemaError(f"{kw} must be a non-negative integer", pointer=_ptr_join(ptr, kw))
+    return int(v)
 
 
 def _short_bound(x: float, up: bool) -> Fraction:
@@ -1212,31 +1228,6 @@ class _Lowering:
             f.empty_reason = (ptr, msg)
 
     def _merge_one(self, f: _Facts, d: dict[str, Any], ptr: str, base: str) -> None:
-        def num(kw: str) -> Fraction | None:
-            if kw not in d:
-                return None
-            v = d[kw]
-            if (
-                isinstance(v, bool)
-                or not isinstance(v, (int, float))
-                or (isinstance(v, float) and not math.isfinite(v))
-            ):
-                raise SchemaError(f"{kw} must be a number", pointer=_ptr_join(ptr, kw))
-            return _fraction(v)
-
-        def count(kw: str) -> int | None:
-            if kw not in d:
-                return None
-            v = d[kw]
-            if (
-                isinstance(v, bool)
-                or not isinstance(v, (int, float))
-                or v < 0
-                or (isinstance(v, float) and not v.is_integer())
-            ):
-                raise SchemaError(f"{kw} must be a non-negative integer", pointer=_ptr_join(ptr, kw))
-            return int(v)
-
         if "type" in d:
             types = _closure(_types_of(d, ptr))
             if d.get("nullable") is True:
@@ -1263,23 +1254,23 @@ class _Lowering:
         # Most schema objects hold a few keywords: skip the groups they have none of.
         keys = d.keys()
         if not keys.isdisjoint(_NUMBER_KEYWORDS):
-            self._merge_numbers(f, d, ptr, num)
+            self._merge_numbers(f, d, ptr)
         if not keys.isdisjoint(_STRING_KEYWORDS):
-            self._merge_strings(f, d, ptr, count)
+            self._merge_strings(f, d, ptr)
         if not keys.isdisjoint(_OBJECT_KEYWORDS):
-            self._merge_objects(f, d, ptr, base, count)
+            self._merge_objects(f, d, ptr, base)
         if not keys.isdisjoint(_ARRAY_KEYWORDS):
-            self._merge_arrays(f, d, ptr, base, count)
+            self._merge_arrays(f, d, ptr, base)
 
-    def _merge_numbers(self, f: _Facts, d: dict[str, Any], ptr: str, num: Callable[[str], Fraction | None]) -> None:
-        lo, hi = num("minimum"), num("maximum")
+    def _merge_numbers(self, f: _Facts, d: dict[str, Any], ptr: str) -> None:
+        lo, hi = _number_keyword(d, "minimum", ptr), _number_keyword(d, "maximum", ptr)
         emin, emax = d.get("exclusiveMinimum"), d.get("exclusiveMaximum")
         if isinstance(emin, bool):  # draft-04
             if emin and lo is not None:
                 self._tighten_lo(f, lo, True)
                 lo = None
         elif emin is not None:
-            v = num("exclusiveMinimum")
+            v = _number_keyword(d, "exclusiveMinimum", ptr)
             assert v is not None
             self._tighten_lo(f, v, True)
         if isinstance(emax, bool):
@@ -1287,24 +1278,24 @@ class _Lowering:
                 self._tighten_hi(f, hi, True)
                 hi = None
         elif emax is not None:
-            v = num("exclusiveMaximum")
+            v = _number_keyword(d, "exclusiveMaximum", ptr)
             assert v is not None
             self._tighten_hi(f, v, True)
         if lo is not None:
             self._tighten_lo(f, lo, False)
         if hi is not None:
             self._tighten_hi(f, hi, False)
-        m = num("multipleOf")
+        m = _number_keyword(d, "multipleOf", ptr)
         if m is not None:
             if m <= 0:
                 raise SchemaError("multipleOf must be > 0", pointer=_ptr_join(ptr, "multipleOf"))
             f.multiple.append((m, _ptr_join(ptr, "multipleOf")))
 
-    def _merge_strings(self, f: _Facts, d: dict[str, Any], ptr: str, count: Callable[[str], int | None]) -> None:
-        cv = count("minLength")
+    def _merge_strings(self, f: _Facts, d: dict[str, Any], ptr: str) -> None:
+        cv = _count_keyword(d, "minLength", ptr)
         if cv is not None:
             f.min_len = max(f.min_len, cv)
-        cv = count("maxLength")
+        cv = _count_keyword(d, "maxLength", ptr)
         if cv is not None:
             f.max_len = cv if f.max_len is None else min(f.max_len, cv)
         if "pattern" in d:
@@ -1322,9 +1313,7 @@ class _Lowering:
             elif fmt in _UNSUPPORTED_FORMATS:
                 self.unsupported("format", f"format {fmt!r} is not lowered", _ptr_join(ptr, "format"))
 
-    def _merge_objects(
-        self, f: _Facts, d: dict[str, Any], ptr: str, base: str, count: Callable[[str], int | None]
-    ) -> None:
+    def _merge_objects(self, f: _Facts, d: dict[str, Any], ptr: str, base: str) -> None:
         props = d.get("properties", {})
         if not isinstance(props, dict):
             raise SchemaError("properties must be an object", pointer=_ptr_join(ptr, "properties"))
@@ -1357,19 +1346,17 @@ class _Lowering:
                     f.required.append(r)
         if "propertyNames" in d:
             f.names.append(self.sub(d["propertyNames"], _ptr_join(ptr, "propertyNames"), base))
-        cv = count("minProperties")
+        cv = _count_keyword(d, "minProperties", ptr)
         if cv is not None:
             f.min_props = max(f.min_props, cv)
-        cv = count("maxProperties")
+        cv = _count_keyword(d, "maxProperties", ptr)
         if cv is not None:
             f.max_props = cv if f.max_props is None else min(f.max_props, cv)
         for kw in ("unevaluatedProperties", "unevaluatedItems"):
             if kw in d and d[kw] is not True:
                 self.unsupported(kw, "unevaluated* keywords are not lowered", _ptr_join(ptr, kw))
 
-    def _merge_arrays(
-        self, f: _Facts, d: dict[str, Any], ptr: str, base: str, count: Callable[[str], int | None]
-    ) -> None:
+    def _merge_arrays(self, f: _Facts, d: dict[str, Any], ptr: str, base: str) -> None:
         items = d.get("items")
         prefix = d.get("prefixItems")
         if isinstance(items, list):  # draft-04..2019: items as array = prefixItems
@@ -1387,15 +1374,15 @@ class _Lowering:
                     items=None if items is None else self.sub(items, _ptr_join(ptr, ikw), base),
                 )
             )
-        cv = count("minItems")
+        cv = _count_keyword(d, "minItems", ptr)
         if cv is not None:
             f.min_items = max(f.min_items, cv)
-        cv = count("maxItems")
+        cv = _count_keyword(d, "maxItems", ptr)
         if cv is not None:
             f.max_items = cv if f.max_items is None else min(f.max_items, cv)
         if "contains" in d:
-            cmin = count("minContains")
-            cmax = count("maxContains")
+            cmin = _count_keyword(d, "minContains", ptr)
+            cmax = _count_keyword(d, "maxContains", ptr)
             f.contains.append(
                 (
                     self.sub(d["contains"], _ptr_join(ptr, "contains"), base),
