@@ -8,8 +8,9 @@
 // that fills the mask at each position and accepts the instance's token, as bench/worker.py
 // does. --evict touches a 64 MiB buffer before each case, so the case starts with cold caches
 // (the harness's gc.collect() and the cases before it do the same to the vocabulary trie).
-// Prints per case the compile time, mask mean / max (first mask excluded, as in the harness)
-// and transitions; then totals.
+// Prints per case the compile time, mask mean / max (first mask excluded, as in the harness),
+// transitions, automaton states and a digest of every mask (a core change that keeps masks
+// keeps the digests); then totals.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -168,6 +169,7 @@ int main(int argc, char** argv) {
       const double compile_us = Micros(c0, std::chrono::steady_clock::now());
       compiles.push_back(compile_us);
       std::vector<double> masks;
+      uint64_t digest = 0xcbf29ce484222325ull;  // of every mask: equal across core changes that keep masks
       bool first = true;
       for (const auto& inst : c.instances) {
         if (compile_only) break;
@@ -178,6 +180,7 @@ int main(int argc, char** argv) {
           m.FillMask(words.data());
           const double us = Micros(m0, std::chrono::steady_clock::now());
           if (!first) masks.push_back(us);
+          for (uint32_t w : words) digest = (digest ^ w) * 0x100000001b3ull;
           if (verbose && rep == repeat - 1) {
             // The last bytes of the text so far, printable.
             std::string tail;
@@ -202,9 +205,10 @@ int main(int argc, char** argv) {
       double sum = 0, mx = 0;
       for (double x : masks) sum += x, mx = std::max(mx, x);
       if (rep == repeat - 1) {
-        std::printf("%-40s compile %8.1f us  masks %5zu  mean %7.2f  max %8.1f  transitions %lld\n", c.id.c_str(),
-                    compile_us, masks.size(), masks.empty() ? 0.0 : sum / masks.size(), mx,
-                    static_cast<long long>(g->parser->num_transitions()));
+        std::printf("%-40s compile %8.1f us  masks %5zu  mean %7.2f  max %8.1f  transitions %lld  states %d  digest %016llx\n",
+                    c.id.c_str(), compile_us, masks.size(), masks.empty() ? 0.0 : sum / masks.size(), mx,
+                    static_cast<long long>(g->parser->num_transitions()), g->automaton->num_states(),
+                    static_cast<unsigned long long>(digest));
       }
       all_masks.insert(all_masks.end(), masks.begin(), masks.end());
     }

@@ -22,10 +22,10 @@
 #include <array>
 #include <cstdint>
 #include <map>
-#include <memory_resource>
 #include <string>
 #include <vector>
 
+#include "arena.h"
 #include "error.h"
 #include "utf8_ranges.h"
 
@@ -56,11 +56,15 @@ struct CallEdge {
   bool tail = false;  // nothing but the caller's end can follow: call without pushing a frame
 };
 
+// Per-state and per-rule flags, a byte each: std::vector<bool>'s bit arithmetic was about a
+// tenth of a compile's instructions.
+using Flags = std::vector<uint8_t>;
+
 // A state's edges. Automata have up to millions of states with a few edges each, built by
 // appending: one arena per automaton (Automaton::arena_) serves every list, so growing one
 // costs a pointer bump rather than a heap allocation, and the automaton frees them at once.
 template <typename T>
-using EdgeList = std::pmr::vector<T>;
+using EdgeList = std::vector<T, ArenaAllocator<T>>;
 
 class Automaton {
  public:
@@ -154,20 +158,20 @@ class Automaton {
   std::vector<int32_t> rule_start_, rule_final_;
   std::vector<int32_t> state_rule_;
   // Declared before the edge lists it backs, so that it outlives them.
-  std::pmr::monotonic_buffer_resource arena_{size_t{1} << 16};
+  Arena arena_{size_t{1} << 16};
   std::vector<EdgeList<ByteEdge>> bytes_;
   std::vector<EdgeList<int32_t>> eps_;
   std::vector<EdgeList<CallEdge>> calls_;
-  std::vector<bool> final_;
-  std::vector<bool> deterministic_;  // the state's rule was determinized
-  std::vector<bool> universal_;
+  Flags final_;
+  Flags deterministic_;  // the state's rule was determinized
+  Flags universal_;
   std::vector<int32_t> capacity_;
-  std::vector<bool> single_start_;
+  Flags single_start_;
   // Per rule (ComputeCharacterRules): the plain ASCII bytes its start reads as a whole
   // character (bit b of word b/64; the rule may end right after), and whether every valid
   // UTF-8 character is read so. A call of such a rule covers those characters.
   std::vector<std::array<uint64_t, 2>> char_ascii_;
-  std::vector<bool> char_utf8_;
+  Flags char_utf8_;
   std::vector<int32_t> kernel_offset_, kernel_;
   std::map<std::vector<uint32_t>, int32_t> escape_other_than_;  // EscapeOtherThan's rules
   std::vector<int32_t> plan_states_;                           // AddPlan's scratch

@@ -719,3 +719,35 @@ def test_branch_objects_follow_the_order_of_the_properties_that_list_them_all(co
     assert accepts(g, '{"shape":"circle","r":1}') and accepts(g, '{"shape":"square","side":2}')
     assert not accepts(g, '{"r":1,"shape":"circle"}')  # parent order: shape, r, side
     assert not accepts(g, '{"shape":"circle","side":2}')  # the circle branch requires r
+
+
+def _renormalized(node: Any) -> Any:
+    """``node`` rebuilt bottom-up through the smart constructors ``seq`` and ``alt``."""
+    from logitgate.grammar import ir, json_text
+
+    if isinstance(node, ir.Seq):
+        return json_text.seq([_renormalized(x) for x in node.items])
+    if isinstance(node, ir.Alt):
+        return json_text.alt([_renormalized(x) for x in node.items])
+    return node
+
+
+@pytest.mark.parametrize("whitespace", ["flexible", "compact"])
+def test_object_position_rules_are_what_seq_and_alt_make(whitespace: str) -> None:
+    # emit_object builds its position rules with the node constructors directly (they were a
+    # quarter of a median lowering); they must be the normal form seq() and alt() would give,
+    # which the core's programs and the emptiness checks rely on.
+    props = {f"k{i}": {"type": "integer"} for i in range(19)}  # three key blocks
+    schemas: list[dict[str, Any]] = [
+        {"type": "object", "properties": props},
+        {"type": "object", "properties": props, "required": ["k3", "k12"], "additionalProperties": False},
+        {"type": "object", "properties": props, "required": ["k0"], "minProperties": 2, "maxProperties": 5},
+        {"type": "object", "properties": {"ä": {"type": "string"}, "b": {"const": 1}}, "required": ["b"]},
+        {"type": "object", "properties": {"a": {"type": "string"}}, "patternProperties": {"^x": {"type": "null"}}},
+    ]
+    for schema in schemas:
+        grammar, _ = schema_to_grammar(schema, limits=lg.Limits(), whitespace=whitespace)
+        position_rules = {k: v for k, v in grammar.rules.items() if k.startswith("ob")}
+        assert position_rules, schema
+        for name, body in position_rules.items():
+            assert _renormalized(body) == body, (name, body)

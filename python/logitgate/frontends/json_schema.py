@@ -125,6 +125,7 @@ _SCHEMA_VALUES = frozenset(
 )
 # Shared references to the fixed-name rules (a Ref per call was most of the Refs built).
 _WS_REF = Ref("ws")
+_COLON = Literal(b":")
 _VALUE_REFS = {name: Ref(name) for name in _any_value_rules(False)}
 _MAX_BRANCHES = 256  # disjunction product bound per schema set
 _MAX_RULES = 200_000
@@ -136,6 +137,23 @@ _UNROLLED_MAX = 1024
 _BLOCK = 256
 _BLOCKS_MAX = 4096
 _MAX_ORDER_ANY = 8  # property_order="any" tracks subsets of at most this many known properties
+
+
+def _flat_items(node: Node) -> tuple[Node, ...]:
+    """The items ``seq([node, x])`` puts before ``x`` (``x`` not a literal)."""
+    if type(node) is Seq:
+        return node.items
+    if type(node) is Literal and not node.value:
+        return ()
+    return (node,)
+
+
+def _alt_of_distinct(items: list[Node]) -> Node:
+    """``alt(items)`` for distinct items none of which is an alternative (not checked here: it
+    runs once per object position; test_object_position_rules_are_what_seq_and_alt_make is
+    the check)."""
+    return items[0] if len(items) == 1 else Alt(tuple(items))
+
 
 # Atoms: a schema object's number (1, 2, ... in the order the index meets them: document
 # order, then synthetic schemas as lowering makes them), or one of these markers. Numbers, not
@@ -2521,7 +2539,13 @@ class _Lowering:
                 if k in f.required:
                     return _EMPTY_LANG
                 continue
-            members.append((k, _seq([self.string_literal(k), ws, Literal(b":"), ws, value]), k in f.required))
+            key = self.string_literal(k)
+            member: Node
+            if type(key) is Literal and type(ws) is Ref and type(value) is Ref:
+                member = Seq((key, ws, _COLON, ws, value))  # what seq() makes of it, directly
+            else:
+                member = _seq([key, ws, _COLON, ws, value])
+            members.append((k, member, k in f.required))
         known = [k for k in order]
         # "Other" members: keys outside the known names.
         others: list[Node] = []
@@ -2597,7 +2621,7 @@ class _Lowering:
         def then(j: int, c2: int) -> Node:
             node = then_memo.get((j, c2))
             if node is None:
-                node = then_memo[(j, c2)] = _seq([members[j][1], pref(j + 1, True, c2)])
+                node = then_memo[(j, c2)] = Seq((*member_items[j], pref(j + 1, True, c2)))
             return node
 
         def nexts(i: int, c: int) -> list[Node]:
@@ -2612,31 +2636,40 @@ class _Lowering:
                 out.append(Ref(tname(b + 1, c)))
             return out
 
+        # The position rules are built with the node constructors directly, in the form
+        # seq()/alt() would give (they were a quarter of a median lowering): members are
+        # sequences ending in a reference, choices distinct sequences or references (no
+        # nested alternative, nothing to dedupe), and a lead is flattened once.
+        member_items = [m.items if type(m) is Seq else (m,) for _, m, _ in members]
+        lead_items = {False: _flat_items(ws), True: _flat_items(sep_ws)}
+        rules = self.rules
         counts = range(cap + 1) if counting else range(1)
         for c in counts:
             room = not counting or hi is None or c < hi
             end_ok = not counting or c >= lo
             c2 = min(c + 1, cap) if counting else 0
             for b in range(1, n_blocks):
-                self.rules[tname(b, c)] = _alt(nexts(b * block, c)) if room else _EMPTY_LANG
+                rules[tname(b, c)] = _alt_of_distinct(nexts(b * block, c)) if room else _EMPTY_LANG
             for i in range(n, -1, -1):
                 # The choices after the lead, shared by both leads (a tail call from P).
                 choices = nexts(i, c) if room and i < n else []
                 if room and other is not None:
-                    choices.append(_seq([other, pref(i, True, c2)]))
-                qname = f"{base}q{i}_{c}"
+                    choices.append(Seq((other, pref(i, True, c2))))
+                q_ref = None
                 if choices:
-                    self.rules[qname] = _alt(choices)
+                    q_ref = Ref(f"{base}q{i}_{c}")
+                    rules[q_ref.name] = _alt_of_distinct(choices)
+                may_end = optional_until[i] == n and end_ok
                 # Only the object's start is a position no member led to (nothing else calls
                 # P(i, not started): building those rules was a sixth of a median grammar).
                 for started in (False, True) if i == 0 and c == 0 else (True,):
-                    lead = sep_ws if started else ws
-                    alts: list[Node] = []
-                    if optional_until[i] == n and end_ok:
-                        alts.append(EMPTY)
-                    if choices:
-                        alts.append(_seq([lead, Ref(qname)]))
-                    self.rules[pref(i, started, c).name] = _alt(alts) if alts else _EMPTY_LANG
+                    if q_ref is None:
+                        body: Node = EMPTY if may_end else _EMPTY_LANG
+                    else:
+                        items = lead_items[started]
+                        lead_q = Seq((*items, q_ref)) if items else q_ref
+                        body = Alt((EMPTY, lead_q)) if may_end else lead_q
+                    rules[pref(i, started, c).name] = body
         return _seq([Literal(b"{"), pref(0, False, 0), ws, Literal(b"}")])
 
     def _object_any_order(
