@@ -66,6 +66,9 @@ class Literal:
     def __init__(self, value: bytes) -> None:
         self.__dict__["value"] = value
 
+    def __hash__(self) -> int:  # the field's own hash (the generated one hashes a 1-tuple)
+        return hash(self.value)
+
 
 @dataclass(frozen=True, init=False)
 class CharClass:
@@ -144,6 +147,9 @@ class Ref:
 
     def __init__(self, name: str) -> None:
         self.__dict__["name"] = name
+
+    def __hash__(self) -> int:  # the field's own hash (the generated one hashes a 1-tuple)
+        return hash(self.name)
 
 
 @dataclass(frozen=True, init=False)
