@@ -46,6 +46,7 @@ test-all: $(PYC_STAMP)
 
 lint: $(BUILD_STAMP)
 	$(BIN)/ruff check python tests bench
+	$(BIN)/ruff format --check python tests bench
 	$(BIN)/mypy
 	$(BIN)/python -m mypy.stubtest logitgate._core
 

@@ -203,7 +203,11 @@ def splits_at_once() -> Iterable[None]:
 def test_split_walks_match_reference(pattern: str, smollm2_vocab: Any, splits_at_once: None) -> None:
     compiled = _compile(smollm2_vocab, lambda c: c.compile_regex(pattern))
     run_differential(
-        f"regex {pattern!r} (splits at once)", compiled, vocab_view(smollm2_vocab), walks=3, max_tokens=12,
+        f"regex {pattern!r} (splits at once)",
+        compiled,
+        vocab_view(smollm2_vocab),
+        walks=3,
+        max_tokens=12,
         checks_per_walk=4,
     )
 

@@ -91,7 +91,7 @@ def _exercise(kind: str, text: str, compiler, vocab, rng: random.Random) -> None
 def _child(seed: int, deadline: float, heartbeat, current_path: str) -> None:  # type: ignore[no-untyped-def]
     import logitgate as lg
 
-    tokens = [bytes([i]) for i in range(256)] + [b"ab", b"{\"", b"\":", b"  ", b"\xc3\xa9", b"12", b"</s>"]
+    tokens = [bytes([i]) for i in range(256)] + [b"ab", b'{"', b'":', b"  ", b"\xc3\xa9", b"12", b"</s>"]
     vocab = lg.Vocabulary.from_tokens(tokens, eos_ids=[len(tokens) - 1])
     rng = random.Random(seed)
     n = 0

@@ -394,12 +394,30 @@ def test_escaped_keys_against_listed_names(compiler: lg.Compiler) -> None:
     g = compiler.compile_json_schema(
         {"properties": {"ab": {"type": "string"}}, "additionalProperties": {"type": "integer"}}
     )
-    for text in ['{"\\u00e9": 1}', '{"a\\u00e9": 1}', '{"a\\ud83d\\ude00": 1}', '{"a\\uFFFF": 1}',
-                 '{"a\\u0063": 1}', '{"a\u00e9": 1}', '{"ab": "x"}', '{"\\u0061": 1}', '{"\\u0061bc": 1}',
-                 '{"a\\u0062c": 1}', '{"\\u0041b": 1}', '{"a\\/": 1}']:
+    for text in [
+        '{"\\u00e9": 1}',
+        '{"a\\u00e9": 1}',
+        '{"a\\ud83d\\ude00": 1}',
+        '{"a\\uFFFF": 1}',
+        '{"a\\u0063": 1}',
+        '{"a\u00e9": 1}',
+        '{"ab": "x"}',
+        '{"\\u0061": 1}',
+        '{"\\u0061bc": 1}',
+        '{"a\\u0062c": 1}',
+        '{"\\u0041b": 1}',
+        '{"a\\/": 1}',
+    ]:
         assert accepts(g, text), text
-    for text in ['{"\\u0061b": 1}', '{"a\\u0062": 1}', '{"\\u0061\\u0062": 1}', '{"a\\ud83d": 1}',
-                 '{"a\\ude00": 1}', '{"a\\u00": 1}', '{"\\u0061b": "x"}']:
+    for text in [
+        '{"\\u0061b": 1}',
+        '{"a\\u0062": 1}',
+        '{"\\u0061\\u0062": 1}',
+        '{"a\\ud83d": 1}',
+        '{"a\\ude00": 1}',
+        '{"a\\u00": 1}',
+        '{"\\u0061b": "x"}',
+    ]:
         assert not accepts(g, text), text
 
 
@@ -522,7 +540,6 @@ def test_long_string_lengths_are_exact(compiler: lg.Compiler, lo: int, hi: int |
     for n in sorted(x for x in seams if 0 <= x <= 70_000):
         text = json.dumps("é" * (n % 3) + "a" * (n - n % 3))  # an escape counts as one character
         assert accepts(g, text) == (n >= lo and (hi is None or n <= hi)), f"length {n} for {schema}"
-
 
 
 @pytest.mark.parametrize(

@@ -38,7 +38,7 @@ def test_huggingface_width_and_specials() -> None:
     vocab = lg.Vocabulary.from_huggingface(tok, logits_width=262_144)
     assert vocab.size == 262_144  # <image_soft_token> (id 262144) lies beyond the logits
     start_of_turn = tok.token_to_id("<start_of_turn>")
-    allowed = _allowed(vocab, "[^\"]*", b"x")
+    allowed = _allowed(vocab, '[^"]*', b"x")
     assert start_of_turn not in allowed
     assert all(i not in allowed for i in vocab.special_ids if i not in vocab.eos_ids)
     assert set(vocab.eos_ids) <= allowed  # "x" is complete: EOS allowed

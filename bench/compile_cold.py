@@ -1,0 +1,85 @@
+"""Cold JSON Schema compiles, logitgate against llguidance, alternating case by case in one process.
+
+The harness runs each engine in its own worker, minutes apart, on a VM whose speed moves by
+±30% between minutes; its compile ratio moves with it. This script compiles every schema of a
+harness run's cases with both engines back to back, each compile after a 64 MiB sweep of the
+caches (what the harness worker's `gc.collect()` over a large heap does to them), so that a
+compile-time change can be compared by the per-case ratio, which drifts much less:
+
+    python bench/compile_cold.py bench/results/<run>/cases.json [--tokenizer smollm2] [--limit N]
+
+Prints p50/p90/p99 per engine over the schemas both compile, and the median and geometric
+mean of the per-case ratio logitgate / llguidance. Single-threaded; llguidance must be
+installed (bench/requirements.txt).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def _quantile(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(len(xs) * q))]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("cases", type=Path, help="cases.json written by bench/run.py (MaskBench suite)")
+    ap.add_argument("--tokenizer", default="smollm2")
+    ap.add_argument("--limit", type=int, help="only the first N schemas")
+    args = ap.parse_args()
+    sys.path.insert(0, str(HERE))
+    from common import load_tokenizer, pin_threads
+    from engines import ENGINES, CompileError, Unsupported
+
+    pin_threads()
+    cases = [c for c in json.loads(args.cases.read_text())["cases"] if c.get("kind") == "json_schema"]
+    cases = cases[: args.limit] if args.limit else cases
+    tok = load_tokenizer(args.tokenizer)
+    engines = {name: ENGINES[name]() for name in ("logitgate", "llguidance")}
+    for engine in engines.values():
+        engine.setup(tok)
+    sweep = bytearray(64 << 20)
+    times: dict[str, dict[int, float]] = {name: {} for name in engines}
+    for i, case in enumerate(cases):
+        for name, engine in engines.items():
+            for k in range(0, len(sweep), 64):  # evict the caches, as the harness's heap walk does
+                sweep[k] = 1
+            gc.disable()
+            try:
+                t0 = time.perf_counter_ns()
+                engine.compile("json_schema", case["source"])
+                times[name][i] = (time.perf_counter_ns() - t0) / 1e6
+            except (Unsupported, CompileError):
+                pass
+            finally:
+                gc.enable()
+        if (i + 1) % 100 == 0:
+            print(f"  {i + 1}/{len(cases)}", file=sys.stderr)
+    both = [i for i in times["logitgate"] if i in times["llguidance"]]
+    if not both:
+        print("no schema compiled by both engines")
+        return 1
+    for name in engines:
+        xs = [times[name][i] for i in both]
+        p50, p90, p99 = (_quantile(xs, q) for q in (0.5, 0.9, 0.99))
+        print(f"{name:10s} {len(xs)} schemas  p50 {p50:.2f} ms  p90 {p90:.2f}  p99 {p99:.2f}")
+    ratios = [times["logitgate"][i] / times["llguidance"][i] for i in both]
+    print(
+        f"per-case ratio logitgate / llguidance: median {_quantile(ratios, 0.5):.3f}, "
+        f"geometric mean {statistics.geometric_mean(ratios):.3f}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
