@@ -26,11 +26,6 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
-def _quantile(xs: list[float], q: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(len(xs) * q))]
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("cases", type=Path, help="cases.json written by bench/run.py (MaskBench suite)")
@@ -38,7 +33,7 @@ def main() -> int:
     ap.add_argument("--limit", type=int, help="only the first N schemas")
     args = ap.parse_args()
     sys.path.insert(0, str(HERE))
-    from common import load_tokenizer, pin_threads
+    from common import load_tokenizer, percentile, pin_threads
     from engines import ENGINES, CompileError, Unsupported
 
     pin_threads()
@@ -70,12 +65,12 @@ def main() -> int:
         print("no schema compiled by both engines")
         return 1
     for name in engines:
-        xs = [times[name][i] for i in both]
-        p50, p90, p99 = (_quantile(xs, q) for q in (0.5, 0.9, 0.99))
+        xs = sorted(times[name][i] for i in both)
+        p50, p90, p99 = (percentile(xs, q) for q in (50, 90, 99))  # nearest rank, as the harness
         print(f"{name:10s} {len(xs)} schemas  p50 {p50:.2f} ms  p90 {p90:.2f}  p99 {p99:.2f}")
-    ratios = [times["logitgate"][i] / times["llguidance"][i] for i in both]
+    ratios = sorted(times["logitgate"][i] / times["llguidance"][i] for i in both)
     print(
-        f"per-case ratio logitgate / llguidance: median {_quantile(ratios, 0.5):.3f}, "
+        f"per-case ratio logitgate / llguidance: median {percentile(ratios, 50):.3f}, "
         f"geometric mean {statistics.geometric_mean(ratios):.3f}"
     )
     return 0
