@@ -149,7 +149,8 @@ void Automaton::Build(const std::vector<int32_t>& program) {
   rule_final_.assign(n_rules, -1);
   // About one state per program int (JSON Schema grammars: 1.0-1.1): growing five vectors by
   // doubling from empty cost more than the states' edges.
-  const size_t expected = std::min<size_t>(program.size(), static_cast<size_t>(std::min<int64_t>(limits_.max_automaton_states, 1 << 20)));
+  const int64_t cap = std::min<int64_t>(limits_.max_automaton_states, 1 << 20);
+  const size_t expected = std::min<size_t>(program.size(), static_cast<size_t>(cap));
   bytes_.reserve(expected);
   eps_.reserve(expected);
   calls_.reserve(expected);
@@ -350,9 +351,12 @@ void Automaton::Build(const std::vector<int32_t>& program) {
         }
         return;
       }
-      const IntsView key{program_.data() + pos + 1, program_.data() + pos + 3 + 2 * std::max(0, n)};  // checked above
+      const int32_t* ints = program_.data() + pos;  // the class's ints are in range: checked above
+      const IntsView key{ints + 1, ints + 3 + 2 * std::max(0, n)};
       auto it = class_plans.find(key);
-      if (it == class_plans.end()) it = class_plans.emplace(std::vector<int32_t>(key.first, key.last), PlanClass(pos)).first;
+      if (it == class_plans.end()) {
+        it = class_plans.emplace(std::vector<int32_t>(key.first, key.last), PlanClass(pos)).first;
+      }
       a->AddPlan(it->second, from, to, [&] { return New(); });
     }
 
