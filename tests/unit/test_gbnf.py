@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from logitgate.errors import GrammarError, LimitExceeded
 from logitgate.frontends.gbnf import parse_gbnf
-from logitgate.grammar.ir import Alt, CharClass, Grammar, Literal, Node, Ref, Repeat, Seq
+from logitgate.grammar.ir import Alt, CharClass, Grammar, Literal, Node, Ref, Repeat, Seq, references
 from logitgate.limits import Limits
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpora"
@@ -335,3 +335,9 @@ def test_fuzz_mutated_corpus(seed_index: int, rng_seed: int, n_mutations: int) -
         else:
             text = text[:i] + piece + text[i + 1 :]
     _check_no_crash(text)
+
+
+def test_references_in_reading_order() -> None:
+    g = parse_gbnf('root ::= a (b | a)* c\na ::= "x"\nb ::= "y"\nc ::= "z"\n')
+    assert references(g.rules["root"]) == ("a", "b", "c")
+    assert references(g.rules["a"]) == ()

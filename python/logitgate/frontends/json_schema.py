@@ -51,7 +51,7 @@ from logitgate.grammar.ir import (
     Repeat,
     Seq,
     StringExcept,
-    children,
+    references,
 )
 from logitgate.grammar.json_text import EMPTY_LANG as _EMPTY_LANG
 from logitgate.grammar.json_text import alt as _alt
@@ -1570,7 +1570,7 @@ class _Lowering:
         productive: set[str] = set()
         users: dict[str, list[str]] = {}
         for name, node in self.rules.items():
-            for ref in _refs_of(node):
+            for ref in references(node):
                 users.setdefault(ref, []).append(name)
         queue = collections.deque(self.rules)
         while queue:  # re-evaluate a rule only when one of its references became productive
@@ -3048,17 +3048,6 @@ def _prefix_disjoint(p: str, q: str) -> bool:
     if not a or not b:
         return False
     return not (a.startswith(b) or b.startswith(a))
-
-
-def _refs_of(node: Node) -> set[str]:
-    out: set[str] = set()
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, Ref):
-            out.add(n.name)
-        stack.extend(children(n))
-    return out
 
 
 def _productive(node: Node, productive: set[str]) -> bool:

@@ -46,6 +46,7 @@ __all__ = [
     "Seq",
     "StringExcept",
     "children",
+    "references",
 ]
 
 MAX_CODE_POINT = 0x10FFFF
@@ -238,6 +239,19 @@ def children(node: Node) -> tuple[Node, ...]:
     if isinstance(node, StringExcept):
         return (node.tail,)
     return ()
+
+
+def references(node: Node) -> tuple[str, ...]:
+    """The names of the rules ``node`` references, each once, in the order a left-to-right
+    reading meets them (iterative: IR depth is user-driven)."""
+    names: dict[str, None] = {}
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, Ref):
+            names.setdefault(n.name)
+        stack.extend(reversed(children(n)))
+    return tuple(names)
 
 
 # Printing precedence: 0 = alternation context, 1 = sequence item, 2 = repetition operand.

@@ -16,7 +16,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 
-from .ir import EMPTY, Alt, CharClass, Literal, Node, Ref, Repeat, Seq, complement_ranges, merge_ranges
+from .ir import EMPTY, Alt, CharClass, Literal, Node, Ref, Repeat, Seq, complement_ranges, merge_ranges, references
 
 __all__ = [
     "ANY_CHARACTER",
@@ -317,7 +317,6 @@ def any_value_rules(compact: bool) -> ValueRules:
     lowering a median schema. ``compact``: no whitespace between tokens (else ``ws``, which the
     caller defines). Read-only: one mapping serves every compile."""
     ws: Node = EMPTY if compact else Ref("ws")
-    uses_ws = () if compact else ("ws",)
     char = Ref("char")
     digits = CharClass(((0x30, 0x39),))
     sep = seq([ws, Literal(b","), ws])
@@ -325,42 +324,32 @@ def any_value_rules(compact: bool) -> ValueRules:
     value = Ref("value")
     sign = CharClass(((0x2B, 0x2B), (0x2D, 0x2D)))
     exponent = seq([CharClass(((0x45, 0x45), (0x65, 0x65))), opt(sign), Repeat(digits, 1, None)])
-    rules: dict[str, tuple[Node, tuple[str, ...]]] = {
-        "char": (encoded_class(ANY_CHARACTER), ()),
-        "string_tail": (Repeat(char, 0, None), ("char",)),
-        "string": (seq([Literal(b'"'), Repeat(char, 0, None), Literal(b'"')]), ("char",)),
-        "number": (
-            seq(
-                [
-                    opt(Literal(b"-")),
-                    alt([Literal(b"0"), seq([CharClass(((0x31, 0x39),)), Repeat(digits, 0, None)])]),
-                    opt(seq([Literal(b"."), Repeat(digits, 1, None)])),
-                    opt(exponent),
-                ]
-            ),
-            (),
+    bodies: dict[str, Node] = {
+        "char": encoded_class(ANY_CHARACTER),
+        "string_tail": Repeat(char, 0, None),
+        "string": seq([Literal(b'"'), Repeat(char, 0, None), Literal(b'"')]),
+        "number": seq(
+            [
+                opt(Literal(b"-")),
+                alt([Literal(b"0"), seq([CharClass(((0x31, 0x39),)), Repeat(digits, 0, None)])]),
+                opt(seq([Literal(b"."), Repeat(digits, 1, None)])),
+                opt(exponent),
+            ]
         ),
-        "any_object": (
-            seq([Literal(b"{"), ws, opt(seq([member, Repeat(seq([sep, member]), 0, None), ws])), Literal(b"}")]),
-            (*uses_ws, "string", "value"),
+        "any_object": seq(
+            [Literal(b"{"), ws, opt(seq([member, Repeat(seq([sep, member]), 0, None), ws])), Literal(b"}")]
         ),
-        "any_array": (
-            seq([Literal(b"["), ws, opt(seq([value, Repeat(seq([sep, value]), 0, None), ws])), Literal(b"]")]),
-            (*uses_ws, "value"),
-        ),
-        "value": (
-            alt(
-                [
-                    Ref("any_object"),
-                    Ref("any_array"),
-                    Ref("string"),
-                    Ref("number"),
-                    Literal(b"true"),
-                    Literal(b"false"),
-                    Literal(b"null"),
-                ]
-            ),
-            ("any_object", "any_array", "string", "number"),
+        "any_array": seq([Literal(b"["), ws, opt(seq([value, Repeat(seq([sep, value]), 0, None), ws])), Literal(b"]")]),
+        "value": alt(
+            [
+                Ref("any_object"),
+                Ref("any_array"),
+                Ref("string"),
+                Ref("number"),
+                Literal(b"true"),
+                Literal(b"false"),
+                Literal(b"null"),
+            ]
         ),
     }
-    return MappingProxyType(rules)
+    return MappingProxyType({name: (body, references(body)) for name, body in bodies.items()})
