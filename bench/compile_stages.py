@@ -34,11 +34,6 @@ from logitgate.limits import DEFAULT_LIMITS
 HERE = Path(__file__).resolve().parent
 
 
-def _quantile(xs: list[float], q: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(len(xs) * q))]
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("cases", type=Path, help="cases.json written by bench/run.py (MaskBench suite)")
@@ -58,7 +53,7 @@ def main() -> int:
         print(f"{lowered} schemas lowered {1 + args.lower_only} times", file=sys.stderr)
         return 0
     sys.path.insert(0, str(HERE))
-    from common import load_tokenizer
+    from common import load_tokenizer, percentile
 
     vocab = lg.Vocabulary.from_huggingface(load_tokenizer("smollm2"))
     _, core_limits = _limits_forms(limits)
@@ -85,7 +80,8 @@ def main() -> int:
             print(f"  {n}/{len(cases)}", file=sys.stderr)
     print(f"{len(stages['core'])} schemas compiled, {ints:,} program ints in all")
     for name, xs in stages.items():
-        p50, p90, p99 = (_quantile(xs, q) for q in (0.5, 0.9, 0.99))
+        xs.sort()
+        p50, p90, p99 = (percentile(xs, q) for q in (50, 90, 99))  # nearest rank, as the harness
         print(f"{name:9s} p50 {p50:7.2f} ms  p90 {p90:7.2f} ms  p99 {p99:7.2f} ms")
     return 0
 

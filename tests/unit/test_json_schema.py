@@ -429,6 +429,56 @@ def test_not_enum_strings_in_every_spelling(compiler: lg.Compiler) -> None:
         assert not accepts(g, text), text
 
 
+def test_long_enums_keep_json_equality(compiler: lg.Compiler) -> None:
+    # Enums longer than a few values are hashed (_ValueSet): the same equality as one by one,
+    # 1 == 1.0, true != 1, objects equal in any key order, arrays only in order.
+    values: list[Any] = [f"v{i}" for i in range(20)] + [1, True, None, [1, 2], {"a": 1, "b": [False]}]
+    g = compiler.compile_json_schema({"enum": values})
+    for v in values:
+        for text in serializations(v):
+            assert accepts(g, text), text
+    for text in ["0", "false", "[2, 1]", '{"a": 1}', '"v20"', "2"]:
+        assert not accepts(g, text), text
+    # Intersections of long enums (allOf) and a const against a long enum.
+    both = compiler.compile_json_schema({"allOf": [{"enum": values}, {"enum": [1.0, {"b": [False], "a": 1}, 0, "v3"]}]})
+    for text in ["1", "1.0", '{"a": 1, "b": [false]}', '{"b": [false], "a": 1}', '"v3"']:
+        assert accepts(both, text), text
+    for text in ["true", "0", '"v4"', "[1, 2]"]:
+        assert not accepts(both, text), text
+    nested = compiler.compile_json_schema({"type": "array", "items": {"enum": values}, "const": [True, "v7"]})
+    assert accepts(nested, '[true, "v7"]')
+    assert not accepts(nested, '[1, "v7"]')
+
+
+def test_many_allof_object_parts(compiler: lg.Compiler) -> None:
+    # key_atoms indexes the parts that list keys (closed parts) apart from those with patterns
+    # or additionalProperties (open parts, searched key by key): the same constraints either way.
+    # (Six listed properties merged from several parts: any order, see docs/json_schema.md.)
+    parts: list[Any] = [{"properties": {f"p{i}": {"type": "integer", "maximum": 10 + i}}} for i in range(6)]
+    parts.append({"patternProperties": {"^q": {"minimum": 5}}})
+    parts.append({"properties": {"p2": {"maximum": 3}}, "additionalProperties": {"type": "integer"}})
+    parts.append({"required": ["p0", "p0", "p3"]})
+    g = compiler.compile_json_schema({"type": "object", "allOf": parts})
+    for v in [{"p0": 1, "p3": 0}, {"p3": 0, "p0": 1, "p5": 7, "p2": 3, "q": 5}]:
+        assert accepts(g, json.dumps(v)), v
+    for v in [{"p0": 1}, {"p0": 1, "p3": 0, "q": 4}, {"p0": 1, "p3": 0, "p2": 4}, {"p0": 1, "p3": 0, "p4": 15}]:
+        assert not accepts(g, json.dumps(v)), v
+
+
+def test_value_set_membership() -> None:
+    from logitgate.frontends.json_schema import _KEY_DEPTH, _ValueSet
+
+    deep: Any = 0
+    for _ in range(_KEY_DEPTH + 3):  # past the hash key's depth: compared one by one
+        deep = [deep]
+    values = [1, 2.5, True, "1", None, [1, [True]], {"k": {"x": 1}}, deep, float("nan")]
+    s = _ValueSet(values)
+    for v in [1.0, 2.5, True, "1", None, [1.0, [True]], {"k": {"x": 1.0}}, json.loads(json.dumps(deep))]:
+        assert v in s, v
+    for v in [False, 0, "2.5", [[True], 1], [1, [1]], {"k": {"x": 2}}, {"k": {}}, [deep], float("nan")]:
+        assert v not in s, v
+
+
 def test_whitespace_policies(compiler: lg.Compiler) -> None:
     schema = {"type": "object", "properties": {"a": {"type": "array"}}}
     value = {"a": [1, 2]}

@@ -28,11 +28,12 @@ into a recorded entry of the returned ``dropped`` list and lowers the rest.
 from __future__ import annotations
 
 import collections
+import functools
 import json
 import math
 import re
 import urllib.parse
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -241,6 +242,67 @@ def _json_eq(a: Any, b: Any) -> bool:
     return True
 
 
+# Objects merged from up to this many parts are searched part by part for a key's atoms
+# (key_atoms; indexing them costs more).
+_FEW_PARTS = 4
+# Enums up to this long are searched one value at a time (hashing them costs more).
+_SHORT_ENUM = 8
+# Values nested deeper than this have no hash key (_json_key): they are compared one by one.
+_KEY_DEPTH = 32
+
+
+def _json_key(v: Any, depth: int = 0) -> Hashable | None:
+    """A hashable form of JSON value ``v`` under _json_eq's equality (1 and 1.0 are one key,
+    true and 1 are not, object keys in any order); None for NaN (equal to nothing) and for
+    values nested more than _KEY_DEPTH levels (the recursion stays that shallow)."""
+    if isinstance(v, bool):
+        return ("b", v)
+    if isinstance(v, (int, float)):
+        return None if v != v else ("n", v)  # an int and an equal float hash alike
+    if isinstance(v, str):
+        return ("s", v)
+    if v is None:
+        return ("z",)
+    if depth >= _KEY_DEPTH:
+        return None
+    if isinstance(v, list):
+        items = []
+        for x in v:
+            k = _json_key(x, depth + 1)
+            if k is None:
+                return None
+            items.append(k)
+        return ("a", tuple(items))
+    if isinstance(v, dict):
+        members = []
+        for name, x in v.items():
+            k = _json_key(x, depth + 1)
+            if k is None:
+                return None
+            members.append((name, k))
+        return ("o", frozenset(members))
+    return None
+
+
+class _ValueSet:
+    """Membership in a list of JSON values under _json_eq, by hash: an enum of a few thousand
+    values is checked against itself and against other enums, which one by one is quadratic."""
+
+    __slots__ = ("_keys", "_values")
+
+    def __init__(self, values: list[Any]) -> None:
+        self._values = values
+        keys = (_json_key(v) for v in values)
+        # (An unkeyed value equals no keyed one: NaN equals nothing, and equal values nest alike.)
+        self._keys = {k for k in keys if k is not None}
+
+    def __contains__(self, value: Any) -> bool:
+        k = _json_key(value)
+        if k is None:
+            return any(_json_eq(value, v) for v in self._values)
+        return k in self._keys
+
+
 def _fraction(v: Any) -> Fraction:
     return Fraction(v)
 
@@ -315,6 +377,7 @@ class _Index:
         self._keep: list[Any] = []  # synthetic schemas stay alive so their ids stay unique
         self._synth: dict[tuple[Any, ...], Any] = {}
         self.bool_atoms: dict[bool, int] = {}
+        self._resolved: dict[tuple[str, str], tuple[Any, str, str]] = {}  # (ref, base) -> resolve()
         stack: list[tuple[Any, str, str, int]] = [(root, "", _DEFAULT_BASE, 0)]
         self.resources[_DEFAULT_BASE] = (root, "")
         while stack:
@@ -387,6 +450,16 @@ class _Index:
         return self.atoms[id(hit)]
 
     def resolve(self, ref: str, base: str, pointer: str) -> tuple[Any, str, str]:
+        """The schema ``ref`` names from ``base``: (schema, its pointer, its base URI).
+        Memoized (``pointer`` only names the $ref in errors): schemas refer to a few
+        definitions from many places, and URI joins cost more than the rest of a resolution."""
+        key = (ref, base)
+        hit = self._resolved.get(key)
+        if hit is None:
+            hit = self._resolved[key] = self._resolve(ref, base, pointer)
+        return hit
+
+    def _resolve(self, ref: str, base: str, pointer: str) -> tuple[Any, str, str]:
         url, frag = urllib.parse.urldefrag(urllib.parse.urljoin(base, ref))
         res = self.resources.get(url)
         if res is None:
@@ -612,6 +685,8 @@ class _Lowering:
         self.facts_memo: dict[frozenset[int], tuple[_Facts | None, list[list[frozenset[int]]]]] = {}
         self.enc_memo: dict[Node, Node] = {}
         self.format_memo: dict[str, Node] = {}
+        self._enum_sets: dict[int, tuple[list[Any], int, _ValueSet, _Facts]] = {}
+        self._key_indexes: dict[int, tuple[list[_ObjPart], int, dict[str, list[int]], list[_ObjPart], _Facts]] = {}
         self.key_complements: dict[tuple[str, ...], str] = {}  # listed keys -> complement rule
         self.empty_reasons: list[tuple[str, str]] = []
         self.shared_memo: dict[tuple[Any, ...], str] = {}
@@ -636,6 +711,11 @@ class _Lowering:
                 blanks = Repeat(CharClass(((0x09, 0x09), (0x20, 0x20))), 0, self.max_ws) if self.max_ws else EMPTY
                 self.rules["ws"] = _seq([_opt(_seq([_opt(Literal(b"\r")), Literal(b"\n")])), blanks])
         return _WS_REF
+
+    def comma(self) -> Node:
+        """The separator between members and items: ``ws "," ws`` (a bare comma when compact)."""
+        ws = self.ws()
+        return _seq([ws, Literal(b","), ws])
 
     def rule(self, name: str, build: Callable[[], Node]) -> Ref:
         if name not in self.rules:
@@ -1264,7 +1344,8 @@ class _Lowering:
             if f.enum is None:
                 f.enum = list(vals)
             else:
-                f.enum = [v for v in f.enum if any(_json_eq(v, w) for w in vals)]
+                allowed = _ValueSet(vals)
+                f.enum = [v for v in f.enum if v in allowed]
             if not f.enum:
                 self._contradiction(f, ptr, "no enum value is left")
         if "$lg_not_enum" in d:
@@ -1359,8 +1440,10 @@ class _Lowering:
             req = d["required"]
             if not isinstance(req, list) or not all(isinstance(x, str) for x in req):
                 raise SchemaError("required must be an array of strings", pointer=_ptr_join(ptr, "required"))
+            seen = set(f.required)
             for r in req:
-                if r not in f.required:
+                if r not in seen:
+                    seen.add(r)
                     f.required.append(r)
         if "propertyNames" in d:
             f.names.append(self.sub(d["propertyNames"], _ptr_join(ptr, "propertyNames"), base))
@@ -1424,8 +1507,12 @@ class _Lowering:
 
     def key_atoms(self, f: _Facts, key: str) -> frozenset[int] | None:
         """Atoms a property ``key`` (listed or not) must satisfy; None when it is forbidden."""
+        parts: list[_ObjPart] = f.objs
         out: set[int] = set()
-        for part in f.objs:
+        if len(parts) > _FEW_PARTS:
+            listed, parts = self._key_index(f)  # the open parts are still searched
+            out.update(listed.get(key, ()))
+        for part in parts:
             if key in part.props:
                 out.add(part.props[key])
                 matched = True
@@ -1442,6 +1529,25 @@ class _Lowering:
         if _FALSE in out:
             return None
         return frozenset(out)
+
+    def _key_index(self, f: _Facts) -> tuple[dict[str, list[int]], list[_ObjPart]]:
+        """``f.objs`` for key_atoms: per key, the atoms of the closed parts (no patterns, no
+        additionalProperties) that list it, and the open parts, searched key by key. Kept while
+        ``f.objs`` is the same list of the same length (emit_object asks for every key, and an
+        allOf of a thousand parts would make that quadratic)."""
+        cached = self._key_indexes.get(id(f))
+        if cached is None or cached[0] is not f.objs or cached[1] != len(f.objs):
+            listed: dict[str, list[int]] = {}
+            open_parts: list[_ObjPart] = []
+            for part in f.objs:
+                if part.patterns or part.additional is not None:
+                    open_parts.append(part)
+                    continue
+                for k, atom in part.props.items():
+                    listed.setdefault(k, []).append(atom)
+            # (f is kept in the entry, so that its id names it as long as the entry lives.)
+            cached = self._key_indexes[id(f)] = (f.objs, len(f.objs), listed, open_parts, f)
+        return cached[2], cached[3]
 
     def _py_search(self, pattern: str, s: str, ptr: str) -> bool:
         """Decides a pattern on a known string with Python ``re`` -- only where ECMA and Python
@@ -1469,12 +1575,25 @@ class _Lowering:
             return False
         return all(any(self.check_atoms(value, alt, depth + 1) for alt in alts) for alts in disj)
 
+    def _in_enum(self, value: Any, f: _Facts) -> bool:
+        """``value`` is in ``f.enum`` (which must be set). A long enum is hashed once (a
+        _ValueSet kept while ``f.enum`` is the same list of the same length): emit_enum checks
+        each of its values against the facts it came from."""
+        assert f.enum is not None
+        if len(f.enum) <= _SHORT_ENUM:
+            return any(_json_eq(value, e) for e in f.enum)
+        cached = self._enum_sets.get(id(f))
+        if cached is None or cached[0] is not f.enum or cached[1] != len(f.enum):
+            # (f is kept in the entry, so that its id names it as long as the entry lives.)
+            cached = self._enum_sets[id(f)] = (f.enum, len(f.enum), _ValueSet(f.enum), f)
+        return value in cached[2]
+
     def check(self, value: Any, f: _Facts, depth: int) -> bool:
         """Does ``value`` satisfy the merged pure facts? (Nested schemas via check_atoms.)"""
         t = _json_type(value)
         if t not in f.types:
             return False
-        if f.enum is not None and not any(_json_eq(value, e) for e in f.enum):
+        if f.enum is not None and not self._in_enum(value, f):
             return False
         if any(_json_eq(value, e) for e in f.not_enum):
             return False
@@ -1855,21 +1974,25 @@ class _Lowering:
     def int_node(self, lo: int | None, hi: int | None, modulus: int, excluded: list[Fraction], plain: bool) -> Node:
         excl = sorted({int(x) for x in excluded if x.denominator == 1})
         if modulus == 1:
-            pieces: list[Node] = []
-            cur = lo
-            for x in excl:
-                if (cur is None or x >= cur) and (hi is None or x <= hi):
-                    if cur is None or cur <= x - 1:
-                        pieces.append(_int_range(cur, x - 1))
-                    cur = x + 1
-            if cur is None or hi is None or cur <= hi:
-                pieces.append(_int_range(cur, hi))
-            node = _alt(p for p in pieces if not _is_empty(p)) if pieces else _EMPTY_LANG
+
+            def ranges() -> Node:
+                pieces: list[Node] = []
+                cur = lo
+                for x in excl:
+                    if (cur is None or x >= cur) and (hi is None or x <= hi):
+                        if cur is None or cur <= x - 1:
+                            pieces.append(_int_range(cur, x - 1))
+                        cur = x + 1
+                if cur is None or hi is None or cur <= hi:
+                    pieces.append(_int_range(cur, hi))
+                return _alt(p for p in pieces if not _is_empty(p)) if pieces else _EMPTY_LANG
+
             if plain and not excl and self.integer_fraction_ok:
+                # One rule, built on first use, for every plain integer of the schema.
                 return self.rule(
-                    "integer", lambda: _seq([node, _opt(_seq([Literal(b"."), Repeat(Literal(b"0"), 1, None)]))])
+                    "integer", lambda: _seq([ranges(), _opt(_seq([Literal(b"."), Repeat(Literal(b"0"), 1, None)]))])
                 )
-            return node
+            return ranges()
         if lo is not None and hi is not None:
             first = -(-lo // modulus) * modulus
             count = max(0, (hi - first) // modulus + 1)  # not len(range): may exceed ssize_t
@@ -2361,7 +2484,7 @@ class _Lowering:
                 return self._unique_array(domain, lo, hi)
             self.unsupported("uniqueItems", "uniqueItems over arrays that may hold several items", f.unique)
         ws = self.ws()
-        sep = _seq([ws, Literal(b","), ws])
+        sep = self.comma()
         if f.contains:
             return self.emit_contains(f, positions, rest, lo, hi)
         # element nodes
@@ -2433,7 +2556,7 @@ class _Lowering:
         """Arrays of distinct values from a finite domain: one rule per subset of used values (the
         subset's size is the item count)."""
         ws = self.ws()
-        sep_ws = _seq([ws, Literal(b","), ws])
+        sep_ws = self.comma()
         lits = [self.value_literal(v, 0) for v in domain]
         base = f"uq{len(self.rules)}_"
         n = len(domain)
@@ -2474,7 +2597,7 @@ class _Lowering:
             self.unsupported("contains", "counting state space too large", ptr)
             return self._array_plain(lo, hi, rest)
         ws = self.ws()
-        sep = _seq([ws, Literal(b","), ws])
+        sep = self.comma()
         base = f"ct{len(self.rules)}_"
 
         # state (c, n, started): c matched count (capped at cap_c), n items so far (capped at need_n)
@@ -2515,14 +2638,12 @@ class _Lowering:
         # schema order, whichever part the merge met first.
         names: set[str] = {k for part in f.objs for k in part.order}
         parts = sorted(f.objs, key=lambda p: not names <= set(p.props))
-        order: list[str] = []
+        # (Dicts as ordered sets: objects of thousands of properties are linear to lower.)
+        order: dict[str, None] = {}
         for part in parts:
-            for k in part.order:
-                if k not in order:
-                    order.append(k)
-        for r in f.required:
-            if r not in order:
-                order.append(r)
+            order.update(dict.fromkeys(part.order))
+        order.update(dict.fromkeys(f.required))
+        required_names = set(f.required)
         names_atoms = frozenset(f.names)
         members: list[tuple[str, Node, bool]] = []  # name, member node, required
         for k in order:
@@ -2530,13 +2651,13 @@ class _Lowering:
             if atoms is not None and names_atoms and not self.check_atoms(k, names_atoms, 0):
                 atoms = None
             if atoms is None:
-                if k in f.required:
+                if k in required_names:
                     self._contradiction(f, "", f"required property {k!r} is forbidden")
                     return _EMPTY_LANG
                 continue
             value = self.atoms_ref(atoms)
             if _is_empty(value):
-                if k in f.required:
+                if k in required_names:
                     return _EMPTY_LANG
                 continue
             key = self.string_literal(k)
@@ -2545,8 +2666,8 @@ class _Lowering:
                 member = Seq((key, ws, _COLON, ws, value))  # what seq() makes of it, directly
             else:
                 member = _seq([key, ws, _COLON, ws, value])
-            members.append((k, member, k in f.required))
-        known = [k for k in order]
+            members.append((k, member, k in required_names))
+        known = list(order)
         # "Other" members: keys outside the known names.
         others: list[Node] = []
         has_addl = any(p.additional is not None for p in f.objs)
@@ -2587,7 +2708,7 @@ class _Lowering:
             self.unsupported("maxProperties", "property counting state space too large", "")
             counting = False
         base = f"ob{len(self.rules)}_"
-        sep_ws = _seq([ws, Literal(b","), ws])
+        sep_ws = self.comma()
         # P(i) is the position after the members before i were emitted or skipped (optional
         # ones only), with additional keys allowed in between. Its alternatives put the keys of
         # every member that may come next into one rule, so that the compiled automaton reads a
@@ -2680,7 +2801,7 @@ class _Lowering:
         base = f"oa{len(self.rules)}_"
         req_mask = sum(1 << i for i, (_, _, r) in enumerate(members) if r)
         counting = cap > 0 or hi is not None
-        sep_ws = _seq([ws, Literal(b","), ws])
+        sep_ws = self.comma()
 
         def rname(mask: int, started: bool, c: int) -> str:
             return f"{base}{mask}_{int(started)}_{c}"
@@ -3017,6 +3138,7 @@ def _restrict_length(node: Node, lo: int, hi: int | None, limits: Limits, depth:
     return None
 
 
+@functools.lru_cache(maxsize=4096)  # asked for every pair of a schema's patterns
 def _literal_prefix(pattern: str) -> str | None:
     """The literal text every match of an anchored ``^...`` pattern starts with (None: unanchored)."""
     if not pattern.startswith("^"):
