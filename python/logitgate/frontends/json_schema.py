@@ -124,6 +124,8 @@ _SCHEMA_VALUES = frozenset(
         "contentSchema",
     }
 )
+# Keywords whose values hold subschemas (the index walk skips every other keyword at once).
+_SCHEMA_CHILDREN = _SCHEMA_MAPS | _SCHEMA_LISTS | _SCHEMA_VALUES
 # Shared references to the fixed-name rules (a Ref per call was most of the Refs built).
 _WS_REF = Ref("ws")
 _COLON = Literal(b":")
@@ -389,20 +391,25 @@ class _Index:
                 continue
             if not isinstance(node, dict):
                 continue
-            sid = node.get("$id", node.get("id") if "$schema" not in node or "$id" not in node else None)
-            if isinstance(sid, str) and not (node.get("id") is sid and isinstance(node.get("type"), dict)):
-                url, frag = urllib.parse.urldefrag(urllib.parse.urljoin(base, sid))
-                if (url and url != base) or ptr == "":
-                    base = url or base
-                    self.resources.setdefault(base, (node, ptr))
-                if frag and not frag.startswith("/"):  # draft-04..07 "$id": "#name" is an anchor
-                    self.anchors.setdefault(base + "#" + frag, (node, ptr))
-            for key in ("$anchor", "$dynamicAnchor"):
-                anchor = node.get(key)
-                if isinstance(anchor, str):
-                    self.anchors.setdefault(base + "#" + anchor, (node, ptr))
+            # (Most schema objects have no id and no anchor: two lookups tell.)
+            if "$id" in node or "id" in node:
+                sid = node.get("$id", node.get("id") if "$schema" not in node or "$id" not in node else None)
+                if isinstance(sid, str) and not (node.get("id") is sid and isinstance(node.get("type"), dict)):
+                    url, frag = urllib.parse.urldefrag(urllib.parse.urljoin(base, sid))
+                    if (url and url != base) or ptr == "":
+                        base = url or base
+                        self.resources.setdefault(base, (node, ptr))
+                    if frag and not frag.startswith("/"):  # draft-04..07 "$id": "#name" is an anchor
+                        self.anchors.setdefault(base + "#" + frag, (node, ptr))
+            if "$anchor" in node or "$dynamicAnchor" in node:
+                for key in ("$anchor", "$dynamicAnchor"):
+                    anchor = node.get(key)
+                    if isinstance(anchor, str):
+                        self.anchors.setdefault(base + "#" + anchor, (node, ptr))
             self._register(node, ptr, base)
             for k, v in node.items():
+                if k not in _SCHEMA_CHILDREN:
+                    continue
                 if k in _SCHEMA_MAPS and isinstance(v, dict):
                     for name, sub in v.items():
                         if isinstance(sub, dict):
@@ -2745,14 +2752,20 @@ class _Lowering:
                 node = then_memo[(j, c2)] = Seq((*member_items[j], pref(j + 1, True, c2)))
             return node
 
+        # Per (block, count after the member): then(j, c2) for every member j of the block; a
+        # position's choices are a slice of its block's.
+        block_thens: dict[tuple[int, int], list[Node]] = {}
+
         def nexts(i: int, c: int) -> list[Node]:
             """Members that may come next from position i within i's block, then the chain."""
             c2 = min(c + 1, cap) if counting else 0
             b = i // block
-            last = min((b + 1) * block, n)
-            out: list[Node] = []
-            for j in range(i, min(last, optional_until[i] + 1)):
-                out.append(then(j, c2))
+            start = b * block
+            last = min(start + block, n)
+            thens = block_thens.get((b, c2))
+            if thens is None:
+                thens = block_thens[(b, c2)] = [then(j, c2) for j in range(start, last)]
+            out = thens[i - start : min(last, optional_until[i] + 1) - start]
             if optional_until[i] >= last and b + 1 < n_blocks:
                 out.append(Ref(tname(b + 1, c)))
             return out
