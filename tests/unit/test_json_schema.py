@@ -484,6 +484,25 @@ def test_many_allof_object_parts(compiler: lg.Compiler) -> None:
         assert not accepts(g, json.dumps(v)), v
 
 
+def test_overlapping_patterns_by_prefix() -> None:
+    # _overlapping_atoms finds by literal prefix what _prefix_disjoint decides pair by pair.
+    import random
+
+    from logitgate.frontends.json_schema import _overlapping_atoms, _prefix_disjoint
+
+    rng = random.Random(7)
+    pieces = ["a", "ab", "abc", "b", "x_", "x", ""]
+    patterns = [
+        ("^" if rng.random() < 0.8 else "") + "".join(rng.choices(pieces, k=2)) + rng.choice(["", ".*", "[0-9]"])
+        for _ in range(60)
+    ]
+    pairs = [(p, i % 23) for i, p in enumerate(patterns)]
+    overlapping = _overlapping_atoms(pairs)
+    for p, atom in pairs:
+        expected = {atom} | {a2 for p2, a2 in pairs if not _prefix_disjoint(p, p2)}
+        assert {atom} | overlapping(p) == expected, p
+
+
 def test_value_set_membership() -> None:
     from logitgate.frontends.json_schema import _KEY_DEPTH, _ValueSet
 

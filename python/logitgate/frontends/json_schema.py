@@ -27,6 +27,7 @@ into a recorded entry of the returned ``dropped`` list and lowers the rest.
 
 from __future__ import annotations
 
+import bisect
 import collections
 import functools
 import json
@@ -2850,11 +2851,9 @@ class _Lowering:
             key = self._key_language(names_atoms, known, None)
             return [(key, self.atoms_ref(value_atoms))]
         all_pats = [(p, pat) for p in f.objs for pat in p.patterns]
+        overlapping = _overlapping_atoms([(pattern, atom) for _, (pattern, atom, _) in all_pats])
         for part, (pattern, atom, pptr) in all_pats:
-            vals = {atom}
-            for _, (p2, a2, _) in all_pats:
-                if (p2, a2) != (pattern, atom) and not _prefix_disjoint(pattern, p2):
-                    vals.add(a2)
+            vals = {atom} | overlapping(pattern)
             for q in f.objs:
                 if q is not part and q.additional is not None:
                     vals.add(q.additional)
@@ -3174,6 +3173,37 @@ def _literal_prefix(pattern: str) -> str | None:
             break
         i += step
     return "".join(out)
+
+
+def _overlapping_atoms(patterns: list[tuple[str, int]]) -> Callable[[str], set[int]]:
+    """For (pattern, atom) pairs: a function from one of the patterns to the atoms of those it is
+    not _prefix_disjoint from (itself included). By literal prefix, not pair by pair: a key
+    matching several patterns must satisfy each, and objects may list hundreds."""
+    unprefixed: set[int] = set()
+    by_prefix: dict[str, set[int]] = {}
+    for pattern, atom in patterns:
+        prefix = _literal_prefix(pattern)
+        if prefix:
+            by_prefix.setdefault(prefix, set()).add(atom)
+        else:
+            unprefixed.add(atom)
+    every = {atom for _, atom in patterns}
+    ordered = sorted(by_prefix)
+
+    def overlapping(pattern: str) -> set[int]:
+        prefix = _literal_prefix(pattern)
+        if not prefix:
+            return every
+        out = set(unprefixed)
+        for k in range(1, len(prefix) + 1):  # the prefixes this one extends, itself included
+            out.update(by_prefix.get(prefix[:k], ()))
+        i = bisect.bisect_right(ordered, prefix)  # then those that extend it: a sorted run
+        while i < len(ordered) and ordered[i].startswith(prefix):
+            out.update(by_prefix[ordered[i]])
+            i += 1
+        return out
+
+    return overlapping
 
 
 def _prefix_disjoint(p: str, q: str) -> bool:
