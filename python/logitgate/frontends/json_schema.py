@@ -37,7 +37,7 @@ import urllib.parse
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import Any, TypeVar
 
 from logitgate.errors import GrammarError, LimitExceeded, SchemaError, UnsupportedSchemaError
 from logitgate.frontends.regex import regex_to_node
@@ -285,6 +285,19 @@ def _json_key(v: Any, depth: int = 0) -> Hashable | None:
             members.append((name, k))
         return ("o", frozenset(members))
     return None
+
+
+_T = TypeVar("_T")
+_D = TypeVar("_D")
+
+
+def _derived(cache: dict[int, tuple[list[_T], int, _D]], items: list[_T], build: Callable[[list[_T]], _D]) -> _D:
+    """``build(items)``, kept in ``cache`` while ``items`` is the same list of the same length
+    (a facts list grows only by appending; the entry holds the list, so its id stays its own)."""
+    hit = cache.get(id(items))
+    if hit is None or hit[0] is not items or hit[1] != len(items):
+        hit = cache[id(items)] = (items, len(items), build(items))
+    return hit[2]
 
 
 class _ValueSet:
@@ -693,8 +706,9 @@ class _Lowering:
         self.facts_memo: dict[frozenset[int], tuple[_Facts | None, list[list[frozenset[int]]]]] = {}
         self.enc_memo: dict[Node, Node] = {}
         self.format_memo: dict[str, Node] = {}
-        self._enum_sets: dict[int, tuple[list[Any], int, _ValueSet, _Facts]] = {}
-        self._key_indexes: dict[int, tuple[list[_ObjPart], int, dict[str, list[int]], list[_ObjPart], _Facts]] = {}
+        # _derived: long enums hashed (_in_enum), merged objects' keys indexed (_key_index).
+        self._enum_sets: dict[int, tuple[list[Any], int, _ValueSet]] = {}
+        self._key_indexes: dict[int, tuple[list[_ObjPart], int, tuple[dict[str, list[int]], list[_ObjPart]]]] = {}
         self.key_complements: dict[tuple[str, ...], str] = {}  # listed keys -> complement rule
         self.empty_reasons: list[tuple[str, str]] = []
         self.shared_memo: dict[tuple[Any, ...], str] = {}
@@ -1540,22 +1554,22 @@ class _Lowering:
 
     def _key_index(self, f: _Facts) -> tuple[dict[str, list[int]], list[_ObjPart]]:
         """``f.objs`` for key_atoms: per key, the atoms of the closed parts (no patterns, no
-        additionalProperties) that list it, and the open parts, searched key by key. Kept while
-        ``f.objs`` is the same list of the same length (emit_object asks for every key, and an
-        allOf of a thousand parts would make that quadratic)."""
-        cached = self._key_indexes.get(id(f))
-        if cached is None or cached[0] is not f.objs or cached[1] != len(f.objs):
+        additionalProperties) that list it, and the open parts, searched key by key. Built once
+        per list (emit_object asks for every key, and an allOf of a thousand parts would make
+        that quadratic)."""
+
+        def build(objs: list[_ObjPart]) -> tuple[dict[str, list[int]], list[_ObjPart]]:
             listed: dict[str, list[int]] = {}
             open_parts: list[_ObjPart] = []
-            for part in f.objs:
+            for part in objs:
                 if part.patterns or part.additional is not None:
                     open_parts.append(part)
                     continue
                 for k, atom in part.props.items():
                     listed.setdefault(k, []).append(atom)
-            # (f is kept in the entry, so that its id names it as long as the entry lives.)
-            cached = self._key_indexes[id(f)] = (f.objs, len(f.objs), listed, open_parts, f)
-        return cached[2], cached[3]
+            return listed, open_parts
+
+        return _derived(self._key_indexes, f.objs, build)
 
     def _py_search(self, pattern: str, s: str, ptr: str) -> bool:
         """Decides a pattern on a known string with Python ``re`` -- only where ECMA and Python
@@ -1584,17 +1598,12 @@ class _Lowering:
         return all(any(self.check_atoms(value, alt, depth + 1) for alt in alts) for alts in disj)
 
     def _in_enum(self, value: Any, f: _Facts) -> bool:
-        """``value`` is in ``f.enum`` (which must be set). A long enum is hashed once (a
-        _ValueSet kept while ``f.enum`` is the same list of the same length): emit_enum checks
-        each of its values against the facts it came from."""
+        """``value`` is in ``f.enum`` (which must be set). A long enum is hashed once per list
+        (_derived): emit_enum checks each of its values against the facts it came from."""
         assert f.enum is not None
         if len(f.enum) <= _SHORT_ENUM:
             return any(_json_eq(value, e) for e in f.enum)
-        cached = self._enum_sets.get(id(f))
-        if cached is None or cached[0] is not f.enum or cached[1] != len(f.enum):
-            # (f is kept in the entry, so that its id names it as long as the entry lives.)
-            cached = self._enum_sets[id(f)] = (f.enum, len(f.enum), _ValueSet(f.enum), f)
-        return value in cached[2]
+        return value in _derived(self._enum_sets, f.enum, _ValueSet)
 
     def check(self, value: Any, f: _Facts, depth: int) -> bool:
         """Does ``value`` satisfy the merged pure facts? (Nested schemas via check_atoms.)"""
