@@ -21,7 +21,6 @@
 
 #include <array>
 #include <cstdint>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -124,14 +123,8 @@ class Automaton {
     for (int32_t k = 0; k < plan.inner_states; ++k) plan_states_.push_back(fresh());
     for (const Utf8Plan::Edge& e : plan.edges) bytes_[plan_states_[e.from]].push_back({e.lo, e.hi, plan_states_[e.to]});
   }
-  // Rules the core adds itself (after the program's), with a start and a final state.
-  int32_t NewRule(const std::string& name);
-  // The rule StringExcept tries share (string_except.cc): the escape of one character but a
-  // sorted set; one per set per grammar. And the escapes of a trie node's children.
-  int32_t EscapeOtherThan(const std::vector<uint32_t>& kids);
-  template <typename Fresh>
-  void EscapedChildren(const std::vector<std::pair<uint32_t, int32_t>>& kids, const std::vector<int32_t>& state,
-                       int32_t s, Fresh&& fresh);
+  // StringExcept's escapes (string_except.cc): a state that reads "\\u" to `to`; the hex
+  // digits of a \uXXXX from s, split by what the values read so far leave possible.
   template <typename Fresh>
   int32_t BackslashU(int32_t to, Fresh&& fresh);
   template <typename Exit, typename After>
@@ -173,7 +166,6 @@ class Automaton {
   std::vector<std::array<uint64_t, 2>> char_ascii_;
   Flags char_utf8_;
   std::vector<int32_t> kernel_offset_, kernel_;
-  std::map<std::vector<uint32_t>, int32_t> escape_other_than_;  // EscapeOtherThan's rules
   std::vector<int32_t> plan_states_;                           // AddPlan's scratch
   int32_t byte_class_[256] = {};
   int32_t num_byte_classes_ = 1;
