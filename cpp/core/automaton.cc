@@ -366,6 +366,31 @@ void Automaton::Build(const std::vector<int32_t>& program) {
       return s;
     }
 
+    // True when emitting the node at `pos` from a state adds no edge back into that state:
+    // then it may start at a state other edges leave from (an alternative's branch at the
+    // alternative's start, a bounded repetition's copy where the previous one ended) instead of
+    // at an entry state of its own, which would only be an epsilon edge more (a fifth of the
+    // states of JSON Schema grammars). Only a repetition of one class loops back to where it
+    // starts (Emit below); an inlined rule's body is looked through.
+    bool EntryFree(size_t pos) const {
+      for (;;) {
+        switch (rd.At(pos)) {
+          case kOpSeq:
+            if (rd.At(pos + 1) <= 0) return true;
+            pos += 2;  // its first item
+            continue;
+          case kOpRef: {
+            const int32_t r = rd.At(pos + 1);
+            if (r < 0 || r >= static_cast<int32_t>(shapes.size()) || !shapes[r].inlinable) return true;
+            pos = shapes[r].pos;  // inlinable rules form no cycle: this ends
+            continue;
+          }
+          case kOpRepeat: return false;
+          default: return true;
+        }
+      }
+    }
+
     // `copies`: how many times this node is emitted (bounded repetitions above it multiply);
     // `looped`: the node is under a repetition.
     int32_t Emit(size_t pos, int32_t from, int64_t depth, int64_t copies = 1, bool looped = false) {
@@ -406,8 +431,11 @@ void Automaton::Build(const std::vector<int32_t>& program) {
           size_t child = pos + 2;
           int32_t end = New();
           for (int32_t i = 0; i < n; ++i) {
-            int32_t s = New();
-            a->eps_[from].push_back(s);
+            int32_t s = from;
+            if (!EntryFree(child)) {
+              s = New();
+              a->eps_[from].push_back(s);
+            }
             a->eps_[Emit(child, s, depth + 1, copies, looped)].push_back(end);
             child = skip_fn(child);
           }
@@ -447,10 +475,16 @@ void Automaton::Build(const std::vector<int32_t>& program) {
             ClassEdges(child, loop, loop);
             return loop;
           }
+          // A fresh entry per copy keeps each copy's loops local to it (when it has any).
+          const bool entry_free = EntryFree(child);
+          auto copy_start = [&](int32_t at) {
+            if (entry_free) return at;
+            const int32_t s = New();
+            a->eps_[at].push_back(s);
+            return s;
+          };
           for (int32_t i = 0; i < copies_before_loop; ++i) {
-            int32_t s = New();  // a fresh entry keeps each copy's loops local to it
-            a->eps_[cur].push_back(s);
-            cur = Emit(child, s, depth + 1, child_copies, true);
+            cur = Emit(child, copy_start(cur), depth + 1, child_copies, true);
           }
           if (hi < 0 && lo > 0) {
             int32_t entry = New();
@@ -462,17 +496,13 @@ void Automaton::Build(const std::vector<int32_t>& program) {
           if (hi < 0) {
             int32_t loop = New();
             a->eps_[cur].push_back(loop);
-            int32_t body = New();
-            a->eps_[loop].push_back(body);
-            a->eps_[Emit(child, body, depth + 1, child_copies, true)].push_back(loop);
+            a->eps_[Emit(child, copy_start(loop), depth + 1, child_copies, true)].push_back(loop);
             return loop;
           }
           int32_t end = New();
           for (int32_t i = lo; i < hi; ++i) {
             a->eps_[cur].push_back(end);
-            int32_t s = New();
-            a->eps_[cur].push_back(s);
-            cur = Emit(child, s, depth + 1, child_copies, true);
+            cur = Emit(child, copy_start(cur), depth + 1, child_copies, true);
           }
           a->eps_[cur].push_back(end);
           return end;
