@@ -369,9 +369,9 @@ void Automaton::Build(const std::vector<int32_t>& program) {
     // True when emitting the node at `pos` from a state adds no edge back into that state:
     // then it may start at a state other edges leave from (an alternative's branch at the
     // alternative's start, a bounded repetition's copy where the previous one ended) instead of
-    // at an entry state of its own, which would only be an epsilon edge more (a fifth of the
-    // states of JSON Schema grammars). Only a repetition of one class loops back to where it
-    // starts (Emit below); an inlined rule's body is looked through.
+    // at an entry state of its own, which would only be a state and an epsilon edge more. A
+    // repetition may loop back to where it starts (a repetition of one class does, below), so
+    // it keeps its entry; an inlined rule's body is looked through.
     bool EntryFree(size_t pos) const {
       for (;;) {
         switch (rd.At(pos)) {
