@@ -51,13 +51,19 @@ lint: $(BUILD_STAMP)
 	$(BIN)/python -m mypy.stubtest logitgate._core
 
 # C++ core under AddressSanitizer + UndefinedBehaviorSanitizer, then the unit and differential tests.
+# The sanitized package must be the one imported, but the editable install's import hook sits in
+# front of sys.path: Python runs without `site` (-S), finding the venv's packages through
+# PYTHONPATH after the sanitized package, and the first command checks which core loaded.
+ASAN_RUN = ASAN_OPTIONS=detect_leaks=0 LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" \
+	PYTHONPATH=build/asan/pkg:$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') \
+	$(BIN)/python -S
 sanitize: $(DEPS_STAMP)
 	cmake -S . -B build/asan -DLOGITGATE_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 		-DPython_EXECUTABLE=$(abspath $(BIN)/python) >/dev/null
 	cmake --build build/asan -j2
-	mkdir -p build/asan/pkg && cp -r python/logitgate build/asan/pkg/ && cp build/asan/_core*.so build/asan/pkg/logitgate/
-	ASAN_OPTIONS=detect_leaks=0 LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" \
-		PYTHONPATH=build/asan/pkg $(BIN)/python -m pytest -q -p no:cacheprovider tests/unit tests/differential
+	rm -rf build/asan/pkg && mkdir -p build/asan/pkg && cp -r python/logitgate build/asan/pkg/ && cp build/asan/_core*.so build/asan/pkg/logitgate/
+	$(ASAN_RUN) -c "import logitgate._core as c; assert '/build/asan/pkg/' in c.__file__, c.__file__; print('core:', c.__file__)"
+	$(ASAN_RUN) -m pytest -q -p no:cacheprovider tests/unit tests/differential
 
 bench: $(PYC_STAMP)
 	$(BIN)/pip install -q -c bench/constraints.txt -r bench/requirements.txt

@@ -7,7 +7,15 @@ was running when the child died or stalled (tests/fuzz/regressions/core-<hash>.t
 
     python tests/fuzz/fuzz_core.py --minutes 10 [--seed 1]
 
-Run it against the sanitizer build too (see `make sanitize`) to catch memory errors early.
+Run it against the sanitizer build too (`make sanitize` builds it into build/asan/pkg) to catch
+memory errors early. Python must run without `site` there (-S, the venv's packages on
+PYTHONPATH after the sanitized package): the editable install's import hook would otherwise load
+the regular core whatever PYTHONPATH says.
+
+    ASAN_OPTIONS=detect_leaks=0 \
+    LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)" \
+    PYTHONPATH=build/asan/pkg:$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') \
+    .venv/bin/python -S tests/fuzz/fuzz_core.py --minutes 10
 """
 
 from __future__ import annotations
