@@ -8,6 +8,7 @@ grammar accepts its bytes (no tokenization effects).
 from __future__ import annotations
 
 import json
+import random
 from typing import Any
 
 import pytest
@@ -384,6 +385,58 @@ def test_string_escapes_count_as_one_code_point(compiler: lg.Compiler) -> None:
         assert accepts(g, text), text
     assert not accepts(g, '"\\n\\u00e9x"')
     assert not accepts(g, '"\\ud83d"')  # a lone surrogate escape is not generated
+
+
+# Code points around StringExcept's decisions (cpp/core/string_except.cc): short escapes, the
+# controls, both ends of the UTF-8 lengths, the 'D' first digit's non-surrogate range and the
+# surrogate pairs, the last BMP and last astral character.
+_EXCEPT_POOL = [0x61, 0x62, 0x22, 0x5C, 0x2F, 0x0A, 0x08, 0x1F, 0x7F, 0x80, 0xE9, 0x7FF, 0x800, 0xCFFF, 0xD000]
+_EXCEPT_POOL += [0xD55C, 0xD7FF, 0xE000, 0xFFFF, 0x10000, 0x1F600, 0x1F601, 0x10FFFF]
+_SHORT_ESCAPES = {
+    0x22: '\\"',
+    0x5C: "\\\\",
+    0x2F: "\\/",
+    0x08: "\\b",
+    0x0C: "\\f",
+    0x0A: "\\n",
+    0x0D: "\\r",
+    0x09: "\\t",
+}
+
+
+def _random_spelling(rng: random.Random, s: str) -> str:
+    """``s`` as JSON string contents, each character in a spelling drawn from all it has."""
+    out = []
+    for ch in s:
+        cp = ord(ch)
+        forms = [ch] if cp >= 0x20 and cp not in (0x22, 0x5C) else []
+        if cp in _SHORT_ESCAPES:
+            forms.append(_SHORT_ESCAPES[cp])
+        if cp <= 0xFFFF:
+            forms += [f"\\u{cp:04x}", f"\\u{cp:04X}"]
+        else:
+            hi, lo = 0xD800 + ((cp - 0x10000) >> 10), 0xDC00 + ((cp - 0x10000) & 0x3FF)
+            forms += [f"\\u{hi:04x}\\u{lo:04X}", f"\\u{hi:04X}\\u{lo:04x}"]
+        out.append(rng.choice(forms))
+    return "".join(out)
+
+
+def test_string_except_against_its_definition(compiler: lg.Compiler) -> None:
+    # A string excluded by `not: {enum}` is rejected in every spelling and any other string is
+    # accepted in every spelling: random word sets over the code points above, random strings
+    # near them (the words, their prefixes, extensions), random spellings.
+    rng = random.Random(7)
+    rejected = 0
+    for _ in range(60):
+        words = sorted({"".join(chr(rng.choice(_EXCEPT_POOL)) for _ in range(rng.randint(0, 3))) for _ in range(4)})
+        g = compiler.compile_json_schema({"type": "string", "not": {"enum": words}})
+        for _ in range(25):
+            base = rng.choice(words) if rng.random() < 0.6 else chr(rng.choice(_EXCEPT_POOL))
+            s = base if rng.random() < 0.6 else base[: rng.randint(0, len(base))] + chr(rng.choice(_EXCEPT_POOL))
+            text = '"' + _random_spelling(rng, s) + '"'
+            assert accepts(g, text) == (s not in words), (words, s, text)
+            rejected += s in words
+    assert rejected > 300  # the words themselves were tried, not only their neighbours
 
 
 def test_escaped_keys_against_listed_names(compiler: lg.Compiler) -> None:
