@@ -539,8 +539,6 @@ def test_many_allof_object_parts(compiler: lg.Compiler) -> None:
 
 def test_overlapping_patterns_by_prefix() -> None:
     # _overlapping_atoms finds by literal prefix what _prefix_disjoint decides pair by pair.
-    import random
-
     from logitgate.frontends.json_schema import _overlapping_atoms, _prefix_disjoint
 
     rng = random.Random(7)
