@@ -49,7 +49,13 @@ def test_doc_block_with_model_runs(doc: str, index: int, code: str) -> None:
     exec(compile(code, f"{doc}[block {index}]", "exec"), {"__name__": "__doc_example__"})
 
 
-MODULES = ["logitgate.grammar.ir", "logitgate.vocabulary", "logitgate.compiler"]
+MODULES = [
+    "logitgate.grammar.ir",
+    "logitgate.grammar.derivatives",
+    "logitgate.frontends.regex",
+    "logitgate.vocabulary",
+    "logitgate.compiler",
+]
 
 
 @pytest.mark.parametrize("name", MODULES)

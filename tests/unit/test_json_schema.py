@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from typing import Any
 
 import pytest
@@ -709,6 +710,61 @@ def test_length_product_count_is_the_rules_built(pattern: str, lo: int, hi: int 
     assert nfa is not None
     cap = hi if hi is not None else lo
     assert js._length_product_size(nfa, hi, cap) == len(built)
+
+
+@pytest.mark.parametrize(
+    ("schema", "seeds", "by_derivatives"),
+    [
+        ({"format": "uri", "pattern": "^https?://"}, ["https://a.b/c?d#e", "http://[::1]/", "ftp://x", "http:x"], True),
+        ({"format": "ipv4", "pattern": "^10\\."}, ["10.0.0.1", "10.255.3.4", "11.0.0.1", "10.0.0"], True),
+        # (the hostname's bounded labels under a search: past the derivative budget)
+        ({"format": "email", "pattern": "@example\\.com$"}, ["a.b@example.com", "x@example.co", "@example.com"], False),
+        ({"format": "date", "pattern": "^20|-12-"}, ["2024-02-29", "1999-12-31", "1999-11-30", "2023-02-29"], True),
+        ({"allOf": [{"pattern": "^[a-c]+$"}, {"pattern": "ca|^b"}]}, ["ca", "bcab", "ab", "cad", "b"], True),
+        # past the derivative budget (a bounded run of 300): the automaton product decides
+        ({"allOf": [{"pattern": "^[a-z]{0,300}$"}, {"pattern": "x"}]}, ["x", "ax" * 100, "a" * 300, "y"], False),
+    ],
+)
+def test_intersected_patterns_accept_what_both_accept(
+    compiler: lg.Compiler, schema: dict[str, Any], seeds: list[str], by_derivatives: bool
+) -> None:
+    # Every JSON spelling of a string is accepted exactly when the string matches every pattern
+    # and the format (checked with Python's re on the frontend's own format regexes).
+    from logitgate.frontends.json_schema import _FORMATS
+
+    schema = {"type": "string", **schema}
+    grammar, _ = schema_to_grammar(schema, limits=lg.Limits())
+    assert any(name.startswith("nd") for name in grammar.rules) == by_derivatives
+    g = compiler.compile_json_schema(schema)
+    patterns = [schema["pattern"]] if "pattern" in schema else [p["pattern"] for p in schema["allOf"]]
+    fmt = schema.get("format")
+
+    def valid(s: str) -> bool:
+        return all(re.search(p, s) for p in patterns) and (fmt is None or re.fullmatch(_FORMATS[fmt], s) is not None)
+
+    rng = random.Random(json.dumps(schema))
+    alphabet = sorted(set("".join(seeds)) | set(":/.@-0a\u00e9"))
+    texts = list(seeds)
+    for _ in range(150):
+        s = list(rng.choice(seeds))
+        for _ in range(rng.randrange(1, 4)):
+            i = rng.randrange(len(s) + 1)
+            op = rng.randrange(3)
+            if op == 0:
+                s.insert(i, rng.choice(alphabet))
+            elif s and i < len(s):
+                s[i : i + 1] = [rng.choice(alphabet)] if op == 1 else []
+        texts.append("".join(s))
+    positives = 0
+    for s in texts:
+        expected = valid(s)
+        positives += expected
+        spellings = [json.dumps(s), json.dumps(s, ensure_ascii=False)]
+        if s:  # the first character as a \u escape
+            spellings.append(f'"\\u{ord(s[0]):04x}' + json.dumps(s)[len(json.dumps(s[0])) - 1 :])
+        for text in spellings:
+            assert accepts(g, text) == expected, (schema, text)
+    assert positives >= 3
 
 
 def test_empty_language_code(compiler: lg.Compiler) -> None:

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from logitgate.errors import GrammarError, LimitExceeded
 from logitgate.frontends.regex import parse_regex, regex_to_node
+from logitgate.grammar.derivatives import derivative, nullable
 from logitgate.grammar.ir import Alt, CharClass, Literal, Node, Ref, Repeat, Seq
 from logitgate.limits import Limits
 
@@ -269,6 +270,18 @@ def test_differential_against_python_re(pattern: str) -> None:
     assert positives >= 1, "no candidate was in the language: generator or lowering is broken"
 
 
+@pytest.mark.parametrize("pattern", _differential_patterns()[::3])
+def test_derivatives_match_like_the_oracle(pattern: str) -> None:
+    # s is in L(node) iff the derivative of node by every character of s in turn is nullable.
+    node = parse_regex(pattern).rules["root"]
+    rng = random.Random(pattern)
+    for s in candidates(pattern, node, rng):
+        d = node
+        for ch in s:
+            d = derivative(d, ord(ch))
+        assert nullable(d) == oracle_match(node, s), (pattern, s)
+
+
 @pytest.mark.parametrize(
     "pattern",
     ["abc", r"^\d+$", r"a|^b", r"(^a|b)c", r"x$|y", "", r"^", r"$", r"(?:a)", r"^(a|b$)"],
@@ -278,6 +291,34 @@ def test_anchored_search_matches_python_search(pattern: str) -> None:
     assert helpers == {}
     py = re.compile(pattern)
     for s in ["", "a", "b", "c", "ac", "bc", "xac", "abc", "zabcz", "x", "xy", "yx", "1", "a1", "12", "1a", "ba"]:
+        assert oracle_match(node, s) == (py.search(s) is not None), (pattern, s)
+
+
+def _any_string_loops(node: Node) -> int:
+    stack, loops = [node], 0
+    while stack:
+        n = stack.pop()
+        if isinstance(n, Repeat):
+            loops += n.item == CharClass(((0, 0x10FFFF),)) and n.max is None
+            stack.append(n.item)
+        elif isinstance(n, (Seq, Alt)):
+            stack.extend(n.items)
+    return loops
+
+
+@pytest.mark.parametrize(
+    ("pattern", "loops"),
+    [("^dev|alpha|beta|rc|RC|stable$", 3), ("alpha|beta|rc", 2), ("^a|b|c", 2), ("a$|b$|^c", 2), ("(x|y)z|w", 2)],
+)
+def test_search_branches_share_one_any_string(pattern: str, loops: int) -> None:
+    # Branches padded one by one share the loop (.*a|.*b -> .*(a|b)); the language stays search's.
+    node, _ = regex_to_node(pattern, anchored_search=True)
+    assert _any_string_loops(node) == loops
+    py = re.compile(pattern)
+    rng = random.Random(pattern)
+    words = ["dev", "alpha", "beta", "rc", "RC", "stable", "a", "b", "c", "xz", "yz", "w", "x", ""]
+    for _ in range(300):
+        s = "".join(rng.choice(words) if rng.random() < 0.5 else rng.choice("abcxyz-") for _ in range(rng.randrange(4)))
         assert oracle_match(node, s) == (py.search(s) is not None), (pattern, s)
 
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 import bisect
 import collections
 import functools
+import itertools
 import json
 import math
 import re
@@ -41,8 +42,13 @@ from typing import Any, TypeVar
 
 from logitgate.errors import GrammarError, LimitExceeded, SchemaError, UnsupportedSchemaError
 from logitgate.frontends.regex import regex_to_node
+from logitgate.grammar.derivatives import NOTHING as _NOTHING
+from logitgate.grammar.derivatives import derivative as _derivative
+from logitgate.grammar.derivatives import first_boundaries as _first_boundaries
+from logitgate.grammar.derivatives import nullable as _nullable
 from logitgate.grammar.ir import (
     EMPTY,
+    MAX_CODE_POINT,
     Alt,
     ByteClass,
     CharClass,
@@ -2395,7 +2401,11 @@ class _Lowering:
         node, kw, ptr = contents[0]
         encoded: Node | None = None
         if len(contents) > 1:
-            encoded = self.nfa_with_length([c[0] for c in contents], f.min_len, f.max_len)
+            nodes = [c[0] for c in contents]
+            if f.min_len == 0 and f.max_len is None:
+                encoded = self.intersect_by_derivatives(nodes)
+            if encoded is None:
+                encoded = self.nfa_with_length(nodes, f.min_len, f.max_len)
             if encoded is None:
                 _, kw2, ptr2 = contents[1]
                 self.unsupported(kw2, "several patterns/formats on one string: intersection too large", ptr2)
@@ -2424,6 +2434,51 @@ class _Lowering:
             return _EMPTY_LANG
         return _seq([Literal(b'"'), self.encode(node) if encoded is None else encoded, Literal(b'"')])
 
+    def intersect_by_derivatives(self, nodes: list[Node]) -> Node | None:
+        """Encoded content of ``nodes[0] ∩ nodes[1] ∩ ...`` (grammar/derivatives.py): one rule per
+        reachable tuple of derivatives, its moves one encoded class per distinct next tuple; a
+        tuple where all sides but one accept anything is that side's derivative, encoded as it
+        is. ``^https?://`` ∩ uri is eight rules and the rest of uri, where the automaton product
+        builds a rule per state of uri's (740, a third of that schema's compile). None past
+        ``_DERIVATIVE_TUPLES`` tuples: the caller falls back to the product."""
+        base = f"nd{len(self.rules)}_"
+        start = tuple(nodes)
+        names: dict[tuple[Node, ...], str] = {start: base + "0"}
+        work = [start]
+        rules: dict[str, Node] = {}
+        try:
+            while work:
+                state = work.pop()
+                rest = [n for n in state if n != _ANY_STRING]
+                if len(rest) <= 1:
+                    rules[names[state]] = self.encode(rest[0] if rest else _ANY_STRING)
+                    continue
+                alts: list[Node] = [EMPTY] if all(_nullable(n) for n in state) else []
+                points = {0, 0xD800, 0xE000, MAX_CODE_POINT + 1}  # (surrogates: no derivative)
+                for n in state:
+                    _first_boundaries(n, points)
+                cuts = sorted(points)
+                moves: dict[tuple[Node, ...], list[tuple[int, int]]] = {}
+                for lo, nxt in itertools.pairwise(cuts):
+                    if lo == 0xD800:
+                        continue
+                    d = tuple(_derivative(n, lo) for n in state)
+                    if _NOTHING not in d:
+                        moves.setdefault(d, []).append((lo, nxt - 1))
+                for d, ranges in moves.items():
+                    name = names.get(d)
+                    if name is None:
+                        if len(names) >= _DERIVATIVE_TUPLES:
+                            return None
+                        name = names[d] = f"{base}{len(names)}"
+                        work.append(d)
+                    alts.append(_seq([self.encode_class(CharClass(tuple(ranges))), Ref(name)]))
+                rules[names[state]] = _alt(alts) if alts else _EMPTY_LANG
+        except LimitExceeded:
+            return None  # nested too deep for derivatives: the product has its own bound
+        self.rules.update(rules)
+        return Ref(names[start])
+
     def nfa_with_length(self, nodes: list[Node], lo: int, hi: int | None) -> Node | None:
         """Encoded content of ``nodes[0] ∩ nodes[1] ∩ ...`` ∩ strings of [lo, hi] code points: the
         product of Thompson NFAs of the nodes with a length counter, one rule per reachable
@@ -2446,34 +2501,51 @@ class _Lowering:
         made: set[tuple[tuple[int, ...], int]] = {(start, 0)}
         work = [(start, 0)]
         rules: dict[str, Node] = {}
+        # Per state tuple: whether it accepts, and its moves (encoded class, target tuple). They do
+        # not depend on the length, and one tuple recurs at up to hi + 1 lengths.
+        moves_memo: dict[tuple[int, ...], tuple[bool, list[tuple[Node, tuple[int, ...]]]]] = {}
+
+        def moves(qs: tuple[int, ...]) -> tuple[bool, list[tuple[Node, tuple[int, ...]]]] | None:
+            """None when the product's moves from qs alone exceed the budget."""
+            hit = moves_memo.get(qs)
+            if hit is not None:
+                return hit
+            cls = [n.closure(q) for n, q in zip(nfas, qs, strict=True)]
+            accepts = all(n.accept in c for n, c in zip(nfas, cls, strict=True))
+            # moves of the product: a transition of every NFA, labels intersected
+            combos: list[tuple[list[tuple[int, int]], tuple[int, ...]]] = [([(0, 0x10FFFF)], ())]
+            for i, (n, c) in enumerate(zip(nfas, cls, strict=True)):
+                nxt = []
+                for ranges, targets in combos:
+                    for x in sorted(c):
+                        for lab, t in n.moves[x]:
+                            inter = list(lab) if i == 0 else _intersect_ranges(ranges, list(lab))
+                            if inter:
+                                nxt.append((inter, (*targets, t)))
+                combos = nxt
+                if len(combos) > _NFA_PRODUCT_RULES:
+                    return None
+            out = moves_memo[qs] = (accepts, [(self.encode_class(CharClass(tuple(r))), t) for r, t in combos])
+            return out
+
         while work:
             qs, k = work.pop()
             if len(made) > _NFA_PRODUCT_RULES:
                 return None
+            found = moves(qs)
+            if found is None:
+                return None
+            accepts, edges = found
             alts: list[Node] = []
-            cls = [n.closure(q) for n, q in zip(nfas, qs, strict=True)]
-            if k >= lo and all(n.accept in c for n, c in zip(nfas, cls, strict=True)):
+            if k >= lo and accepts:
                 alts.append(EMPTY)
             if hi is None or k < hi:
                 k2 = min(k + 1, cap) if hi is None else k + 1
-                # moves of the product: a transition of every NFA, labels intersected
-                combos: list[tuple[list[tuple[int, int]], tuple[int, ...]]] = [([(0, 0x10FFFF)], ())]
-                for i, (n, c) in enumerate(zip(nfas, cls, strict=True)):
-                    nxt = []
-                    for ranges, targets in combos:
-                        for x in sorted(c):
-                            for lab, t in n.moves[x]:
-                                inter = list(lab) if i == 0 else _intersect_ranges(ranges, list(lab))
-                                if inter:
-                                    nxt.append((inter, (*targets, t)))
-                    combos = nxt
-                    if len(combos) > _NFA_PRODUCT_RULES:
-                        return None
-                for ranges, targets in combos:
+                for label, targets in edges:
                     if (targets, k2) not in made:
                         made.add((targets, k2))
                         work.append((targets, k2))
-                    alts.append(_seq([self.encode_class(CharClass(tuple(ranges))), Ref(name(targets, k2))]))
+                    alts.append(_seq([label, Ref(name(targets, k2))]))
             rules[name(qs, k)] = _alt(alts) if alts else _EMPTY_LANG
         self.rules.update(rules)
         return Ref(name(start, 0))
@@ -3049,6 +3121,8 @@ class _NfaTooLarge(Exception):
     pass
 
 
+_DERIVATIVE_TUPLES = 256  # most derivative tuples intersect_by_derivatives visits
+_ANY_STRING = Repeat(CharClass(((0, MAX_CODE_POINT),)), 0, None)
 _NFA_PRODUCT_RULES = 4000  # most (NFA states, length) rules one pattern-with-length product may build
 
 

@@ -671,8 +671,41 @@ def _lower(root: _Group, pattern: str) -> Node:
                     if run:
                         parts.append(Literal(bytes(run)))
                     branches.append(parts[0] if len(parts) == 1 else Seq(tuple(parts)))
+                if len(branches) > 1:
+                    branches = _share_any_string(branches, (True, False))
                 done[id(item)] = branches[0] if len(branches) == 1 else Alt(tuple(branches))
     return done[id(root)]
+
+
+_ANY_STRING = Repeat(CharClass(_ANY), 0, None)
+
+
+def _alt_node(items: list[Node]) -> Node:
+    return items[0] if len(items) == 1 else Alt(tuple(items))
+
+
+def _share_any_string(branches: list[Node], sides: tuple[bool, ...]) -> list[Node]:
+    """``.*a|.*b`` -> ``.*(a|b)`` and ``a.*|b.*`` -> ``(a|b).*``: the same language. Search mode
+    pads every branch of an alternation on its own (``^x|y|z$``), and each copy of the loop would
+    run beside the others in every automaton state: determinizing ``^dev|alpha|beta|rc|RC|stable$``
+    as a JSON string took 5 ms with six loops and 0.5 ms with two. Recursion depth: len(sides)."""
+    for k, leading in enumerate(sides):
+        shared: list[Node] = []
+        rest: list[Node] = []
+        for b in branches:
+            items = b.items if isinstance(b, Seq) else (b,)
+            if len(items) > 1 and items[0 if leading else -1] == _ANY_STRING:
+                left = items[1:] if leading else items[:-1]
+                shared.append(left[0] if len(left) == 1 else Seq(left))
+            else:
+                rest.append(b)
+        if len(shared) < 2:
+            continue
+        shared = _share_any_string(shared, sides[k + 1 :])
+        inner = shared[0].items if len(shared) == 1 and isinstance(shared[0], Seq) else (_alt_node(shared),)
+        rest.append(Seq((_ANY_STRING, *inner) if leading else (*inner, _ANY_STRING)))
+        branches = rest
+    return branches
 
 
 def regex_to_node(
