@@ -6,17 +6,18 @@ anything (``.*``): ``^https?://`` ∩ uri becomes ``http`` ``s``? ``://`` follow
 uri as a node, where a product of their automata enumerates every state of uri's.
 
 Nodes are kept in a canonical form (sequences flat and free of the empty string, alternatives
-flat, deduplicated and in a fixed order) so that derivatives that denote the same expression
-compare equal and a walk over them reaches finitely many. Recursion follows node depth (the
+flat and deduplicated) so that derivatives that denote the same expression compare equal and a
+walk over them meets few distinct ones; its callers bound the walk. Recursion follows node depth (the
 regex frontend bounds it by ``Limits.max_nesting``) and stops with LimitExceeded past
 ``MAX_DEPTH``.
 
 >>> from logitgate.frontends.regex import regex_to_node
 >>> node, _ = regex_to_node("^ab|ac$")
->>> derivative(node, ord("a"))
+>>> d = derivative(node, ord("a"))
+>>> d
 Alt(items=(Literal(value=b'b'), Literal(value=b'c')))
->>> nullable(derivative(derivative(node, ord("a")), ord("c")))
-True
+>>> nullable(derivative(d, ord("c"))), nullable(d), derivative(d, ord("a"))
+(True, False, Alt(items=()))
 """
 
 from __future__ import annotations
@@ -52,20 +53,20 @@ def make_seq(items: list[Node]) -> Node:
 
 def make_alt(items: list[Node]) -> Node:
     """Alternation in canonical form: nested alternatives spliced, NOTHING dropped, duplicates
-    removed, ordered by hash (equal sets of alternatives give equal nodes)."""
+    removed, first-seen order kept. (Not sorted: a sort by hash made grammars differ between
+    processes. Derivatives of one node meet its alternatives in the node's order, so equal sets
+    come out equal in practice; where they do not, a walk meets a few more derivatives.)"""
     seen: dict[Node, None] = {}
-    stack = list(items)
-    while stack:
-        it = stack.pop()
+    for it in items:
         if type(it) is Alt:
-            stack.extend(it.items)
+            seen.update(dict.fromkeys(it.items))  # (canonical: no nested alternative inside)
         else:
             seen[it] = None
     if not seen:
         return NOTHING
     if len(seen) == 1:
         return next(iter(seen))
-    return Alt(tuple(sorted(seen, key=hash)))
+    return Alt(tuple(seen))
 
 
 def _too_deep() -> LimitExceeded:
