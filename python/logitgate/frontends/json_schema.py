@@ -43,9 +43,7 @@ from typing import Any, TypeVar
 from logitgate.errors import GrammarError, LimitExceeded, SchemaError, UnsupportedSchemaError
 from logitgate.frontends.regex import regex_to_node
 from logitgate.grammar.derivatives import NOTHING as _NOTHING
-from logitgate.grammar.derivatives import derivative as _derivative
-from logitgate.grammar.derivatives import first_boundaries as _first_boundaries
-from logitgate.grammar.derivatives import nullable as _nullable
+from logitgate.grammar.derivatives import Derivatives as _Derivatives
 from logitgate.grammar.ir import (
     EMPTY,
     MAX_CODE_POINT,
@@ -2442,42 +2440,53 @@ class _Lowering:
         builds a rule per state of uri's (740, a third of that schema's compile). None past
         ``_DERIVATIVE_TUPLES`` tuples: the caller falls back to the product."""
         base = f"nd{len(self.rules)}_"
-        start = tuple(nodes)
-        names: dict[tuple[Node, ...], str] = {start: base + "0"}
+        walk = _Derivatives()
+        try:
+            start = tuple(walk.intern(n) for n in nodes)
+        except LimitExceeded:
+            return None
+        # Keyed by the ids of the derivatives: the walk hash-conses them, and keeps them alive.
+        names: dict[tuple[int, ...], str] = {tuple(map(id, start)): base + "0"}
         work = [start]
         rules: dict[str, Node] = {}
         try:
             while work:
                 state = work.pop()
+                here = names[tuple(map(id, state))]
                 rest = [n for n in state if n != _ANY_STRING]
                 if len(rest) <= 1:
-                    rules[names[state]] = self.encode(rest[0] if rest else _ANY_STRING)
+                    rules[here] = self.encode(rest[0] if rest else _ANY_STRING)
                     continue
-                alts: list[Node] = [EMPTY] if all(_nullable(n) for n in state) else []
+                alts: list[Node] = [EMPTY] if all(walk.nullable(n) for n in state) else []
                 points = {0, 0xD800, 0xE000, MAX_CODE_POINT + 1}  # (surrogates: no derivative)
                 for n in state:
-                    _first_boundaries(n, points)
+                    walk.first_boundaries(n, points)
                 cuts = sorted(points)
-                moves: dict[tuple[Node, ...], list[tuple[int, int]]] = {}
+                moves: dict[tuple[int, ...], tuple[tuple[Node, ...], list[tuple[int, int]]]] = {}
                 for lo, nxt in itertools.pairwise(cuts):
                     if lo == 0xD800:
                         continue
-                    d = tuple(_derivative(n, lo) for n in state)
-                    if _NOTHING not in d:
-                        moves.setdefault(d, []).append((lo, nxt - 1))
-                for d, ranges in moves.items():
-                    name = names.get(d)
+                    d = tuple(walk.derivative(n, lo) for n in state)
+                    if _NOTHING in d:
+                        continue
+                    key = tuple(map(id, d))
+                    if key in moves:
+                        moves[key][1].append((lo, nxt - 1))
+                    else:
+                        moves[key] = (d, [(lo, nxt - 1)])
+                for key, (d, ranges) in moves.items():
+                    name = names.get(key)
                     if name is None:
                         if len(names) >= _DERIVATIVE_TUPLES:
                             return None
-                        name = names[d] = f"{base}{len(names)}"
+                        name = names[key] = f"{base}{len(names)}"
                         work.append(d)
                     alts.append(_seq([self.encode_class(CharClass(tuple(ranges))), Ref(name)]))
-                rules[names[state]] = _alt(alts) if alts else _EMPTY_LANG
+                rules[here] = _alt(alts) if alts else _EMPTY_LANG
         except LimitExceeded:
             return None  # nested too deep for derivatives: the product has its own bound
         self.rules.update(rules)
-        return Ref(names[start])
+        return Ref(names[tuple(map(id, start))])
 
     def nfa_with_length(self, nodes: list[Node], lo: int, hi: int | None) -> Node | None:
         """Encoded content of ``nodes[0] ∩ nodes[1] ∩ ...`` ∩ strings of [lo, hi] code points: the

@@ -5,19 +5,25 @@ derivatives steps through both languages at once and stops as soon as one side a
 anything (``.*``): ``^https?://`` ∩ uri becomes ``http`` ``s``? ``://`` followed by the rest of
 uri as a node, where a product of their automata enumerates every state of uri's.
 
-Nodes are kept in a canonical form (sequences flat and free of the empty string, alternatives
-flat and deduplicated) so that derivatives that denote the same expression compare equal and a
-walk over them meets few distinct ones; its callers bound the walk. Recursion follows node depth (the
-regex frontend bounds it by ``Limits.max_nesting``) and stops with LimitExceeded past
-``MAX_DEPTH``.
+A :class:`Derivatives` walk hash-conses the nodes it builds: a node made twice from the same
+parts is the same object, so nodes compare and hash by identity (hashing IR trees by value
+walks the whole tree, every time). Nodes are built in a canonical form (sequences flat and free
+of the empty string, alternatives flat, deduplicated, in first-seen order) so that derivatives
+that denote the same expression mostly are the same node; the walk's caller bounds how many
+it visits. Recursion follows node depth (the regex frontend bounds it by
+``Limits.max_nesting``) and stops with LimitExceeded past ``MAX_DEPTH``.
 
 >>> from logitgate.frontends.regex import regex_to_node
 >>> node, _ = regex_to_node("^ab|ac$")
->>> d = derivative(node, ord("a"))
+>>> walk = Derivatives()
+>>> node = walk.intern(node)  # equal subtrees made one object
+>>> d = walk.derivative(node, ord("a"))
 >>> d
 Alt(items=(Literal(value=b'b'), Literal(value=b'c')))
->>> nullable(derivative(d, ord("c"))), nullable(d), derivative(d, ord("a"))
+>>> walk.nullable(walk.derivative(d, ord("c"))), walk.nullable(d), walk.derivative(d, ord("a"))
 (True, False, Alt(items=()))
+>>> walk.derivative(node, ord("a")) is d
+True
 """
 
 from __future__ import annotations
@@ -25,74 +31,12 @@ from __future__ import annotations
 from ..errors import LimitExceeded
 from .ir import EMPTY, Alt, CharClass, Literal, Node, Repeat, Seq, complement_ranges, merge_ranges
 
-__all__ = ["MAX_DEPTH", "NOTHING", "derivative", "first_boundaries", "make_alt", "make_seq", "nullable"]
+__all__ = ["MAX_DEPTH", "NOTHING", "Derivatives"]
 
 NOTHING = Alt(())  # the empty language
 
-MAX_DEPTH = 400  # node nesting the functions below recurse through
+MAX_DEPTH = 400  # node nesting the walk recurses through
 _SURROGATES = (0xD800, 0xDFFF)  # never matched: classes exclude them, literals are valid UTF-8
-
-
-def make_seq(items: list[Node]) -> Node:
-    """Concatenation in canonical form: nested sequences spliced, empty strings dropped,
-    NOTHING if any item is NOTHING."""
-    out: list[Node] = []
-    for it in items:
-        if type(it) is Seq:
-            out.extend(it.items)
-        elif type(it) is Alt and not it.items:
-            return NOTHING
-        elif type(it) is Literal and not it.value:
-            continue
-        else:
-            out.append(it)
-    if not out:
-        return EMPTY
-    return out[0] if len(out) == 1 else Seq(tuple(out))
-
-
-def make_alt(items: list[Node]) -> Node:
-    """Alternation in canonical form: nested alternatives spliced, NOTHING dropped, duplicates
-    removed, first-seen order kept. (Not sorted: a sort by hash made grammars differ between
-    processes. Derivatives of one node meet its alternatives in the node's order, so equal sets
-    come out equal in practice; where they do not, a walk meets a few more derivatives.)"""
-    seen: dict[Node, None] = {}
-    for it in items:
-        if type(it) is Alt:
-            seen.update(dict.fromkeys(it.items))  # (canonical: no nested alternative inside)
-        else:
-            seen[it] = None
-    if not seen:
-        return NOTHING
-    if len(seen) == 1:
-        return next(iter(seen))
-    return Alt(tuple(seen))
-
-
-def _too_deep() -> LimitExceeded:
-    return LimitExceeded("max_nesting", MAX_DEPTH, "node nesting while taking derivatives")
-
-
-def nullable(node: Node, depth: int = 0) -> bool:
-    """Whether ``node`` matches the empty string."""
-    if depth > MAX_DEPTH:
-        raise _too_deep()
-    t = type(node)
-    if t is Literal:
-        return not node.value  # type: ignore[union-attr]
-    if t is CharClass:
-        return False
-    if t is Seq:
-        return all(nullable(x, depth + 1) for x in node.items)  # type: ignore[union-attr]
-    if t is Alt:
-        return any(nullable(x, depth + 1) for x in node.items)  # type: ignore[union-attr]
-    if t is Repeat:
-        return node.min == 0 or nullable(node.item, depth + 1)  # type: ignore[union-attr]
-    raise TypeError(f"derivatives are defined on code-point-level nodes, not {t.__name__}")
-
-
-def _class_ranges(node: CharClass) -> tuple[tuple[int, int], ...]:
-    return complement_ranges(node.ranges) if node.negated else merge_ranges(node.ranges)
 
 
 def _first_code_point(value: bytes) -> tuple[int, int]:
@@ -102,66 +46,193 @@ def _first_code_point(value: bytes) -> tuple[int, int]:
     return ord(value[:n].decode("utf-8")), n
 
 
-def first_boundaries(node: Node, out: set[int], depth: int = 0) -> None:
-    """Adds to ``out`` every code point where the set of first characters of ``node`` may
-    change (range starts and ends + 1): between two consecutive boundaries every code point
-    has the same derivative."""
-    if depth > MAX_DEPTH:
-        raise _too_deep()
-    t = type(node)
-    if t is Literal:
-        if node.value:  # type: ignore[union-attr]
-            c, _ = _first_code_point(node.value)  # type: ignore[union-attr]
-            out.update((c, c + 1))
-    elif t is CharClass:
-        for lo, hi in _class_ranges(node):  # type: ignore[arg-type]
-            out.update((lo, hi + 1))
-    elif t is Seq:
-        for x in node.items:  # type: ignore[union-attr]
-            first_boundaries(x, out, depth + 1)
-            if not nullable(x, depth + 1):
-                break
-    elif t is Alt:
-        for x in node.items:  # type: ignore[union-attr]
-            first_boundaries(x, out, depth + 1)
-    elif t is Repeat:
-        if node.max != 0:  # type: ignore[union-attr]
-            first_boundaries(node.item, out, depth + 1)  # type: ignore[union-attr]
-    else:
+class Derivatives:
+    """Derivatives, nullability and first-character boundaries of nodes, memoized per node
+    object for the life of the walk (which keeps every node it met alive, so ids stay valid)."""
+
+    def __init__(self) -> None:
+        self._made: dict[tuple[object, ...], Node] = {}  # hash-consing: parts -> the node
+        self._nullable: dict[int, bool] = {}
+        self._derivative: dict[tuple[int, int], Node] = {}
+        self._ranges: dict[int, tuple[tuple[int, int], ...]] = {}
+        self._keep: list[Node] = []  # nodes whose ids key the memos
+
+    def _node(self, key: tuple[object, ...], make: type, fields: object) -> Node:
+        node = self._made.get(key)
+        if node is None:
+            node = self._made[key] = make(fields)
+        return node
+
+    def intern(self, node: Node, depth: int = 0) -> Node:
+        """``node`` rebuilt from interned parts: equal subtrees (a regex repeats a group's copy
+        per use) become one object, so their derivatives are found equal."""
+        if depth > MAX_DEPTH:
+            raise _too_deep()
+        t = type(node)
+        if t is Literal:
+            return self._node(("l", node.value), Literal, node.value)  # type: ignore[union-attr]
+        if t is CharClass:
+            key = ("c", node.ranges, node.negated)  # type: ignore[union-attr]
+            hit = self._made.get(key)
+            if hit is None:
+                hit = self._made[key] = node
+            return hit
+        if t is Seq:
+            return self.seq([self.intern(x, depth + 1) for x in node.items])  # type: ignore[union-attr]
+        if t is Alt:
+            return self.alt([self.intern(x, depth + 1) for x in node.items])  # type: ignore[union-attr]
+        if t is Repeat:
+            return self._repeat(self.intern(node.item, depth + 1), node.min, node.max)  # type: ignore[union-attr]
         raise TypeError(f"derivatives are defined on code-point-level nodes, not {t.__name__}")
 
+    def seq(self, items: list[Node]) -> Node:
+        """Concatenation in canonical form: nested sequences spliced, empty strings dropped,
+        NOTHING if any item is NOTHING."""
+        out: list[Node] = []
+        for it in items:
+            t = type(it)
+            if t is Seq:
+                out.extend(it.items)  # type: ignore[union-attr]
+            elif t is Alt and not it.items:  # type: ignore[union-attr]
+                return NOTHING
+            elif t is Literal and not it.value:  # type: ignore[union-attr]
+                continue
+            else:
+                out.append(it)
+        if not out:
+            return EMPTY
+        if len(out) == 1:
+            return out[0]
+        return self._node(("s", *map(id, out)), Seq, tuple(out))
 
-def derivative(node: Node, c: int, depth: int = 0) -> Node:
-    """The derivative of ``node`` by code point ``c`` (canonical form; NOTHING when no string
-    of ``node`` starts with ``c``)."""
-    if depth > MAX_DEPTH:
-        raise _too_deep()
-    if _SURROGATES[0] <= c <= _SURROGATES[1]:
-        return NOTHING
-    t = type(node)
-    if t is Literal:
-        value = node.value  # type: ignore[union-attr]
-        if not value:
+    def alt(self, items: list[Node]) -> Node:
+        """Alternation in canonical form: nested alternatives spliced, NOTHING dropped,
+        duplicates removed, first-seen order kept (derivatives of one node meet its
+        alternatives in the node's order)."""
+        seen: dict[int, Node] = {}
+        for it in items:
+            for p in it.items if type(it) is Alt else (it,):  # type: ignore[union-attr]
+                seen.setdefault(id(p), p)
+        if not seen:
             return NOTHING
-        first, n = _first_code_point(value)
-        return (Literal(value[n:]) if n < len(value) else EMPTY) if first == c else NOTHING
-    if t is CharClass:
-        return EMPTY if any(lo <= c <= hi for lo, hi in _class_ranges(node)) else NOTHING  # type: ignore[arg-type]
-    if t is Seq:
-        items = node.items  # type: ignore[union-attr]
-        alts: list[Node] = []
-        for i, x in enumerate(items):
-            alts.append(make_seq([derivative(x, c, depth + 1), *items[i + 1 :]]))
-            if not nullable(x, depth + 1):
-                break
-        return make_alt(alts)
-    if t is Alt:
-        return make_alt([derivative(x, c, depth + 1) for x in node.items])  # type: ignore[union-attr]
-    if t is Repeat:
-        lo, hi, item = node.min, node.max, node.item  # type: ignore[union-attr]
-        if hi == 0:
+        if len(seen) == 1:
+            return next(iter(seen.values()))
+        return self._node(("a", *seen), Alt, tuple(seen.values()))
+
+    def nullable(self, node: Node, depth: int = 0) -> bool:
+        """Whether ``node`` matches the empty string."""
+        hit = self._nullable.get(id(node))
+        if hit is not None:
+            return hit
+        if depth > MAX_DEPTH:
+            raise _too_deep()
+        t = type(node)
+        if t is Literal:
+            out = not node.value  # type: ignore[union-attr]
+        elif t is CharClass:
+            out = False
+        elif t is Seq:
+            out = all(self.nullable(x, depth + 1) for x in node.items)  # type: ignore[union-attr]
+        elif t is Alt:
+            out = any(self.nullable(x, depth + 1) for x in node.items)  # type: ignore[union-attr]
+        elif t is Repeat:
+            out = node.min == 0 or self.nullable(node.item, depth + 1)  # type: ignore[union-attr]
+        else:
+            raise TypeError(f"derivatives are defined on code-point-level nodes, not {t.__name__}")
+        self._keep.append(node)
+        self._nullable[id(node)] = out
+        return out
+
+    def _class_ranges(self, node: CharClass) -> tuple[tuple[int, int], ...]:
+        hit = self._ranges.get(id(node))
+        if hit is None:
+            hit = complement_ranges(node.ranges) if node.negated else merge_ranges(node.ranges)
+            self._keep.append(node)
+            self._ranges[id(node)] = hit
+        return hit
+
+    def first_boundaries(self, node: Node, out: set[int], depth: int = 0) -> None:
+        """Adds to ``out`` every code point where the set of first characters of ``node`` may
+        change (range starts and ends + 1): between two consecutive boundaries every code point
+        has the same derivative."""
+        if depth > MAX_DEPTH:
+            raise _too_deep()
+        t = type(node)
+        if t is Literal:
+            if node.value:  # type: ignore[union-attr]
+                c, _ = _first_code_point(node.value)  # type: ignore[union-attr]
+                out.update((c, c + 1))
+        elif t is CharClass:
+            for lo, hi in self._class_ranges(node):  # type: ignore[arg-type]
+                out.update((lo, hi + 1))
+        elif t is Seq:
+            for x in node.items:  # type: ignore[union-attr]
+                self.first_boundaries(x, out, depth + 1)
+                if not self.nullable(x, depth + 1):
+                    break
+        elif t is Alt:
+            for x in node.items:  # type: ignore[union-attr]
+                self.first_boundaries(x, out, depth + 1)
+        elif t is Repeat:
+            if node.max != 0:  # type: ignore[union-attr]
+                self.first_boundaries(node.item, out, depth + 1)  # type: ignore[union-attr]
+        else:
+            raise TypeError(f"derivatives are defined on code-point-level nodes, not {t.__name__}")
+
+    def derivative(self, node: Node, c: int, depth: int = 0) -> Node:
+        """The derivative of ``node`` by code point ``c`` (NOTHING when no string of ``node``
+        starts with ``c``)."""
+        key = (id(node), c)
+        hit = self._derivative.get(key)
+        if hit is not None:
+            return hit
+        if depth > MAX_DEPTH:
+            raise _too_deep()
+        out = self._derive(node, c, depth)
+        self._keep.append(node)
+        self._derivative[key] = out
+        return out
+
+    def _derive(self, node: Node, c: int, depth: int) -> Node:
+        if _SURROGATES[0] <= c <= _SURROGATES[1]:
             return NOTHING
-        lo, hi = max(lo - 1, 0), None if hi is None else hi - 1
-        rest = EMPTY if hi == 0 else item if lo == hi == 1 else Repeat(item, lo, hi)
-        return make_seq([derivative(item, c, depth + 1), rest])
-    raise TypeError(f"derivatives are defined on code-point-level nodes, not {t.__name__}")
+        t = type(node)
+        if t is Literal:
+            value = node.value  # type: ignore[union-attr]
+            if not value:
+                return NOTHING
+            first, n = _first_code_point(value)
+            if first != c:
+                return NOTHING
+            return self._node(("l", value[n:]), Literal, value[n:]) if n < len(value) else EMPTY
+        if t is CharClass:
+            return EMPTY if any(lo <= c <= hi for lo, hi in self._class_ranges(node)) else NOTHING  # type: ignore[arg-type]
+        if t is Seq:
+            items = node.items  # type: ignore[union-attr]
+            alts: list[Node] = []
+            for i, x in enumerate(items):
+                alts.append(self.seq([self.derivative(x, c, depth + 1), *items[i + 1 :]]))
+                if not self.nullable(x, depth + 1):
+                    break
+            return self.alt(alts)
+        if t is Alt:
+            return self.alt([self.derivative(x, c, depth + 1) for x in node.items])  # type: ignore[union-attr]
+        if t is Repeat:
+            lo, hi, item = node.min, node.max, node.item  # type: ignore[union-attr]
+            if hi == 0:
+                return NOTHING
+            lo, hi = max(lo - 1, 0), None if hi is None else hi - 1
+            rest = EMPTY if hi == 0 else item if lo == hi == 1 else self._repeat(item, lo, hi)
+            return self.seq([self.derivative(item, c, depth + 1), rest])
+        raise TypeError(f"derivatives are defined on code-point-level nodes, not {t.__name__}")
+
+    def _repeat(self, item: Node, lo: int, hi: int | None) -> Node:
+        key = ("r", id(item), lo, hi)
+        node = self._made.get(key)
+        if node is None:
+            node = self._made[key] = Repeat(item, lo, hi)
+        return node
+
+
+def _too_deep() -> LimitExceeded:
+    return LimitExceeded("max_nesting", MAX_DEPTH, "node nesting while taking derivatives")

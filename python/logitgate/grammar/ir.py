@@ -55,22 +55,7 @@ MAX_CODE_POINT = 0x10FFFF
 # The node classes are frozen dataclasses with hand-written __init__s: the generated ones set
 # each field through object.__setattr__, and constructing nodes was a fifth of lowering a JSON
 # Schema. Writing the instance dict directly is what that call does, minus the call; the
-# classes stay frozen (assignment raises), hashable and comparable by value. The composite
-# nodes keep their hash once computed (it would walk the whole subtree on every dict lookup:
-# the derivative walks of the JSON Schema frontend key dicts by trees), out of pickled state,
-# since string hashes differ between processes.
-
-
-def _cached_hash(node: Seq | Alt | Repeat, fields: object) -> int:
-    d = node.__dict__
-    h = d.get("_hash")
-    if h is None:
-        h = d["_hash"] = hash(fields)
-    return h
-
-
-def _state_without_hash(node: Seq | Alt | Repeat) -> dict[str, object]:
-    return {k: v for k, v in node.__dict__.items() if k != "_hash"}
+# classes stay frozen (assignment raises), hashable and comparable by value.
 
 
 @dataclass(frozen=True, init=False)
@@ -127,11 +112,6 @@ class Seq:
     def __init__(self, items: tuple[Node, ...]) -> None:
         self.__dict__["items"] = items
 
-    def __hash__(self) -> int:
-        return _cached_hash(self, self.items)
-
-    __getstate__ = _state_without_hash
-
 
 @dataclass(frozen=True, init=False)
 class Alt:
@@ -141,11 +121,6 @@ class Alt:
 
     def __init__(self, items: tuple[Node, ...]) -> None:
         self.__dict__["items"] = items
-
-    def __hash__(self) -> int:
-        return _cached_hash(self, self.items)
-
-    __getstate__ = _state_without_hash
 
 
 @dataclass(frozen=True, init=False)
@@ -163,11 +138,6 @@ class Repeat:
         d["item"] = item
         d["min"] = min
         d["max"] = max
-
-    def __hash__(self) -> int:
-        return _cached_hash(self, (self.item, self.min, self.max))
-
-    __getstate__ = _state_without_hash
 
 
 @dataclass(frozen=True, init=False)
