@@ -693,6 +693,7 @@ class _Lowering:
             raise ValueError("max_whitespace must be None or a non-negative int")
         self.limits = limits
         self.index = _Index(root, limits)
+        self.approx_memo: dict[frozenset[int], _Facts | None] = {}
         self.compact = whitespace == "compact"
         self.max_ws = max_whitespace
         self.order_any = property_order == "any"
@@ -1288,11 +1289,15 @@ class _Lowering:
         return True
 
     def approx_facts(self, atoms: frozenset[int]) -> _Facts | None:
-        """Facts of the pure part only: an over-approximation of the language (None: empty)."""
+        """Facts of the pure part only: an over-approximation of the language (None: empty).
+        Memoized (a oneOf's disjointness asks again for every pair and every required key);
+        callers only read the facts."""
+        if atoms in self.approx_memo:
+            return self.approx_memo[atoms]
         exp = self.expand(atoms)
-        if exp is None:
-            return None
-        return self.merge(exp[0])
+        facts = None if exp is None else self.merge(exp[0])
+        self.approx_memo[atoms] = facts
+        return facts
 
     def _disjoint(self, a: _Facts | None, b: _Facts | None) -> bool:
         """Provably no common instance (facts over-approximate, so True is always sound)."""
