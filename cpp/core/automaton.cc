@@ -841,9 +841,8 @@ void Automaton::Determinize() {
   std::vector<Span> spans, active;
   std::vector<int32_t> targets, prev_targets;
   std::vector<std::pair<int32_t, int32_t>> calls;
-  // Moves rule r's states over unchanged, as a DFA (`deterministic`: its epsilon edges lead
-  // only to states that end the rule, so they become final flags) or as the NFA it is. Their
-  // lists move (one arena: no copy); nothing reads a rule's input states once it is done.
+  // Copies rule r's states unchanged, as a DFA (`deterministic`: its epsilon edges lead only
+  // to states that end the rule, so they become final flags) or as the NFA it is.
   auto copy_rule = [&](int32_t r, bool deterministic) {
     const size_t base = out_bytes.size();
     if (static_cast<int64_t>(base + states_of[r].size()) > limits_.max_automaton_states) {
@@ -852,19 +851,15 @@ void Automaton::Determinize() {
     }
     for (size_t k = 0; k < states_of[r].size(); ++k) remap[states_of[r][k]] = static_cast<int32_t>(base + k);
     for (int32_t s : states_of[r]) {
-      out_det.push_back(deterministic);
-      out_rule.push_back(r);
-      out_final.push_back(final_[s] || (deterministic && !eps_[s].empty()));
-      out_bytes.push_back(std::move(bytes_[s]));
-      for (ByteEdge& e : out_bytes.back()) e.target = remap[e.target];
-      out_calls.push_back(std::move(calls_[s]));
-      for (CallEdge& c : out_calls.back()) c.ret = remap[c.ret];
-      if (deterministic) {
-        out_eps.emplace_back(&arena_);
-      } else {
-        out_eps.push_back(std::move(eps_[s]));
-        for (int32_t& t : out_eps.back()) t = remap[t];
+      const int32_t d = new_out(r);
+      out_det[d] = deterministic;
+      out_bytes[d].reserve(bytes_[s].size());
+      for (const ByteEdge& e : bytes_[s]) out_bytes[d].push_back({e.lo, e.hi, remap[e.target]});
+      for (const CallEdge& c : calls_[s]) out_calls[d].push_back({c.rule, remap[c.ret]});
+      if (!deterministic) {
+        for (int32_t t : eps_[s]) out_eps[d].push_back(remap[t]);
       }
+      out_final[d] = final_[s] || (deterministic && !eps_[s].empty());
     }
     out_start[r] = remap[rule_start_[r]];
   };
