@@ -41,6 +41,7 @@ from fractions import Fraction
 from typing import Any, TypeVar
 
 from logitgate.errors import GrammarError, LimitExceeded, SchemaError, UnsupportedSchemaError
+from logitgate.frontends.regex import ANY_STRING as _ANY_STRING
 from logitgate.frontends.regex import regex_to_node
 from logitgate.grammar.derivatives import NOTHING as _NOTHING
 from logitgate.grammar.derivatives import Derivatives as _Derivatives
@@ -2451,7 +2452,8 @@ class _Lowering:
         except LimitExceeded:
             return None
         # Keyed by the ids of the derivatives: the walk hash-conses them, and keeps them alive.
-        names: dict[tuple[int, ...], str] = {tuple(map(id, start)): base + "0"}
+        first = base + "0"
+        names: dict[tuple[int, ...], str] = {tuple(map(id, start)): first}
         work = [start]
         rules: dict[str, Node] = {}
         try:
@@ -2491,7 +2493,7 @@ class _Lowering:
         except LimitExceeded:
             return None  # nested too deep for derivatives: the product has its own bound
         self.rules.update(rules)
-        return Ref(names[tuple(map(id, start))])
+        return Ref(first)
 
     def nfa_with_length(self, nodes: list[Node], lo: int, hi: int | None) -> Node | None:
         """Encoded content of ``nodes[0] ∩ nodes[1] ∩ ...`` ∩ strings of [lo, hi] code points: the
@@ -3136,7 +3138,6 @@ class _NfaTooLarge(Exception):
 
 
 _DERIVATIVE_TUPLES = 256  # most derivative tuples intersect_by_derivatives visits
-_ANY_STRING = Repeat(CharClass(((0, MAX_CODE_POINT),)), 0, None)
 _NFA_PRODUCT_RULES = 4000  # most (NFA states, length) rules one pattern-with-length product may build
 
 

@@ -50,7 +50,7 @@ from logitgate.grammar.ir import (
 )
 from logitgate.limits import Limits
 
-__all__ = ["parse_regex", "regex_to_node"]
+__all__ = ["ANY_STRING", "parse_regex", "regex_to_node"]
 
 _SYNTAX = "regex-syntax"
 _UNSUPPORTED = "regex-unsupported"
@@ -73,6 +73,8 @@ _SPACE: Ranges = (
 )
 _DOT_EXCLUDED: Ranges = ((0x0A, 0x0A), (0x0D, 0x0D), (0x2028, 0x2029))
 _ANY: Ranges = ((0, 0x10FFFF),)
+# Any string: what search mode (``anchored_search=True``) puts on each edge a pattern leaves open.
+ANY_STRING = Repeat(CharClass(_ANY), 0, None)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -624,7 +626,7 @@ def _lower(root: _Group, pattern: str) -> Node:
         elif isinstance(item, _Set):
             done[id(item)] = CharClass(item.ranges, item.negated)
         elif isinstance(item, _AnyString):
-            done[id(item)] = Repeat(CharClass(_ANY), 0, None)
+            done[id(item)] = ANY_STRING
         elif isinstance(item, _Anchor):
             raise GrammarError(
                 f"regex construct not supported: anchor {item.kind!r} away from the start/end of the pattern",
@@ -673,11 +675,8 @@ def _lower(root: _Group, pattern: str) -> Node:
                     branches.append(parts[0] if len(parts) == 1 else Seq(tuple(parts)))
                 if len(branches) > 1:
                     branches = _share_any_string(branches, (True, False))
-                done[id(item)] = branches[0] if len(branches) == 1 else Alt(tuple(branches))
+                done[id(item)] = _alt_node(branches)
     return done[id(root)]
-
-
-_ANY_STRING = Repeat(CharClass(_ANY), 0, None)
 
 
 def _alt_node(items: list[Node]) -> Node:
@@ -694,7 +693,7 @@ def _share_any_string(branches: list[Node], sides: tuple[bool, ...]) -> list[Nod
         rest: list[Node] = []
         for b in branches:
             items = b.items if isinstance(b, Seq) else (b,)
-            if len(items) > 1 and items[0 if leading else -1] == _ANY_STRING:
+            if len(items) > 1 and items[0 if leading else -1] == ANY_STRING:
                 left = items[1:] if leading else items[:-1]
                 shared.append(left[0] if len(left) == 1 else Seq(left))
             else:
@@ -703,7 +702,7 @@ def _share_any_string(branches: list[Node], sides: tuple[bool, ...]) -> list[Nod
             continue
         shared = _share_any_string(shared, sides[k + 1 :])
         inner = shared[0].items if len(shared) == 1 and isinstance(shared[0], Seq) else (_alt_node(shared),)
-        rest.append(Seq((_ANY_STRING, *inner) if leading else (*inner, _ANY_STRING)))
+        rest.append(Seq((ANY_STRING, *inner) if leading else (*inner, ANY_STRING)))
         branches = rest
     return branches
 

@@ -28,6 +28,8 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..errors import LimitExceeded
 from .ir import EMPTY, Alt, CharClass, Literal, Node, Repeat, Seq, complement_ranges, merge_ranges
 
@@ -57,10 +59,11 @@ class Derivatives:
         self._ranges: dict[int, tuple[tuple[int, int], ...]] = {}
         self._keep: list[Node] = []  # nodes whose ids key the memos
 
-    def _node(self, key: tuple[object, ...], make: type, fields: object) -> Node:
+    def _node(self, key: tuple[object, ...], make: Callable[[], Node]) -> Node:
+        """The node made from these parts, made by ``make`` the first time."""
         node = self._made.get(key)
         if node is None:
-            node = self._made[key] = make(fields)
+            node = self._made[key] = make()
         return node
 
     def intern(self, node: Node, depth: int = 0) -> Node:
@@ -70,13 +73,9 @@ class Derivatives:
             raise _too_deep()
         t = type(node)
         if t is Literal:
-            return self._node(("l", node.value), Literal, node.value)  # type: ignore[union-attr]
+            return self._literal(node.value)  # type: ignore[union-attr]
         if t is CharClass:
-            key = ("c", node.ranges, node.negated)  # type: ignore[union-attr]
-            hit = self._made.get(key)
-            if hit is None:
-                hit = self._made[key] = node
-            return hit
+            return self._node(("c", node.ranges, node.negated), lambda: node)  # type: ignore[union-attr]
         if t is Seq:
             return self.seq([self.intern(x, depth + 1) for x in node.items])  # type: ignore[union-attr]
         if t is Alt:
@@ -103,7 +102,7 @@ class Derivatives:
             return EMPTY
         if len(out) == 1:
             return out[0]
-        return self._node(("s", *map(id, out)), Seq, tuple(out))
+        return self._node(("s", *map(id, out)), lambda: Seq(tuple(out)))
 
     def alt(self, items: list[Node]) -> Node:
         """Alternation in canonical form: nested alternatives spliced, NOTHING dropped,
@@ -117,7 +116,7 @@ class Derivatives:
             return NOTHING
         if len(seen) == 1:
             return next(iter(seen.values()))
-        return self._node(("a", *seen), Alt, tuple(seen.values()))
+        return self._node(("a", *seen), lambda: Alt(tuple(seen.values())))
 
     def nullable(self, node: Node, depth: int = 0) -> bool:
         """Whether ``node`` matches the empty string."""
@@ -204,7 +203,7 @@ class Derivatives:
             first, n = _first_code_point(value)
             if first != c:
                 return NOTHING
-            return self._node(("l", value[n:]), Literal, value[n:]) if n < len(value) else EMPTY
+            return self._literal(value[n:]) if n < len(value) else EMPTY
         if t is CharClass:
             return EMPTY if any(lo <= c <= hi for lo, hi in self._class_ranges(node)) else NOTHING  # type: ignore[arg-type]
         if t is Seq:
@@ -227,11 +226,10 @@ class Derivatives:
         raise TypeError(f"derivatives are defined on code-point-level nodes, not {t.__name__}")
 
     def _repeat(self, item: Node, lo: int, hi: int | None) -> Node:
-        key = ("r", id(item), lo, hi)
-        node = self._made.get(key)
-        if node is None:
-            node = self._made[key] = Repeat(item, lo, hi)
-        return node
+        return self._node(("r", id(item), lo, hi), lambda: Repeat(item, lo, hi))
+
+    def _literal(self, value: bytes) -> Node:
+        return self._node(("l", value), lambda: Literal(value))
 
 
 def _too_deep() -> LimitExceeded:
