@@ -402,7 +402,9 @@ def generate(
                 **{cache_kw: past},
             )
         past = res.get("cache") if "cache" in res else res.get("past_key_values")
-        logits = res.logits[0, -1].float()
+        # A copy: in float32 `.float()` would return the inference-mode tensor itself, which
+        # masked_fill_ may not modify outside inference mode.
+        logits = res.logits[0, -1].to(torch.float32, copy=True)
         timings.model_s_total += time.perf_counter() - t0
         passes += 1
         allowed = -1

@@ -87,6 +87,20 @@ def test_generate_regex(smol: tuple[Any, Any]) -> None:
     assert 0 < t.mask_s_total < t.model_s_total
 
 
+def test_generate_with_a_float32_model(smol: tuple[Any, Any]) -> None:
+    # float32 logits come out of inference mode as they are (no dtype conversion makes a copy);
+    # masking them in place raised "Inplace update to inference tensor outside InferenceMode".
+    import copy
+
+    import torch
+
+    model, tok = smol
+    model32 = copy.deepcopy(model).to(torch.float32)
+    r = lg.generate(model32, tok, "Write a US phone number.", regex=r"[0-9]{3}-[0-9]{3}-[0-9]{4}", max_tokens=30)
+    assert re.fullmatch(r"[0-9]{3}-[0-9]{3}-[0-9]{4}", r.text), r.text
+    assert r.complete
+
+
 def test_generate_choice_and_messages(smol: tuple[Any, Any]) -> None:
     choices = ["positive", "negative", "neutral"]
     msgs = [
