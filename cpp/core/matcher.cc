@@ -401,6 +401,12 @@ void Matcher::WalkBoundaries(const Vocabulary::LoopSplit& split, const uint64_t*
 
 bool Matcher::SetChain(int32_t config, const uint64_t* set, int32_t reach, std::vector<int32_t>& chain, int32_t& end) {
   Parser& parser = *parser_;
+  // Every position must read ASCII bytes only: the split keeps no boundary node past 0x7F.
+  auto ascii_only = [&parser](int32_t c) {
+    const uint64_t* live = parser.LiveBytes(c);
+    return (live[2] | live[3]) == 0;
+  };
+  if (!ascii_only(config)) return false;
   chain.assign(1, config);
   end = reach;
   for (int32_t m = 0; m < reach; ++m) {
@@ -413,6 +419,7 @@ bool Matcher::SetChain(int32_t config, const uint64_t* set, int32_t reach, std::
     const Parser::StepSet step = parser.Steps(at, false);
     if (step.successor != Parser::kDead && (set[0] & ~step.bytes[0]) == 0 && (set[1] & ~step.bytes[1]) == 0) {
       if (step.successor == at) return true;  // a loop: the same step from here on
+      if (!ascii_only(step.successor)) return false;
       chain.push_back(step.successor);
       continue;
     }

@@ -161,6 +161,19 @@ void Vocabulary::BuildTrie() {
   for (int32_t& r : trie_root_child_) r = -1;
   for (int32_t i = 0; i < n; i = t.subtree_end[i]) trie_root_child_[t.byte[i]] = i;
   ComputeSubtreeSummaries(t.byte, t.depth);
+  // The ASCII tokens in node order, and where each node's subtree starts among them.
+  std::vector<uint8_t> ascii_path(static_cast<size_t>(max_token_length_) + 1, 1);  // by depth
+  trie_ascii_begin_.resize(static_cast<size_t>(n) + 1);
+  for (int32_t i = 0; i < n; ++i) {
+    trie_ascii_begin_[i] = static_cast<int32_t>(trie_ascii_tokens_.size());
+    const bool ascii = ascii_path[t.depth[i] - 1] != 0 && t.byte[i] < 0x80;
+    ascii_path[t.depth[i]] = ascii;
+    if (!ascii) continue;
+    for (int32_t k = trie_token_begin_[i]; k < trie_token_begin_[i + 1]; ++k) {
+      trie_ascii_tokens_.push_back(trie_tokens_[k]);
+    }
+  }
+  trie_ascii_begin_[n] = static_cast<int32_t>(trie_ascii_tokens_.size());
 }
 
 namespace {
@@ -358,9 +371,10 @@ const Vocabulary::LoopSplit* Vocabulary::loop_split(const uint64_t* ascii, bool 
     for (int32_t k = from; k < to; ++k) mask[trie_tokens_[k] >> 5] |= 1u << (trie_tokens_[k] & 31);
   };
   if (first >= 0) {
-    // Below the first byte's node, which belongs to every path whatever its byte.
+    // Below the first byte's node, which belongs to every path whatever its byte. (Past 0x7F
+    // no configuration a split serves follows it: see below.)
     const int32_t root = trie_root_child(static_cast<uint8_t>(first));
-    if (root < 0) return nullptr;
+    if (root < 0 || first >= 0x80) return nullptr;
     set_tokens(trie_token_begin_[root], trie_token_begin_[root + 1]);
     split->max_depth = split->max_token = 1;
     begin = root + 1;
@@ -368,15 +382,22 @@ const Vocabulary::LoopSplit* Vocabulary::loop_split(const uint64_t* ascii, bool 
   }
   // Preorder scan: a node is reached only through nodes of L's bytes (a skipped subtree
   // resumes at its next sibling or an ancestor's), so a node on another byte is a boundary,
-  // and the tokens of the nodes on L's bytes are the mask's.
+  // and the tokens of the nodes on L's bytes are the mask's. A subtree is skipped once no
+  // ASCII byte outside L is below: its ASCII tokens are L's (set from the ASCII tokens in node
+  // order), the others hold a byte past 0x7F. Boundary nodes past 0x7F are not kept: a split
+  // serves only configurations whose chains read no such byte (Matcher::SetChain), where they
+  // are dead.
   auto in_set = [&key](uint8_t b) { return b < 128 && (key[b >> 6] >> (b & 63) & 1); };
-  std::vector<int32_t> count(256, 0);
+  constexpr int32_t kScanSmallSubtree = 4;
+  std::vector<int32_t> count(128, 0);
   std::vector<int32_t> found;
   for (int32_t i = begin; i < end;) {
     const TrieNode& at = trie_nodes_[i];
     if (!in_set(at.byte)) {
-      found.push_back(i);
-      ++count[at.byte];
+      if (at.byte < 0x80) {
+        found.push_back(i);
+        ++count[at.byte];
+      }
       i = at.subtree_end;
       continue;
     }
@@ -390,15 +411,25 @@ const Vocabulary::LoopSplit* Vocabulary::loop_split(const uint64_t* ascii, bool 
       i = at.subtree_end;
       continue;
     }
+    // (A small subtree is cheaper to scan on: its nodes are in the cache lines read next.)
+    if (((below[0] & ~key[0]) | (below[1] & ~key[1])) == 0 && at.subtree_end - i > kScanSmallSubtree) {
+      const int32_t from = trie_ascii_begin_[i], to = trie_ascii_begin_[at.subtree_end];
+      for (int32_t k = from; k < to; ++k) mask[trie_ascii_tokens_[k] >> 5] |= 1u << (trie_ascii_tokens_[k] & 31);
+      // (An upper bound: the subtree's longest token may be one of the others.)
+      if (to > from) split->max_token = std::max(split->max_token, at.depth + trie_height(i));
+      i = at.subtree_end;
+      continue;
+    }
     set_tokens(trie_token_begin_[i], trie_token_begin_[i + 1]);  // the node's own tokens
     split->max_depth = std::max<int32_t>(split->max_depth, at.depth);
     if (trie_token_begin_[i + 1] > trie_token_begin_[i]) split->max_token = std::max<int32_t>(split->max_token, at.depth);
     ++i;
   }
+  split->max_depth = std::max(split->max_depth, split->max_token);
   split->begin[0] = 0;
-  for (int b = 0; b < 256; ++b) split->begin[b + 1] = split->begin[b] + count[b];
+  for (int b = 0; b < 256; ++b) split->begin[b + 1] = split->begin[b] + (b < 128 ? count[b] : 0);
   split->boundary.resize(found.size());
-  std::vector<int32_t> next(split->begin.begin(), split->begin.end() - 1);
+  std::vector<int32_t> next(split->begin.begin(), split->begin.begin() + 128);
   for (int32_t i : found) split->boundary[next[trie_nodes_[i].byte]++] = i;  // node order within a byte
   const LoopSplit* out = split.get();
   loop_splits_.emplace(key, std::move(split));

@@ -169,6 +169,11 @@ SPLIT_PATTERNS = [
     r"( [a-z][a-z0-9_]*)+[.,;]",
     r"( [a-zA-Z]{1,6})+\.",
     r"( [a-z]{1,8}[A-M][a-z]*)+;",
+    # multi-byte characters after the set: behind an ASCII boundary byte (walked from the
+    # boundary node), and at a later position of the chain (no split: its boundary nodes past
+    # 0x7F are not kept)
+    r"[a-z]+[:=][^\x00-\x7f]+",
+    r"[a-z]{2,8}(é|ü|日)[a-z]*\.",
 ]
 SHORTCUT_PATTERNS = [
     r'"[^"\\]*"',
