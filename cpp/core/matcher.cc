@@ -183,22 +183,32 @@ void Matcher::Walk(int32_t config, uint32_t* words) {
   clear_from_alphabet_ = false;
   walk_nodes_ = 0;
   const size_t n_words = static_cast<size_t>(v.mask_words());
-  if (walk_capacity_[0] >= Automaton::kUnbounded && PlainLoop(config)) {
+  // (A plain loop's capacity is unbounded unless it misses some lead bytes' characters.)
+  except_leads_ = 0;
+  if ((walk_capacity_[0] >= Automaton::kUnbounded || (walk_capacity_[0] == 0 && HasAllPlainAscii(parser.LiveBytes(config)))) &&
+      PlainLoop(config)) {
     // A string body, free text: every plain token is allowed, the others are decided by
     // their suffixes (Vocabulary::plain_mask).
     std::memcpy(words, v.plain_mask(), n_words * sizeof(uint32_t));
     WalkSuffixes(words, false);
+    DecideLeadTokens(config, words);
     return;
   }
+  except_leads_ = 0;
   if (walk_capacity_[0] > 0 && walk_capacity_[0] < Automaton::kUnbounded && PlainChain(config)) {
     // A position of a bounded string: the plain tokens of at most chain_len_ characters are
     // allowed, the others by their suffixes.
     chain_shift_ = 0;
     SetPlainTokensUpTo(chain_len_, words);
     WalkSuffixes(words, true);
+    DecideLeadTokens(config, words);
     return;
   }
-  if (PlainStepWithExceptions(config, words)) return;
+  except_leads_ = 0;
+  if (PlainStepWithExceptions(config, words) || PlainFirstStep(config, words)) {
+    DecideLeadTokens(config, words);
+    return;
+  }
   const SplitUse split = SplitWalk(config, words, false);
   if (split == SplitUse::kDone) return;
   // A set whose split is not computed yet: walk without it while that stays cheap (many such
@@ -439,7 +449,75 @@ bool Matcher::SetChain(int32_t config, const uint64_t* set, int32_t reach, std::
 // multi-byte character leads back to it), so that any plain text keeps it unchanged.
 bool Matcher::PlainLoop(int32_t config) {
   const Parser::StepSet step = parser_->Steps(config, true);
-  return step.successor == config && HasAllPlainAscii(step.bytes) && HasAllPlainLeads(step.bytes);
+  return step.successor == config && HasAllPlainAscii(step.bytes) && AllowMissingLeads(step.bytes);
+}
+
+bool Matcher::PlainFirstStep(int32_t config, uint32_t* words) {
+  const Vocabulary& v = *grammar_->vocab;
+  const uint64_t* live = parser_->LiveBytes(config);
+  if ((live[2] | live[3]) != 0 || (live[0] & ~kPlainBits0) != 0 || (live[1] & ~kPlainBits1) != 0) return false;
+  if (16 * v.tokens_with_first_byte_in(live, 2) < v.num_text_tokens()) return false;
+  const Parser::StepSet step = parser_->Steps(config, false);
+  if (step.successor == Parser::kDead || step.bytes[0] != live[0] || step.bytes[1] != live[1]) return false;
+  // Every first byte it reads needs its mask kept (the cut below is word by word).
+  for (int q = 0; q < 2; ++q) {
+    for (uint64_t w = live[q]; w != 0; w &= w - 1) {
+      if (v.first_byte_mask(static_cast<uint8_t>(64 * q + __builtin_ctzll(w))) == nullptr) return false;
+    }
+  }
+  except_leads_ = 0;
+  if (!PlainChain(step.successor)) return false;
+  // As in PlainStepWithExceptions (every plain first byte stepping to the chain's head),
+  // then only the tokens of the bytes read here: a plain token of another first byte, or a
+  // suffix token whose prefix starts with one, was decided as if that byte were read too.
+  chain_shift_ = 1;
+  SetPlainTokensUpTo(chain_len_ + 1, words);
+  WalkSuffixes(words, true);
+  const size_t n_words = static_cast<size_t>(v.mask_words());
+  first_bytes_mask_.assign(n_words, 0);
+  for (int q = 0; q < 2; ++q) {
+    for (uint64_t w = live[q]; w != 0; w &= w - 1) {
+      Or(first_bytes_mask_.data(), v.first_byte_mask(static_cast<uint8_t>(64 * q + __builtin_ctzll(w))), n_words);
+    }
+  }
+  for (size_t k = 0; k < n_words; ++k) words[k] &= first_bytes_mask_[k];
+  walk_nodes_ += static_cast<int64_t>(n_words) / 8;
+  return true;
+}
+
+bool Matcher::AllowMissingLeads(const uint64_t* step_bytes) {
+  const uint64_t missing = kPlainLeadBits3 & ~step_bytes[3];
+  if (missing == 0) return true;
+  const uint64_t leads = except_leads_ | missing;
+  const Vocabulary& v = *grammar_->vocab;
+  // Worth it while those tokens are few: each costs a transition per byte.
+  if (__builtin_popcountll(leads) > 4 || 32 * v.num_tokens_with_leads(leads) > v.num_text_tokens()) return false;
+  except_leads_ = leads;
+  return true;
+}
+
+void Matcher::DecideLeadTokens(int32_t config, uint32_t* words) {
+  if (except_leads_ == 0) return;
+  const Vocabulary& v = *grammar_->vocab;
+  Parser& parser = *parser_;
+  for (uint64_t w = except_leads_; w != 0; w &= w - 1) {
+    const auto lead = static_cast<uint8_t>(0xC0 + __builtin_ctzll(w));
+    const int32_t* ids = v.lead_tokens(lead);
+    for (int32_t k = 0, n = v.num_lead_tokens(lead); k < n; ++k) {
+      const int32_t id = ids[k];
+      int32_t c = config;
+      for (unsigned char b : v.bytes(id)) {
+        c = parser.Next(c, b);
+        if (c == Parser::kDead) break;
+      }
+      if (c == Parser::kDead) {
+        words[id >> 5] &= ~(1u << (id & 31));
+      } else {
+        words[id >> 5] |= 1u << (id & 31);
+      }
+    }
+    walk_nodes_ += v.num_lead_tokens(lead);
+  }
 }
 
 // Sets exactly the plain tokens of at most `chars` characters in `words` (all of it), by
@@ -471,7 +549,7 @@ bool Matcher::PlainStepWithExceptions(int32_t config, uint32_t* words) {
   const uint64_t* live = parser_->LiveBytes(config);
   if (!HasAllPlainAscii(live)) return false;
   const Parser::StepSet step = parser_->Steps(config, true);
-  if (step.successor == Parser::kDead || !HasAllPlainLeads(step.bytes)) return false;
+  if (step.successor == Parser::kDead || !AllowMissingLeads(step.bytes)) return false;
   const uint64_t except[2] = {kPlainBits0 & ~step.bytes[0], kPlainBits1 & ~step.bytes[1]};
   if (4 * v.tokens_with_first_byte_in(except, 2) > v.num_text_tokens() || !PlainChain(step.successor)) return false;
   chain_shift_ = 1;
@@ -527,7 +605,7 @@ bool Matcher::PlainChain(int32_t config) {
     }
     if (m <= v.multibyte_plain_reach()) {
       const Parser::StepSet step = parser_->Steps(at, true);
-      if (HasAllPlainAscii(step.bytes) && HasAllPlainLeads(step.bytes)) next = step.successor;
+      if (HasAllPlainAscii(step.bytes) && AllowMissingLeads(step.bytes)) next = step.successor;
     } else {
       next = parser_->PlainAsciiSuccessor(at);
     }

@@ -55,7 +55,7 @@ class Matcher {
   // kSplitWalkBudget: a few hundred microseconds of walking, about a split's cost on a 128k
   // vocabulary). Process-wide; returns the previous value. For tests (0: every configuration
   // a split applies to computes it).
-  static constexpr int64_t kSplitWalkBudget = 16384;
+  static constexpr int64_t kSplitWalkBudget = 4096;
   static int64_t SetSplitWalkBudget(int64_t nodes) { return split_walk_budget_.exchange(nodes); }
   // Trie nodes the last FillMask walked (bits set by subtree shortcuts count as nodes); 0 when
   // that fill was a copy. For profiling.
@@ -85,6 +85,18 @@ class Matcher {
   void WalkSuffixes(uint32_t* words, bool chained);
   void SetPlainTokensUpTo(int32_t chars, uint32_t* words);
   bool PlainStepWithExceptions(int32_t config, uint32_t* words);
+  // The plain-text shortcuts above also serve configurations whose step sets lack a few plain
+  // lead bytes (a class without U+0085, U+2028 and U+2029 reads neither 0xC2 nor 0xE2 for all
+  // of their characters): AllowMissingLeads adds those of `step_bytes` to except_leads_ (false
+  // when that makes too many tokens to decide one by one), and DecideLeadTokens then decides
+  // every token holding one of them by its bytes from `config`, whatever the shortcut wrote.
+  bool AllowMissingLeads(const uint64_t* step_bytes);
+  // A position that reads only a few plain ASCII bytes, which start a good part of the
+  // vocabulary (a space) and all lead to one configuration that starts a plain chain or loop
+  // (a list item's text after its "- "): decided as a chain one position longer, then cut to
+  // the tokens of those first bytes. False (nothing written) when that does not apply.
+  bool PlainFirstStep(int32_t config, uint32_t* words);
+  void DecideLeadTokens(int32_t config, uint32_t* words);
   // A configuration that returns to itself on a wide set of ASCII bytes other than plain text
   // (a pattern's `[\w.-]*`, an identifier, a line of free text), or that starts a chain of
   // configurations each stepping to the next on every byte of such a set (a bounded
@@ -162,6 +174,8 @@ class Matcher {
   std::vector<int32_t> chain_;          // PlainChain's configurations
   int32_t chain_len_ = 0;
   int32_t chain_shift_ = 0;             // positions before chain_[0] (see WalkSuffixes)
+  uint64_t except_leads_ = 0;           // AllowMissingLeads' (bit b - 192 for lead b)
+  std::vector<uint32_t> first_bytes_mask_;  // PlainFirstStep's cut
   bool clear_from_alphabet_ = false;     // this clearing walk started from the alphabet's mask
   std::vector<int32_t> split_chain_;      // SplitWalk's chain and its end (SetChain)
   int32_t split_end_ = 0;

@@ -61,6 +61,28 @@ Vocabulary::Vocabulary(std::vector<std::string> tokens, std::vector<bool> has_by
     }
     if (ascii) ascii_tokens_.push_back(t);
   }
+  {
+    // The tokens of each lead byte: a count, then a fill, of each token's distinct leads.
+    auto leads_of = [](const std::string& token) {
+      uint64_t leads = 0;
+      for (unsigned char b : token) {
+        if (b >= 0xC2 && b <= 0xF4) leads |= 1ull << (b - 0xC0);
+      }
+      return leads;
+    };
+    std::array<int32_t, 65> next{};
+    for (int32_t i = 0; i < width; ++i) {
+      if (!text_[i]) continue;
+      for (uint64_t w = leads_of(tokens_[i]); w != 0; w &= w - 1) ++next[__builtin_ctzll(w) + 1];
+    }
+    for (int k = 0; k < 64; ++k) next[k + 1] += next[k];
+    lead_begin_ = next;
+    lead_tokens_.resize(static_cast<size_t>(next[64]));
+    for (int32_t i = 0; i < width; ++i) {
+      if (!text_[i]) continue;
+      for (uint64_t w = leads_of(tokens_[i]); w != 0; w &= w - 1) lead_tokens_[next[__builtin_ctzll(w)]++] = i;
+    }
+  }
   int32_t n_masks = 0;
   for (int b = 0; b < 256; ++b) {
     first_byte_mask_index_[b] = 4 * first_byte_tokens_[b] >= mask_words() ? n_masks++ : -1;

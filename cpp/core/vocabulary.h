@@ -129,6 +129,19 @@ class Vocabulary {
   // ASCII ones, are needed only that far.
   static constexpr int32_t kMultibytePlainReach = 16;
   int32_t multibyte_plain_reach() const { return multibyte_plain_reach_; }
+  // The text tokens holding the UTF-8 lead byte `lead` (0xC2-0xF4) anywhere, each once per
+  // byte: [lead_tokens(lead), + num_lead_tokens(lead)). With num_tokens_with_leads (a sum over
+  // a lead set, bit b - 192 of `leads` for lead b; a token with two of them counts twice),
+  // they let a plain-text shortcut serve a configuration that reads every plain character but
+  // those of a few lead bytes (a class without U+0085 or U+2028): those tokens are decided
+  // one by one.
+  const int32_t* lead_tokens(uint8_t lead) const { return lead_tokens_.data() + lead_begin_[lead - 0xC0]; }
+  int32_t num_lead_tokens(uint8_t lead) const { return lead_begin_[lead - 0xC0 + 1] - lead_begin_[lead - 0xC0]; }
+  int64_t num_tokens_with_leads(uint64_t leads) const {
+    int64_t n = 0;
+    for (uint64_t w = leads; w != 0; w &= w - 1) n += num_lead_tokens(static_cast<uint8_t>(0xC0 + __builtin_ctzll(w)));
+    return n;
+  }
   // The suffix trie's first level is a *bucket* per character count of the plain prefix
   // (byte = that count, capped at kSuffixBucketCap: that bucket holds every longer prefix);
   // the suffix bytes are below it (depth 2 on). Buckets have no tokens of their own.
@@ -246,6 +259,8 @@ class Vocabulary {
     uint64_t bytes[2];
   };
   std::vector<AsciiToken> ascii_tokens_;  // text tokens of ASCII bytes only, with their byte sets
+  std::vector<int32_t> lead_tokens_;      // by lead byte (see lead_tokens)
+  std::array<int32_t, 65> lead_begin_{};  // lead b's at [lead_begin_[b - 0xC0], [b - 0xC0 + 1])
   // The same tokens in trie node order; node i's subtree holds those of
   // [trie_ascii_begin_[i], trie_ascii_begin_[subtree_end]).
   std::vector<int32_t> trie_ascii_tokens_;

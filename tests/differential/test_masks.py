@@ -181,6 +181,11 @@ SHORTCUT_PATTERNS = [
     r"[^\n\u0085\u2028]{1,25}\n",
     r"(é|[a-z]){2,12}",
     r"[^a]{3}",
+    # plain text but the characters of a few lead bytes (list.gbnf's item text): a loop, a
+    # first character then the loop, the same after a space (the space subtree cut)
+    r"(- [^\r\n\x0b\x0c\x85\u2028\u2029]+\n)+",
+    r"[^\n\u2028\u2029]*\n",
+    r"a [^\n\u00a0-\u00bf]+\.",
     *SPLIT_PATTERNS,
 ]
 
@@ -298,6 +303,29 @@ def test_synthetic_vocab_masks_match_reference(key: str) -> None:
     vocab = lg.Vocabulary.from_tokens(tokens, eos_ids=[0], special_ids=[1], logits_width=len(tokens) + 37)
     compiled = _compile(vocab, SYNTHETIC_CASES[key])
     run_differential(f"synthetic {key}", compiled, vocab_view(vocab), walks=6, max_tokens=30, checks_per_walk=6)
+
+
+LINE_TEXT_CASES = {
+    "list.gbnf": lambda c: c.compile_ebnf((CORPORA_DIR / "gbnf" / "list.gbnf").read_text(encoding="utf-8")),
+    "loop": lambda c: c.compile_regex(r"[^\n\u2028\u2029]*\n"),
+    "after-a-space": lambda c: c.compile_regex(r"a [^\n\u0085]+\."),
+}
+
+
+@pytest.mark.parametrize("key", sorted(LINE_TEXT_CASES))
+def test_missing_lead_masks_match_reference(key: str) -> None:
+    """Plain text but the characters of a few lead bytes (U+0085 under 0xC2, U+2028 and U+2029
+    under 0xE2), on a vocabulary with tokens of those characters and of others under the same
+    leads (the tokens the plain shortcuts decide one by one), and a large space subtree."""
+    rng = random.Random(_seed(key))
+    tokens = _synthetic_tokens(_seed(key))
+    pieces = ["a", "b", " ", "x y", "\u2028", "\u2029", "\x85", "\u2014", "\u00e9", "\u00a0", "\n", "."]
+    extra = ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 4))).encode() for _ in range(120)]
+    extra += [b" " + bytes(rng.choice(b"abcdefgh.-") for _ in range(rng.randint(0, 5))) for _ in range(500)]
+    tokens = _with_new(tokens, extra)
+    vocab = lg.Vocabulary.from_tokens(tokens, eos_ids=[0], special_ids=[1])
+    compiled = _compile(vocab, LINE_TEXT_CASES[key])
+    run_differential(f"lines {key}", compiled, vocab_view(vocab), walks=6, max_tokens=30, checks_per_walk=6)
 
 
 def _with_new(tokens: list[bytes | None], extra: Iterable[bytes]) -> list[bytes | None]:
