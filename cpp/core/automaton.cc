@@ -705,6 +705,11 @@ void Automaton::PruneDead() {
   if (!productive[root_]) {
     throw CoreError::Grammar("empty-language", "the grammar matches no string at all", rule_names_[root_]);
   }
+  // Usually nothing is dead: then no edge list changes.
+  if (std::all_of(live.begin(), live.end(), [](auto f) { return f; }) &&
+      std::all_of(productive.begin(), productive.end(), [](auto f) { return f; })) {
+    return;
+  }
   for (int32_t s = 0; s < n; ++s) {
     auto& b = bytes_[s];
     b.erase(std::remove_if(b.begin(), b.end(), [&](const ByteEdge& e) { return !live[e.target]; }), b.end());
