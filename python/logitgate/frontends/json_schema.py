@@ -189,6 +189,18 @@ _OBJECT_KEYWORDS = frozenset(
 _ARRAY_KEYWORDS = frozenset({"items", "prefixItems", "minItems", "maxItems", "contains", "uniqueItems"})
 
 
+def _then(prefix: Node, last: Ref) -> Node:
+    """``_seq([prefix, last])`` for a ``prefix`` that ``_seq`` built (its items need no merging)."""
+    t = type(prefix)
+    if t is Seq:
+        return Seq((*prefix.items, last))  # type: ignore[union-attr]
+    if t is Literal and not prefix.value:  # type: ignore[union-attr]
+        return last
+    if _is_empty(prefix):
+        return _EMPTY_LANG
+    return Seq((prefix, last))
+
+
 def _ptr_join(pointer: str, *tokens: str | int) -> str:
     for t in tokens:
         t = str(t)
@@ -2918,21 +2930,26 @@ class _Lowering:
             return f"{base}{mask}_{int(started)}_{c}"
 
         counts = range(cap + 1) if counting else range(1)
+        # 2^n positions of about n alternatives each: what repeats across them is built once
+        # (each member after either lead, and a reference to each position after the start).
+        leads = (ws, sep_ws)
+        member_after = [[_seq([lead, member]) for lead in leads] for _, member, _ in members]
+        other_after = [_seq([lead, other]) for lead in leads] if other is not None else None
+        refs = [[Ref(rname(mask, True, c)) for c in counts] for mask in range(1 << n)]
         for mask in range(1 << n):
             for started in (False, True) if mask == 0 else (True,):  # only the start is not led to
                 for c in counts if started else (0,):
-                    lead = sep_ws if started else ws
                     alts: list[Node] = []
                     room = not counting or hi is None or c < hi
                     c2 = min(c + 1, cap) if counting else 0
                     if mask & req_mask == req_mask and (not counting or c >= lo):
                         alts.append(EMPTY)
                     if room:
-                        for i, (_, member, _) in enumerate(members):
+                        for i in range(n):
                             if not mask & (1 << i):
-                                alts.append(_seq([lead, member, Ref(rname(mask | (1 << i), True, c2))]))
-                        if other is not None:
-                            alts.append(_seq([lead, other, Ref(rname(mask, True, c2))]))
+                                alts.append(_then(member_after[i][started], refs[mask | (1 << i)][c2]))
+                        if other_after is not None:
+                            alts.append(_then(other_after[started], refs[mask][c2]))
                     self.rules[rname(mask, started, c)] = _alt(alts) if alts else _EMPTY_LANG
         return _seq([Literal(b"{"), Ref(rname(0, False, 0)), ws, Literal(b"}")])
 
