@@ -336,6 +336,8 @@ Matcher::SplitUse Matcher::SplitWalk(int32_t config, uint32_t* words, bool may_c
   // Worth a split only where the set's bytes start a good part of the vocabulary (else the
   // walk below them is short anyway).
   if (8 * v.tokens_with_first_byte_in(set, 2) < v.num_text_tokens()) return SplitUse::kNotApplicable;
+  const SplitUse wide = WideSplitWalk(config, set, words, may_compute);
+  if (wide != SplitUse::kNotApplicable) return wide;
   const Vocabulary::LoopSplit* split = v.loop_split(set, may_compute);
   // (Once the vocabulary keeps no more splits, a walk would give up only to walk again.)
   if (split == nullptr) return may_compute || v.loop_splits_full() ? SplitUse::kNotApplicable : SplitUse::kNotComputed;
@@ -353,6 +355,57 @@ Matcher::SplitUse Matcher::SplitWalk(int32_t config, uint32_t* words, bool may_c
   walk_nodes_ += static_cast<int64_t>(n_words) / 16;  // bits cost like nodes, a word at a time
   // A boundary node at depth d has d - 1 of the set's bytes above it.
   WalkBoundaries(*split, set, split_chain_, split_end_, 1, words);
+  return SplitUse::kDone;
+}
+
+Matcher::SplitUse Matcher::WideSplitWalk(int32_t config, const uint64_t* set, uint32_t* words, bool may_compute) {
+  const Vocabulary& v = *grammar_->vocab;
+  Parser& parser = *parser_;
+  const int32_t loop = parser.Steps(config, false).successor;
+  if (loop == config) return SplitUse::kNotApplicable;
+  const uint64_t* reads = parser.LiveBytes(loop);
+  if ((reads[2] | reads[3]) != 0) return SplitUse::kNotApplicable;
+  const Parser::StepSet step = parser.Steps(loop, false);
+  const uint64_t wide[2] = {step.bytes[0], step.bytes[1]};
+  // The loop must read every byte of `set` back into itself, and more besides.
+  if (step.successor != loop || (set[0] & ~wide[0]) != 0 || (set[1] & ~wide[1]) != 0 ||
+      (wide[0] == set[0] && wide[1] == set[1])) {
+    return SplitUse::kNotApplicable;
+  }
+  const Vocabulary::LoopSplit* split = v.loop_split(wide, may_compute);
+  if (split == nullptr) return may_compute || v.loop_splits_full() ? SplitUse::kNotApplicable : SplitUse::kNotComputed;
+  const size_t n_words = static_cast<size_t>(v.mask_words());
+  // Tokens of the wide set's bytes only are allowed, but for those whose first byte is not
+  // `set`'s (it leads elsewhere from `config`, or nowhere): their subtrees are cleared, then
+  // walked from `config` where it reads the byte.
+  std::memcpy(words, split->mask.data(), n_words * sizeof(uint32_t));
+  walk_nodes_ += static_cast<int64_t>(n_words) / 16;
+  wide_skip_.clear();
+  for (int q = 0; q < 2; ++q) {
+    for (uint64_t w = wide[q] & ~set[q]; w != 0; w &= w - 1) {
+      const auto b = static_cast<uint8_t>(64 * q + __builtin_ctzll(w));
+      const int32_t root = v.trie_root_child(b);
+      if (root < 0) continue;
+      if (const uint32_t* m = v.first_byte_mask(b)) {
+        AndNot(words, m, n_words);
+      } else {
+        walk_nodes_ += ClearSubtreeBits(v, root, words);
+      }
+      wide_skip_.push_back(root);
+    }
+  }
+  // The chain: `config`, then the loop from the first byte on. Boundary nodes below another
+  // first byte (those just cleared) are skipped; their subtrees are walked whole below.
+  split_chain_.assign({config, loop});
+  split_end_ = split->max_depth;
+  WalkBoundaries(*split, wide, split_chain_, split_end_, 1, words);
+  wide_skip_.clear();
+  const uint64_t* first = parser.LiveBytes(config);
+  for (int q = 0; q < 2; ++q) {
+    for (uint64_t w = wide[q] & ~set[q] & first[q]; w != 0; w &= w - 1) {
+      WalkFirstByte(static_cast<uint8_t>(64 * q + __builtin_ctzll(w)), words);
+    }
+  }
   return SplitUse::kDone;
 }
 
@@ -394,6 +447,7 @@ void Matcher::WalkBoundaries(const Vocabulary::LoopSplit& split, const uint64_t*
         const int32_t j = split.boundary[k];
         const int32_t d = node[j].depth;
         if (d - shift > end) continue;
+        if (!wide_skip_.empty() && d > 1 && SkippedBelow(j)) continue;
         const int32_t parent = chain[std::min(d - shift, last)];
         if (!(parser.LiveBytes(parent)[q] >> (b & 63) & 1)) continue;
         if (d == 1) {  // a root split's first byte outside its set
@@ -407,6 +461,14 @@ void Matcher::WalkBoundaries(const Vocabulary::LoopSplit& split, const uint64_t*
       }
     }
   }
+}
+
+bool Matcher::SkippedBelow(int32_t j) const {
+  const Vocabulary::TrieNode* node = grammar_->vocab->trie_nodes();
+  for (int32_t root : wide_skip_) {
+    if (j > root && j < node[root].subtree_end) return true;
+  }
+  return false;
 }
 
 bool Matcher::SetChain(int32_t config, const uint64_t* set, int32_t reach, std::vector<int32_t>& chain, int32_t& end) {

@@ -107,6 +107,13 @@ class Matcher {
   // `may_compute` is false and the vocabulary has room for it. Nothing is written unless kDone.
   enum class SplitUse { kDone, kNotApplicable, kNotComputed };
   SplitUse SplitWalk(int32_t config, uint32_t* words, bool may_compute);
+  // A *wide split*: `config` steps the bytes of `set` (its SplitSet) into a loop that reads
+  // more bytes still (a statement's start, whose letters but a keyword's first ones begin an
+  // identifier that then reads every letter and digit): the split of the loop's wider set,
+  // less the tokens of its other first bytes, whose subtrees are walked from `config`.
+  // Boundary nodes below those first bytes are skipped (wide_skip_, SkippedBelow).
+  SplitUse WideSplitWalk(int32_t config, const uint64_t* set, uint32_t* words, bool may_compute);
+  bool SkippedBelow(int32_t j) const;
   // The rest of Walk: the trie from the first bytes `config` reads. Gives up (words undefined)
   // once walk_nodes_ passes walk_budget_.
   void GeneralWalk(int32_t config, uint32_t* words);
@@ -176,6 +183,7 @@ class Matcher {
   int32_t chain_shift_ = 0;             // positions before chain_[0] (see WalkSuffixes)
   uint64_t except_leads_ = 0;           // AllowMissingLeads' (bit b - 192 for lead b)
   std::vector<uint32_t> first_bytes_mask_;  // PlainFirstStep's cut
+  std::vector<int32_t> wide_skip_;          // WideSplitWalk's first bytes (their trie nodes)
   bool clear_from_alphabet_ = false;     // this clearing walk started from the alphabet's mask
   std::vector<int32_t> split_chain_;      // SplitWalk's chain and its end (SetChain)
   int32_t split_end_ = 0;

@@ -174,6 +174,10 @@ SPLIT_PATTERNS = [
     # 0x7F are not kept)
     r"[a-z]+[:=][^\x00-\x7f]+",
     r"[a-z]{2,8}(é|ü|日)[a-z]*\.",
+    # a first step into a loop over a wider set (the wide split): letters but a keyword's
+    # first ones start an identifier that then reads every letter and digit
+    r"((if|for|while)\(|[a-eg-hj-vx-z_][a-zA-Z0-9_]*[ =(])+",
+    r"(return [0-9]+;|[a-qs-z][a-z0-9]*=)+",
 ]
 SHORTCUT_PATTERNS = [
     r'"[^"\\]*"',
@@ -326,6 +330,25 @@ def test_missing_lead_masks_match_reference(key: str) -> None:
     vocab = lg.Vocabulary.from_tokens(tokens, eos_ids=[0], special_ids=[1])
     compiled = _compile(vocab, LINE_TEXT_CASES[key])
     run_differential(f"lines {key}", compiled, vocab_view(vocab), walks=6, max_tokens=30, checks_per_walk=6)
+
+
+@pytest.mark.parametrize("pattern", [r"(return [0-9]+;|[a-qs-z][a-z0-9]*=)+", r"((if|in)\(|[a-hj-z][a-z0-9]*[=(])+"])
+def test_wide_split_masks_match_reference(pattern: str, splits_at_once: None) -> None:
+    """A wide split on a vocabulary where identifiers' letters start most tokens, with tokens
+    that spell an identifier after a keyword's first letter (``rx=``, ``ix(``: dead, the
+    keyword's letter does not start one) and keywords' prefixes."""
+    rng = random.Random(_seed(pattern))
+    tokens = _synthetic_tokens(_seed(pattern))
+    letters = "abcdefghijklmnopqrstuvwxyz0123456789"
+    extra = [
+        ("".join(rng.choice(letters) for _ in range(rng.randint(1, 6))) + rng.choice(["", "=", "(", ";"])).encode()
+        for _ in range(2500)
+    ]
+    extra += [f"{k}{c}{e}".encode() for k in ("r", "re", "ret", "i", "in") for c in "xa9" for e in ("", "=", "(", "x=")]
+    tokens = _with_new(tokens, [*extra, b"return", b"return 1;", b"if(", b"in(", b"ret"])
+    vocab = lg.Vocabulary.from_tokens(tokens, eos_ids=[0], special_ids=[1])
+    compiled = _compile(vocab, lambda c: c.compile_regex(pattern))
+    run_differential(f"wide split {pattern!r}", compiled, vocab_view(vocab), walks=6, max_tokens=20, checks_per_walk=6)
 
 
 def _with_new(tokens: list[bytes | None], extra: Iterable[bytes]) -> list[bytes | None]:
