@@ -159,6 +159,32 @@ def test_fill_masks_matches_single_fills(vocab: lg.Vocabulary) -> None:
         lg.fill_masks([matchers[0], matchers[0]], bits)
 
 
+def test_fill_masks_many_batches_of_every_size(vocab: lg.Vocabulary) -> None:
+    # Back-to-back batches (the pool's worker still spinning, or not yet awake: the caller may
+    # finish a batch without it), of sizes 1-9, some separated by a pause long enough for the
+    # worker to go to sleep.
+    import time
+
+    compiler = lg.Compiler(vocab)
+    grammars = [compiler.compile_regex(p) for p in ("a*", "(ab)+", "b[ab]{2}", "é|a", "[a-c]{0,3}x")]
+    matchers = [g.matcher() for g in grammars for _ in range(2)]
+    expected = []
+    for m in matchers:
+        one = lg.allocate_mask(vocab)
+        m.fill_mask(one, row=0)
+        expected.append(one[0].copy())
+    bits = lg.allocate_mask(vocab, batch=len(matchers))
+    for k in range(300):
+        n = 1 + k % 9
+        start = k % (len(matchers) - n + 1)
+        bits[:] = 0
+        lg.fill_masks(matchers[start : start + n], bits[:n], threads=2)
+        for i in range(n):
+            assert np.array_equal(bits[i], expected[start + i]), (k, i)
+        if k % 50 == 49:
+            time.sleep(0.002)
+
+
 def test_bad_mask_buffers(vocab: lg.Vocabulary) -> None:
     m = lg.Compiler(vocab).compile_regex("a").matcher()
     with pytest.raises(ValueError, match="row"):
