@@ -1,9 +1,10 @@
 // ThreadPool: a small persistent pool for batch mask fills. ParallelFor(n, fn) runs fn(i)
 // for i in [0, n) on up to `threads` threads (the caller's thread included) and returns when
 // all are done. Workers are started on first use and live for the process; indices are handed
-// out through an atomic counter, so uneven work balances itself. A worker that finished a
-// batch spins for a short while before it sleeps: batch fills come once per decoding step, and
-// waking a sleeping thread costs about as much as a few mask fills. For the same reason the
+// out one at a time (the caller's from the front, the workers' from the back), so uneven work
+// balances itself. A worker that finished a batch spins for a short while before it sleeps:
+// batch fills come once per decoding step, and waking a sleeping thread costs about as much as
+// a few mask fills. For the same reason the
 // caller, once every index is taken, waits only for the workers that joined the batch (a
 // worker still waking up sits it out) and spins for them before it sleeps.
 #pragma once
@@ -29,7 +30,7 @@ class ThreadPool {
 
   // Runs fn(i) for every i < n; rethrows the first exception any call threw.
   void ParallelFor(size_t n, size_t threads, const std::function<void(size_t)>& fn) {
-    if (threads <= 1 || n <= 1) {
+    if (threads <= 1 || n <= 1 || n > 0xFFFFFFFFu) {  // (range_ holds 32-bit indices)
       for (size_t i = 0; i < n; ++i) fn(i);
       return;
     }
@@ -38,15 +39,14 @@ class ThreadPool {
     {
       std::lock_guard<std::mutex> lock(mu_);
       fn_ = &fn;
-      n_ = n;
-      next_.store(0);
+      range_.store(static_cast<uint64_t>(n));  // front 0, back n
       active_ = std::min(threads - 1, workers_.size());
       batch_done_.store(active_ == 0, std::memory_order_relaxed);
       error_ = nullptr;
       generation_.store(generation_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
     }
     cv_.notify_all();
-    Work();
+    Work(true);
     {
       // Every row is taken: workers that have not joined yet (still waking up) are not waited
       // for; they sit this batch out (and never see fn_).
@@ -80,11 +80,21 @@ class ThreadPool {
     }
   }
 
-  void Work() {
-    // Read once: next_ is the only shared line written during a batch.
-    const std::function<void(size_t)>& fn = *fn_;
-    const size_t n = n_;
-    for (size_t i = next_.fetch_add(1); i < n; i = next_.fetch_add(1)) {
+  // The caller takes indices from the front, workers from the back, until they meet: each
+  // row tends to go to the same thread from one batch to the next (its mask row stays in that
+  // core's cache), and uneven work still balances itself.
+  void Work(bool front) {
+    const std::function<void(size_t)>& fn = *fn_;  // read once: range_ is the only line written
+    for (;;) {
+      uint64_t r = range_.load(std::memory_order_relaxed);
+      size_t i;
+      do {
+        const uint64_t lo = r >> 32, hi = r & 0xFFFFFFFFu;
+        if (lo >= hi) return;
+        i = static_cast<size_t>(front ? lo : hi - 1);
+        const uint64_t next = front ? ((lo + 1) << 32 | hi) : (lo << 32 | (hi - 1));
+        if (range_.compare_exchange_weak(r, next, std::memory_order_relaxed)) break;
+      } while (true);
       try {
         fn(i);
       } catch (...) {
@@ -93,7 +103,6 @@ class ThreadPool {
       }
     }
   }
-
   void Loop() {
     uint64_t seen = 0;
     for (;;) {
@@ -111,7 +120,7 @@ class ThreadPool {
         seen = generation_.load(std::memory_order_relaxed);
         ++joined_;
       }
-      Work();
+      Work(false);
       std::lock_guard<std::mutex> lock(mu_);
       if (--active_ == 0) {
         joined_ = 0;
@@ -126,9 +135,8 @@ class ThreadPool {
   std::condition_variable cv_, done_cv_;
   std::vector<std::thread> workers_;
   const std::function<void(size_t)>* fn_ = nullptr;
-  size_t n_ = 0;
-  alignas(64) std::atomic<size_t> next_{0};  // its own cache line: the other fields stay shared read-only
-  char next_pad_[64 - sizeof(std::atomic<size_t>)] = {};
+  alignas(64) std::atomic<uint64_t> range_{0};  // indices not taken yet: front << 32 | back
+  char range_pad_[64 - sizeof(std::atomic<uint64_t>)] = {};
   size_t active_ = 0;  // workers taking part in the current batch that have not finished
   size_t joined_ = 0;  // workers that have joined the current batch
   std::atomic<bool> batch_done_{true};  // active_ == 0, for the caller's spin (set under mu_)
