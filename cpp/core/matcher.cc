@@ -185,8 +185,9 @@ void Matcher::Walk(int32_t config, uint32_t* words) {
   const size_t n_words = static_cast<size_t>(v.mask_words());
   // (A plain loop's capacity is unbounded unless it misses some lead bytes' characters.)
   except_leads_ = 0;
-  if ((walk_capacity_[0] >= Automaton::kUnbounded || (walk_capacity_[0] == 0 && HasAllPlainAscii(parser.LiveBytes(config)))) &&
-      PlainLoop(config)) {
+  const bool loop_candidate = walk_capacity_[0] >= Automaton::kUnbounded ||
+                              (walk_capacity_[0] == 0 && HasAllPlainAscii(parser.LiveBytes(config)));
+  if (loop_candidate && PlainLoop(config)) {
     // A string body, free text: every plain token is allowed, the others are decided by
     // their suffixes (Vocabulary::plain_mask).
     std::memcpy(words, v.plain_mask(), n_words * sizeof(uint32_t));
