@@ -727,6 +727,7 @@ class _Lowering:
         # _derived: long enums hashed (_in_enum), merged objects' keys indexed (_key_index).
         self._enum_sets: dict[int, tuple[list[Any], int, _ValueSet]] = {}
         self._key_indexes: dict[int, tuple[list[_ObjPart], int, tuple[dict[str, list[int]], list[_ObjPart]]]] = {}
+        self._obj_parts: dict[tuple[int, str, str], tuple[dict[str, Any], _ObjPart]] = {}  # (id(d), ptr, base)
         self.key_complements: dict[tuple[str, ...], str] = {}  # listed keys -> complement rule
         self.empty_reasons: list[tuple[str, str]] = []
         self.shared_memo: dict[tuple[Any, ...], str] = {}
@@ -1465,8 +1466,14 @@ class _Lowering:
             raise SchemaError("patternProperties must be an object", pointer=_ptr_join(ptr, "patternProperties"))
         addl = d.get("additionalProperties")
         if props or pats or addl is not None:
-            f.objs.append(
-                _ObjPart(
+            # A schema object's part is the same wherever it is merged (large schemas merge
+            # one many times): its members' atoms are registered once. Each merge gets its own
+            # _ObjPart (parts are told apart by identity), sharing the contents, which no one
+            # mutates. The entry keeps `d` alive, so its id is not reused.
+            key = (id(d), ptr, base)
+            known = self._obj_parts.get(key)
+            if known is None:
+                part = _ObjPart(
                     props={k: self.sub(s, _ptr_join(ptr, "properties", k), base) for k, s in props.items()},
                     patterns=[
                         (
@@ -1479,7 +1486,10 @@ class _Lowering:
                     additional=None if addl is None else self.sub(addl, _ptr_join(ptr, "additionalProperties"), base),
                     order=list(props),
                 )
-            )
+                self._obj_parts[key] = (d, part)
+            else:
+                part = known[1]
+            f.objs.append(_ObjPart(part.props, part.patterns, part.additional, part.order))
         if "required" in d:
             req = d["required"]
             if not isinstance(req, list) or not all(isinstance(x, str) for x in req):
