@@ -2940,10 +2940,19 @@ class _Lowering:
             return f"{base}{mask}_{int(started)}_{c}"
 
         counts = range(cap + 1) if counting else range(1)
-        # 2^n positions of about n alternatives each: what repeats across them is built once
-        # (each member after either lead, and a reference to each position after the start).
+        # 2^n positions of about n alternatives each: what repeats across them is built once.
+        # Each member after either lead is a rule of its own, called from the 2^(n-1)
+        # positions that offer it (inline, every position had its own copy of the member's key
+        # and value call: Github_hard/o90832's automaton 2.5x larger, its core compile 11.8
+        # against 4.7 ms; the masks are the same); each position is referenced once.
         leads = (ws, sep_ws)
-        member_after = [[_seq([lead, member]) for lead in leads] for _, member, _ in members]
+        member_after = []
+        for i, (_, member, _) in enumerate(members):
+            after = []
+            for started, lead in enumerate(leads):
+                self.rules[f"{base}m{i}_{started}"] = _seq([lead, member])
+                after.append(Ref(f"{base}m{i}_{started}"))
+            member_after.append(after)
         other_after = [_seq([lead, other]) for lead in leads] if other is not None else None
         refs = [[Ref(rname(mask, True, c)) for c in counts] for mask in range(1 << n)]
         for mask in range(1 << n):
