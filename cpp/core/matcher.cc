@@ -49,6 +49,16 @@ int32_t ClearSubtreeBits(const Vocabulary& v, int32_t i, uint32_t* words) {
   ClearBits(v.trie_tokens().data(), begin, end, words);
   return end - begin;
 }
+// Clears the bits of every token whose first byte is b (`root`: its depth-1 node), word by word
+// from the byte's mask where the vocabulary keeps one; returns how many tokens were cleared
+// one by one (0 for the mask).
+int32_t ClearFirstByteBits(const Vocabulary& v, uint8_t b, int32_t root, uint32_t* words) {
+  if (const uint32_t* m = v.first_byte_mask(b)) {
+    AndNot(words, m, static_cast<size_t>(v.mask_words()));
+    return 0;
+  }
+  return ClearSubtreeBits(v, root, words);
+}
 // Sets the bits of the tokens whose bytes end at trie node i (`at`).
 void SetNodeBits(const Vocabulary& v, const Vocabulary::TrieNode& at, int32_t i, uint32_t* words) {
   if (at.token >= 0) words[at.token >> 5] |= 1u << (at.token & 31);
@@ -247,10 +257,8 @@ void Matcher::GeneralWalk(int32_t config, uint32_t* words) {
         if (!FirstByteSplit(static_cast<uint8_t>(first), true, words)) {
           WalkSubtree<true>(root, v.trie_nodes()[root].subtree_end, config, words);
         }
-      } else if (const uint32_t* m = v.first_byte_mask(static_cast<uint8_t>(first))) {
-        AndNot(words, m, n_words);
       } else {
-        ClearSubtreeBits(v, root, words);
+        ClearFirstByteBits(v, static_cast<uint8_t>(first), root, words);
       }
     }
     return;
@@ -387,11 +395,7 @@ Matcher::SplitUse Matcher::WideSplitWalk(int32_t config, const uint64_t* set, ui
       const auto b = static_cast<uint8_t>(64 * q + __builtin_ctzll(w));
       const int32_t root = v.trie_root_child(b);
       if (root < 0) continue;
-      if (const uint32_t* m = v.first_byte_mask(b)) {
-        AndNot(words, m, n_words);
-      } else {
-        walk_nodes_ += ClearSubtreeBits(v, root, words);
-      }
+      walk_nodes_ += ClearFirstByteBits(v, b, root, words);
       wide_skip_.push_back(root);
     }
   }
@@ -562,18 +566,12 @@ bool Matcher::AllowMissingLeads(const uint64_t* step_bytes) {
 void Matcher::DecideLeadTokens(int32_t config, uint32_t* words) {
   if (except_leads_ == 0) return;
   const Vocabulary& v = *grammar_->vocab;
-  Parser& parser = *parser_;
   for (uint64_t w = except_leads_; w != 0; w &= w - 1) {
     const auto lead = static_cast<uint8_t>(0xC0 + __builtin_ctzll(w));
     const int32_t* ids = v.lead_tokens(lead);
     for (int32_t k = 0, n = v.num_lead_tokens(lead); k < n; ++k) {
       const int32_t id = ids[k];
-      int32_t c = config;
-      for (unsigned char b : v.bytes(id)) {
-        c = parser.Next(c, b);
-        if (c == Parser::kDead) break;
-      }
-      if (c == Parser::kDead) {
+      if (Advance(config, v.bytes(id)) == Parser::kDead) {
         words[id >> 5] &= ~(1u << (id & 31));
       } else {
         words[id >> 5] |= 1u << (id & 31);

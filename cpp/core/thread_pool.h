@@ -4,9 +4,9 @@
 // out one at a time (the caller's from the front, the workers' from the back), so uneven work
 // balances itself. A worker that finished a batch spins for a short while before it sleeps:
 // batch fills come once per decoding step, and waking a sleeping thread costs about as much as
-// a few mask fills. For the same reason the
-// caller, once every index is taken, waits only for the workers that joined the batch (a
-// worker still waking up sits it out) and spins for them before it sleeps.
+// a few mask fills. For the same reason the caller, once every index is taken, waits only
+// for the workers that joined the batch (a worker still waking up sits it out) and spins for
+// them before it sleeps.
 #pragma once
 
 #include <atomic>

@@ -389,9 +389,10 @@ const Vocabulary::LoopSplit* Vocabulary::loop_split(const uint64_t* ascii, bool 
   auto split = std::make_unique<LoopSplit>();
   std::vector<uint32_t>& mask = split->mask;
   mask.assign(static_cast<size_t>(mask_words()), 0);
-  auto set_tokens = [&](int32_t from, int32_t to) {  // trie_tokens_[from, to)
-    for (int32_t k = from; k < to; ++k) mask[trie_tokens_[k] >> 5] |= 1u << (trie_tokens_[k] & 31);
+  auto set_ids = [&mask](const std::vector<int32_t>& ids, int32_t from, int32_t to) {  // ids[from, to)
+    for (int32_t k = from; k < to; ++k) mask[ids[k] >> 5] |= 1u << (ids[k] & 31);
   };
+  auto set_tokens = [&](int32_t from, int32_t to) { set_ids(trie_tokens_, from, to); };
   if (first >= 0) {
     // Below the first byte's node, which belongs to every path whatever its byte. (Past 0x7F
     // no configuration a split serves follows it: see below.)
@@ -411,7 +412,7 @@ const Vocabulary::LoopSplit* Vocabulary::loop_split(const uint64_t* ascii, bool 
   // are dead.
   auto in_set = [&key](uint8_t b) { return b < 128 && (key[b >> 6] >> (b & 63) & 1); };
   constexpr int32_t kScanSmallSubtree = 4;
-  std::vector<int32_t> count(128, 0);
+  std::vector<int32_t> count(256, 0);
   std::vector<int32_t> found;
   for (int32_t i = begin; i < end;) {
     const TrieNode& at = trie_nodes_[i];
@@ -440,7 +441,7 @@ const Vocabulary::LoopSplit* Vocabulary::loop_split(const uint64_t* ascii, bool 
     // (A small subtree is cheaper to scan on: its nodes are in the cache lines read next.)
     if (((below[0] & ~key[0]) | (below[1] & ~key[1])) == 0 && at.subtree_end - i > kScanSmallSubtree) {
       const int32_t from = trie_ascii_begin_[i], to = trie_ascii_begin_[at.subtree_end];
-      for (int32_t k = from; k < to; ++k) mask[trie_ascii_tokens_[k] >> 5] |= 1u << (trie_ascii_tokens_[k] & 31);
+      set_ids(trie_ascii_tokens_, from, to);
       // (An upper bound: the subtree's longest token may be one of the others.)
       if (to > from) split->max_token = std::max(split->max_token, at.depth + trie_height(i));
       i = at.subtree_end;
@@ -453,9 +454,9 @@ const Vocabulary::LoopSplit* Vocabulary::loop_split(const uint64_t* ascii, bool 
   }
   split->max_depth = std::max(split->max_depth, split->max_token);
   split->begin[0] = 0;
-  for (int b = 0; b < 256; ++b) split->begin[b + 1] = split->begin[b] + (b < 128 ? count[b] : 0);
+  for (int b = 0; b < 256; ++b) split->begin[b + 1] = split->begin[b] + count[b];
   split->boundary.resize(found.size());
-  std::vector<int32_t> next(split->begin.begin(), split->begin.begin() + 128);
+  std::vector<int32_t> next(split->begin.begin(), split->begin.end() - 1);
   for (int32_t i : found) split->boundary[next[trie_nodes_[i].byte]++] = i;  // node order within a byte
   const LoopSplit* out = split.get();
   loop_splits_.emplace(key, std::move(split));
