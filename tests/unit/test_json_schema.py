@@ -637,6 +637,8 @@ def test_lenient_lists_dropped(compiler: lg.Compiler) -> None:
         ({"items": {"$ref": "#/$defs/missing"}}, lg.SchemaError, "/items/$ref"),
         ({"$ref": "#nowhere"}, lg.SchemaError, "/$ref"),
         ({"$ref": "https://example.com/other.json"}, lg.UnsupportedSchemaError, "/$ref"),
+        # (Keyword combinations name the schema that holds them.)
+        ({"properties": {"x": {"minLength": 2, "not": {"const": "ab"}}}}, lg.UnsupportedSchemaError, "/properties/x"),
         ({"anyOf": []}, lg.SchemaError, "/anyOf"),
         (
             {"properties": {"a": {"unevaluatedProperties": False}}},
@@ -963,3 +965,94 @@ def test_object_position_rules_are_what_seq_and_alt_make(whitespace: str) -> Non
         assert position_rules, schema
         for name, body in position_rules.items():
             assert _renormalized(body) == body, (name, body)
+
+
+def _object_of(**extra: Any) -> dict[str, Any]:
+    return {"type": "object", "properties": {k: {"type": "integer"} for k in "pqr"}, **extra}
+
+
+@pytest.mark.parametrize("order", ["schema", "any"])
+def test_objects_share_rules_only_when_their_languages_agree(compiler: lg.Compiler, order: str) -> None:
+    # Ordered objects are named by their suffixes (members from a position on, the "other"
+    # keys, counting) and built once, any-order objects by all of these: objects differing in
+    # any of them must keep their own rules.
+    schema = {
+        "type": "object",
+        "properties": {
+            "req": _object_of(required=["r"]),
+            "plain": _object_of(),
+            "closed": _object_of(additionalProperties=False),
+            "counted": _object_of(maxProperties=1),
+            "again": _object_of(),
+        },
+        "additionalProperties": False,
+    }
+    g = compiler.compile_json_schema(schema, property_order=order)
+    valid = [{"req": {"r": 1}}, {"req": {"p": 1, "r": 2}}, {"plain": {"p": 1}}, {"plain": {"zz": 1}}, {"plain": {}}]
+    valid += [{"closed": {"p": 1}}, {"counted": {"q": 1}}, {"again": {"p": 1, "zz": 2}}]
+    invalid = [{"req": {"p": 1}}, {"req": {}}, {"closed": {"zz": 1}}, {"counted": {"p": 1, "q": 2}}]
+    for v in valid:
+        assert accepts(g, json.dumps(v)), v
+    for v in invalid:
+        assert not accepts(g, json.dumps(v)), v
+    # An object met twice (two schema objects of one content) is one set of position rules.
+    once, _ = schema_to_grammar(_object_of(), limits=lg.Limits(), property_order=order)
+    twice, _ = schema_to_grammar({"anyOf": [_object_of(), _object_of()]}, limits=lg.Limits(), property_order=order)
+    prefix = "ob" if order == "schema" else "oa"
+    assert sum(k.startswith(prefix) for k in twice.rules) == sum(k.startswith(prefix) for k in once.rules) > 0
+
+
+def test_dependency_variants_share_the_positions_after_them(compiler: lg.Compiler) -> None:
+    props = {f"k{i}": {"type": "integer"} for i in range(20)}
+    exclusive = {"k1": {"not": {"required": ["k2"]}}, "k2": {"not": {"required": ["k1"]}}}
+    schema = {"type": "object", "properties": props, "dependencies": exclusive}
+    g = compiler.compile_json_schema(schema)
+    for v in [{"k1": 1, "k5": 2}, {"k2": 1, "k19": 2}, {"k0": 1, "k19": 2}, {}, {"k1": 1, "zz": 2}]:
+        assert accepts(g, json.dumps(v)), v
+    for v in [{"k1": 1, "k2": 2}, {"k0": 0, "k1": 1, "k2": 2, "k3": 3}]:
+        assert not accepts(g, json.dumps(v)), v
+    # Three variants (neither, k1 without k2, k2 without k1) agree from k3 on.
+    one, _ = schema_to_grammar({"type": "object", "properties": props}, limits=lg.Limits())
+    three, _ = schema_to_grammar(schema, limits=lg.Limits())
+    n_one = sum(k.startswith("ob") for k in one.rules)
+    assert sum(k.startswith("ob") for k in three.rules) < 1.5 * n_one
+
+
+def test_equal_leaf_schemas_share_one_rule(compiler: lg.Compiler) -> None:
+    props: dict[str, Any] = {f"k{i}": {"type": "string", "title": f"field {i}", "x-ui": i} for i in range(30)}
+    grammar, _ = schema_to_grammar({"type": "object", "properties": props}, limits=lg.Limits())
+    schema_rules = [k for k in grammar.rules if re.fullmatch(r"s\d+", k)]
+    assert len(schema_rules) == 2, schema_rules  # the root's and the one leaf's
+    # Lenient lowering reports each dropped constraint where it is, so it shares no leaves.
+    dropping = {f"k{i}": {"type": "string", "format": "iri"} for i in range(3)}
+    g = compiler.compile_json_schema({"type": "object", "properties": dropping}, lenient=True)
+    assert sorted(g.dropped) == [f"/properties/k{i}/format: format: format 'iri' is not lowered" for i in range(3)]
+
+
+def test_leaf_sharing_keeps_distinct_constraints_apart(compiler: lg.Compiler) -> None:
+    props = {
+        "t": {"const": True},
+        "one": {"const": 1},
+        "two": {"type": "string", "minLength": 2},
+        "not_ab": {"type": "string", "not": {"const": "ab"}},
+        "ints": {"enum": [1, 2]},
+        "floats": {"enum": [1.5, 2]},
+        "any_int": {"type": "integer", "title": "x"},
+        "big_int": {"type": "integer", "minimum": 3},
+        "ref": {"$ref": "#/$defs/short"},
+        "plain": {"type": "string"},
+    }
+    schema = {
+        "type": "object",
+        "properties": props,
+        "additionalProperties": False,
+        "$defs": {"short": {"maxLength": 1}},
+    }
+    g = compiler.compile_json_schema(schema)
+    valid = [{"t": True}, {"one": 1}, {"two": "ab"}, {"not_ab": "abc"}, {"ints": 1}, {"floats": 1.5}, {"any_int": 2}]
+    valid += [{"big_int": 3}, {"ref": "a"}, {"plain": "ab"}]
+    invalid = [{"t": 1}, {"one": True}, {"not_ab": "ab"}, {"ints": 1.5}, {"floats": 1}, {"big_int": 2}, {"ref": "ab"}]
+    for v in valid:
+        assert accepts(g, json.dumps(v)), v
+    for v in invalid:
+        assert not accepts(g, json.dumps(v)), v

@@ -170,6 +170,24 @@ def _alt_of_distinct(items: list[Node]) -> Node:
 # the grammar (its size, even) differ from run to run for one schema.
 _FALSE = -1
 
+# The keywords of leaf schemas (_Lowering._leaf_key): the scalar constraints.
+_LEAF_KEYWORDS = frozenset(
+    {
+        "type",
+        "nullable",
+        "const",
+        "enum",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "format",
+    }
+)
 # The keywords _Lowering._merge_one reads per type (a group is skipped when none is present).
 _NUMBER_KEYWORDS = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"})
 _STRING_KEYWORDS = frozenset({"minLength", "maxLength", "pattern", "format"})
@@ -730,12 +748,23 @@ class _Lowering:
         self._obj_parts: dict[tuple[int, str, str], tuple[dict[str, Any], _ObjPart]] = {}  # (id(d), ptr, base)
         self.key_complements: dict[tuple[str, ...], str] = {}  # listed keys -> complement rule
         self.empty_reasons: list[tuple[str, str]] = []
+        # The pointer of the schema set being lowered: errors raised without a keyword's own
+        # pointer (a combination of keywords, say) name it.
+        self.where = ""
         self.shared_memo: dict[tuple[Any, ...], str] = {}
+        # Ordered objects (_object_in_order): "other" languages -> their rule; an object's
+        # suffixes (members from a position on) -> numbers; the numbers whose rules exist.
+        self.other_rules: dict[tuple[Node, ...], str] = {}
+        self.object_suffixes: dict[tuple[Any, ...], int] = {}
+        self.object_built: set[int] = set()
+        self.any_order_objects: dict[tuple[Any, ...], Node] = {}  # _object_any_order's inputs -> its object
+        self.leaf_names: dict[tuple[Any, ...], str] = {}  # _leaf_key -> the rule of the first such leaf
 
     # -- errors and options --------------------------------------------------------------------
 
     def unsupported(self, keyword: str, message: str, pointer: str) -> None:
         """Raise, or (lenient) record the dropped constraint and return so the caller skips it."""
+        pointer = pointer or self.where
         if not self.lenient:
             raise UnsupportedSchemaError(keyword, message, pointer=pointer)
         entry = f"{pointer or '#'}: {keyword}: {message}"
@@ -795,12 +824,40 @@ class _Lowering:
             return self.any_value()
         name = self.names.get(key)
         if name is None:
+            leaf = self._leaf_key(key) if len(key) == 1 else None
+            if leaf is not None:
+                name = self.leaf_names.get(leaf)
+                if name is not None:
+                    self.names[key] = name
+                    return Ref(name)
             if len(self.names) > _MAX_RULES:
                 raise LimitExceeded("max_automaton_states", self.limits.max_automaton_states, "too many schema rules")
             name = f"s{len(self.names)}"
             self.names[key] = name
+            if leaf is not None:
+                self.leaf_names[leaf] = name
             self.work.append((key, name))
         return Ref(name)
+
+    def _leaf_key(self, key: frozenset[int]) -> tuple[Any, ...] | None:
+        """The constraints of a one-schema set that is a leaf (scalar keywords, annotations and
+        unknown keywords only), as a hashable key: leaves with the same key lower to the same
+        rule. Schemas repeat their leaves: Github_ultra/o15627's 285 leaf property schemas are
+        4 distinct ones. None when not a leaf, and always when lenient (each occurrence of a
+        dropped constraint is reported at its own pointer)."""
+        if self.lenient:
+            return None
+        (atom,) = key
+        d = self.index.info[atom][0]
+        if not d.keys().isdisjoint(self._NOT_LEAF):
+            return None
+        parts = []
+        for k in sorted(d.keys() & _LEAF_KEYWORDS):
+            v = d[k]
+            # Values compare as written (1 and 1.0, true and 1 are different keys): an enum of
+            # 1.0 is spelled otherwise than one of 1, and a missed share costs only time.
+            parts.append((k, json.dumps(v, sort_keys=True) if isinstance(v, (list, dict)) else (type(v), v)))
+        return tuple(parts)
 
     def schema_of(self, atom: int) -> tuple[dict[str, Any], str, str]:
         d, ptr, base = self.index.info[atom]
@@ -1002,6 +1059,12 @@ class _Lowering:
         ("unevaluatedItems",),
         ("$dynamicRef",),
         ("$recursiveRef",),
+    )
+    # Keywords that make a schema more than a leaf (_leaf_key): every group above but the
+    # scalar ones, where subschemas live, the synthetic negation and identifiers.
+    _NOT_LEAF = (
+        frozenset().union(*_GROUPS, _SCHEMA_CHILDREN, ("$lg_not", "$id", "id", "$anchor", "$dynamicAnchor"))
+        - _LEAF_KEYWORDS
     )
 
     def _negation(self, inner: int, ptr: str, base: str) -> list[list[int]] | None:
@@ -1368,7 +1431,7 @@ class _Lowering:
 
     def _contradiction(self, f: _Facts, ptr: str, msg: str) -> None:
         if f.empty_reason is None:
-            f.empty_reason = (ptr, msg)
+            f.empty_reason = (ptr or self.where, msg)
 
     def _merge_one(self, f: _Facts, d: dict[str, Any], ptr: str, base: str) -> None:
         if "type" in d:
@@ -1772,6 +1835,7 @@ class _Lowering:
             for alts in disj:
                 combos = [c | alt for c in combos for alt in alts]
             return _alt(self.atoms_ref(c) for c in combos)
+        self.where = self.schema_of(pure[0])[1] if pure else ""
         f = self.merge(pure)
         node = self.emit(f)
         if _is_empty(node) and f.empty_reason is not None:
@@ -2773,6 +2837,7 @@ class _Lowering:
         required_names = set(f.required)
         names_atoms = frozenset(f.names)
         members: list[tuple[str, Node, bool]] = []  # name, member node, required
+        idents: list[tuple[str, Node]] = []  # name, value: what makes the member node
         for k in order:
             atoms = self.key_atoms(f, k)
             if atoms is not None and names_atoms and not self.check_atoms(k, names_atoms, 0):
@@ -2794,6 +2859,7 @@ class _Lowering:
             else:
                 member = _seq([key, ws, _COLON, ws, value])
             members.append((k, member, k in required_names))
+            idents.append((k, value))
         known = list(order)
         # "Other" members: keys outside the known names.
         others: list[Node] = []
@@ -2805,10 +2871,15 @@ class _Lowering:
                 if _is_empty(branch_key) or _is_empty(branch_val):
                     continue
                 others.append(_seq([Literal(b'"'), branch_key, Literal(b'"'), ws, Literal(b":"), ws, branch_val]))
-        other = _alt(others) if others else None
-        if other is not None and len(others) > 0:
-            oname = f"other{len(self.rules)}"
-            self.rules[oname] = other
+        other: Node | None = None
+        if others:
+            # One rule per distinct "other" language: objects that agree on it share it, and
+            # with it their position rules (below).
+            other_key = tuple(others)
+            oname = self.other_rules.get(other_key)
+            if oname is None:
+                oname = self.other_rules[other_key] = f"other{len(self.rules)}"
+                self.rules[oname] = _alt(others)
             other = Ref(oname)
         lo, hi = f.min_props, f.max_props
         if hi is not None and lo > hi:
@@ -2834,101 +2905,138 @@ class _Lowering:
         if counting and (n + 1) * (cap + 1) > 20000:
             self.unsupported("maxProperties", "property counting state space too large", "")
             counting = False
-        base = f"ob{len(self.rules)}_"
-        sep_ws = self.comma()
+        return self._object_in_order(members, idents, other, lo, hi, cap, counting)
+
+    def _object_in_order(
+        self,
+        members: list[tuple[str, Node, bool]],
+        idents: list[tuple[str, Node]],
+        other: Node | None,
+        lo: int,
+        hi: int | None,
+        cap: int,
+        counting: bool,
+    ) -> Node:
         # P(i) is the position after the members before i were emitted or skipped (optional
         # ones only), with additional keys allowed in between. Its alternatives put the keys of
         # every member that may come next into one rule, so that the compiled automaton reads a
-        # key through one trie instead of one path per member: the members of i's block are
-        # inlined, later blocks come through a chain of tail calls T(b). Every object text has
-        # exactly one parse (listed keys fix the member, other keys stay at i). Size O(n * block).
+        # key through one trie instead of one path per member: the members up to the end of i's
+        # block are inlined, later blocks come through a chain of tail calls T. Blocks are
+        # counted from the object's end, so what a position's rules hold depends only on the
+        # members from it on (and the "other" keys and counting): its suffix. Each object text
+        # has exactly one parse (listed keys fix the member, other keys stay at i). Size
+        # O(n * block).
+        #
+        # Positions with the same suffix are the same rules in every object of the schema: they
+        # are named by the suffix's number and built once. The variants that dependencies,
+        # anyOf or if/then split an object into differ in a few members (one required, one
+        # absent), and share every position after the last of them (Github_hard/o58639: nine
+        # variants of a 45-member object).
+        ws = self.ws()
+        n = len(members)
         block = _OBJECT_KEY_BLOCK
-        n_blocks = (n + block - 1) // block
         required = [r for _, _, r in members]
         # optional_until[i] = the first required member at or after i (n when none).
         optional_until = [n] * (n + 1)
         for i in range(n - 1, -1, -1):
             optional_until[i] = i if required[i] else optional_until[i + 1]
+        suffixes = self.object_suffixes
+        sid = [0] * (n + 1)
+        key: tuple[Any, ...] = ("end", other, counting, lo, hi, cap)
+        sid[n] = suffixes.setdefault(key, len(suffixes))
+        for i in range(n - 1, -1, -1):
+            key = (idents[i], required[i], sid[i + 1])
+            sid[i] = suffixes.setdefault(key, len(suffixes))
+        # Positions whose rules an earlier object built: a suffix of this one (built sets are
+        # closed under "the position after").
+        built = self.object_built
+        todo = n + 1
+        while todo > 0 and sid[todo - 1] in built:
+            todo -= 1
+        start_name = f"ob{sid[0]}_p0_0"
+        top = _seq([Literal(b"{"), Ref(start_name), ws, Literal(b"}")])
+        if todo == 0 and start_name in self.rules:
+            return top
+        names = [f"ob{s}_" for s in sid]
+        # The positions' references per count (P(i, started, c) for started; the object's
+        # start, the only position no member leads to, is named apart).
+        p_refs: dict[int, list[Ref]] = {}
 
-        p_refs: dict[tuple[int, bool, int], Ref] = {}
+        def prefs(c: int) -> list[Ref]:
+            refs = p_refs.get(c)
+            if refs is None:
+                tail = f"p1_{c}"
+                refs = p_refs[c] = [Ref(name + tail) for name in names]
+            return refs
 
-        def pref(i: int, started: bool, c: int) -> Ref:
-            """The reference to P(i, started, c) (one object: each is used several times)."""
-            ref = p_refs.get((i, started, c))
-            if ref is None:
-                ref = p_refs[(i, started, c)] = Ref(f"{base}p{i}_{int(started)}_{c}")
-            return ref
-
-        def tname(b: int, c: int) -> str:
-            return f"{base}t{b}_{c}"
-
-        # Member j followed by the position after it: the same node in every position of j's
-        # block that may reach it (built once: objects of many members repeat it block-fold).
-        then_memo: dict[tuple[int, int], Node] = {}
-
-        def then(j: int, c2: int) -> Node:
-            node = then_memo.get((j, c2))
-            if node is None:
-                node = then_memo[(j, c2)] = Seq((*member_items[j], pref(j + 1, True, c2)))
-            return node
-
-        # Per (block, count after the member): then(j, c2) for every member j of the block; a
-        # position's choices are a slice of its block's.
+        # Per (block end, count after the member): member j followed by the position after it
+        # for every member j of the block; a position's choices are a slice of its block's.
+        member_items = [m.items if type(m) is Seq else (m,) for _, m, _ in members]
         block_thens: dict[tuple[int, int], list[Node]] = {}
 
-        def nexts(i: int, c: int) -> list[Node]:
+        def nexts(i: int, c: int, c2: int) -> list[Node]:
             """Members that may come next from position i within i's block, then the chain."""
-            c2 = min(c + 1, cap) if counting else 0
-            b = i // block
-            start = b * block
-            last = min(start + block, n)
-            thens = block_thens.get((b, c2))
+            last = n - (n - 1 - i) // block * block  # the end of i's block
+            first = max(0, last - block)
+            thens = block_thens.get((last, c2))
             if thens is None:
-                thens = block_thens[(b, c2)] = [then(j, c2) for j in range(start, last)]
-            out = thens[i - start : min(last, optional_until[i] + 1) - start]
-            if optional_until[i] >= last and b + 1 < n_blocks:
-                out.append(Ref(tname(b + 1, c)))
+                after = prefs(c2)
+                thens = block_thens[(last, c2)] = [Seq((*member_items[j], after[j + 1])) for j in range(first, last)]
+            out = thens[i - first : min(last, optional_until[i] + 1) - first]
+            if optional_until[i] >= last and last < n:
+                out.append(Ref(f"{names[last]}t{c}"))
             return out
 
         # The position rules are built with the node constructors directly, in the form
         # seq()/alt() would give (they were a quarter of a median lowering): members are
         # sequences ending in a reference, choices distinct sequences or references (no
         # nested alternative, nothing to dedupe), and a lead is flattened once.
-        member_items = [m.items if type(m) is Seq else (m,) for _, m, _ in members]
-        lead_items = {False: _flat_items(ws), True: _flat_items(sep_ws)}
+        lead_items = {False: _flat_items(ws), True: _flat_items(self.comma())}
         rules = self.rules
         counts = range(cap + 1) if counting else range(1)
         for c in counts:
             room = not counting or hi is None or c < hi
             end_ok = not counting or c >= lo
             c2 = min(c + 1, cap) if counting else 0
-            for b in range(1, n_blocks):
-                rules[tname(b, c)] = _alt_of_distinct(nexts(b * block, c)) if room else _EMPTY_LANG
-            for i in range(n, -1, -1):
+            here = prefs(c)
+            for e in range(n - block, 0, -block):  # block starts after the first, from the end
+                if e < todo:
+                    rules[f"{names[e]}t{c}"] = _alt_of_distinct(nexts(e, c, c2)) if room else _EMPTY_LANG
+            for i in range(todo - 1 if todo else 0, -1, -1):
                 # The choices after the lead, shared by both leads (a tail call from P).
-                choices = nexts(i, c) if room and i < n else []
+                choices = nexts(i, c, c2) if room and i < n else []
                 if room and other is not None:
-                    choices.append(Seq((other, pref(i, True, c2))))
+                    choices.append(Seq((other, prefs(c2)[i])))
                 q_ref = None
                 if choices:
-                    q_ref = Ref(f"{base}q{i}_{c}")
-                    rules[q_ref.name] = _alt_of_distinct(choices)
+                    q_ref = Ref(f"{names[i]}q{c}")
+                    if i < todo:
+                        rules[q_ref.name] = _alt_of_distinct(choices)
                 may_end = optional_until[i] == n and end_ok
                 # Only the object's start is a position no member led to (nothing else calls
                 # P(i, not started): building those rules was a sixth of a median grammar).
                 for started in (False, True) if i == 0 and c == 0 else (True,):
+                    if i >= todo and started:
+                        continue
                     if q_ref is None:
                         body: Node = EMPTY if may_end else _EMPTY_LANG
                     else:
                         items = lead_items[started]
                         lead_q = Seq((*items, q_ref)) if items else q_ref
                         body = Alt((EMPTY, lead_q)) if may_end else lead_q
-                    rules[pref(i, started, c).name] = body
-        return _seq([Literal(b"{"), pref(0, False, 0), ws, Literal(b"}")])
+                    rules[here[i].name if started else start_name] = body
+        built.update(sid[:todo])
+        return top
 
     def _object_any_order(
         self, members: list[tuple[str, Node, bool]], other: Node | None, lo: int, hi: int | None, cap: int
     ) -> Node:
+        # Objects of the same members, other keys and counting are one set of rules (a
+        # definition reached through several schema paths is met once per path).
+        memo_key = (tuple((member, r) for _, member, r in members), other, lo, hi, cap)
+        top = self.any_order_objects.get(memo_key)
+        if top is not None:
+            return top
         ws = self.ws()
         n = len(members)
         base = f"oa{len(self.rules)}_"
@@ -2970,7 +3078,8 @@ class _Lowering:
                         if other_after is not None:
                             alts.append(_then(other_after[started], refs[mask][c2]))
                     self.rules[rname(mask, started, c)] = _alt(alts) if alts else _EMPTY_LANG
-        return _seq([Literal(b"{"), Ref(rname(0, False, 0)), ws, Literal(b"}")])
+        top = self.any_order_objects[memo_key] = _seq([Literal(b"{"), Ref(rname(0, False, 0)), ws, Literal(b"}")])
+        return top
 
     def _other_branches(self, f: _Facts, known: list[str]) -> list[tuple[Node, Node]]:
         """(key content, value) pairs for keys outside ``known``."""
