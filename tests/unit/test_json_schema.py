@@ -1056,3 +1056,26 @@ def test_leaf_sharing_keeps_distinct_constraints_apart(compiler: lg.Compiler) ->
         assert accepts(g, json.dumps(v)), v
     for v in invalid:
         assert not accepts(g, json.dumps(v)), v
+
+
+def test_ref_aliases_lower_as_their_targets(compiler: lg.Compiler) -> None:
+    # A schema of only a $ref (and annotations) is its target's rule, through chains of such.
+    point = {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}
+    defs = {"point": point, "alias": {"$ref": "#/$defs/point", "title": "alias"}, "t": True, "f": False}
+    defs["str"] = {"type": "string"}
+    props = {f"p{i}": {"$ref": "#/$defs/alias", "description": f"point {i}"} for i in range(5)}
+    props["narrow"] = {"$ref": "#/$defs/point", "maxProperties": 1}  # sibling constraints: no aliases
+    props["short"] = {"$ref": "#/$defs/str", "maxLength": 2}
+    props |= {"anything": {"$ref": "#/$defs/t"}, "nothing": {"$ref": "#/$defs/f"}}
+    schema = {"type": "object", "properties": props, "$defs": defs}
+    grammar, _ = schema_to_grammar(schema, limits=lg.Limits())
+    assert len([k for k in grammar.rules if re.fullmatch(r"s\d+", k)]) == 5  # root, point, narrow, short, x
+    g = compiler.compile_json_schema(schema)
+    for v in [{"p0": {"x": 1}, "p4": {"x": 2, "y": 3}}, {"narrow": {"x": 1}}, {"short": "ab"}, {"anything": [None]}]:
+        assert accepts(g, json.dumps(v)), v
+    for v in [{"p1": {}}, {"p2": {"x": "1"}}, {"narrow": {"x": 1, "y": 2}}, {"short": "abc"}, {"nothing": 1}]:
+        assert not accepts(g, json.dumps(v)), v
+    # A cycle of aliases constrains nothing.
+    loop = {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}
+    cycle = compiler.compile_json_schema({"properties": {"c": {"$ref": "#/$defs/a"}}, "$defs": loop})
+    assert accepts(cycle, '{"c": 1}') and accepts(cycle, '{"c": {"k": []}}')

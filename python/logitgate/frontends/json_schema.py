@@ -824,7 +824,16 @@ class _Lowering:
             return self.any_value()
         name = self.names.get(key)
         if name is None:
-            leaf = self._leaf_key(key) if len(key) == 1 else None
+            leaf = None
+            if len(key) == 1:
+                (atom,) = key
+                target = self._alias_target(atom)
+                if target is not None:
+                    node = self.atoms_ref((target,))
+                    if type(node) is Ref:
+                        self.names[key] = node.name
+                    return node
+                leaf = self._leaf_key(atom)
             if leaf is not None:
                 name = self.leaf_names.get(leaf)
                 if name is not None:
@@ -839,15 +848,32 @@ class _Lowering:
             self.work.append((key, name))
         return Ref(name)
 
-    def _leaf_key(self, key: frozenset[int]) -> tuple[Any, ...] | None:
-        """The constraints of a one-schema set that is a leaf (scalar keywords, annotations and
-        unknown keywords only), as a hashable key: leaves with the same key lower to the same
-        rule. Schemas repeat their leaves: Github_ultra/o15627's 285 leaf property schemas are
-        4 distinct ones. None when not a leaf, and always when lenient (each occurrence of a
+    def _alias_target(self, atom: int) -> int | None:
+        """The atom that a schema of only a $ref (and annotations) stands for, through chains
+        of such: its set is lowered as the target's rule. None when ``atom`` is no alias, and
+        for a cycle of aliases (expand() lowers those)."""
+        seen: set[int] = set()
+        a = atom
+        while a not in (0, _FALSE):
+            d, ptr, base = self.index.info[a]
+            ref = d.get("$ref")
+            if not isinstance(ref, str) or not d.keys().isdisjoint(self._NOT_ALIAS):
+                break
+            if a in seen:
+                return None
+            seen.add(a)
+            t, tptr, tbase = self.index.resolve(ref, base, _ptr_join(ptr, "$ref"))
+            a = self.sub(t, tptr, tbase)
+        return None if a == atom else a
+
+    def _leaf_key(self, atom: int) -> tuple[Any, ...] | None:
+        """The constraints of a schema that is a leaf (scalar keywords, annotations and unknown
+        keywords only), as a hashable key: leaves with the same key lower to the same rule.
+        Schemas repeat their leaves: Github_ultra/o15627's 285 leaf property schemas are 4
+        distinct ones. None when not a leaf, and always when lenient (each occurrence of a
         dropped constraint is reported at its own pointer)."""
         if self.lenient:
             return None
-        (atom,) = key
         d = self.index.info[atom][0]
         if not d.keys().isdisjoint(self._NOT_LEAF):
             return None
@@ -1066,6 +1092,8 @@ class _Lowering:
         frozenset().union(*_GROUPS, _SCHEMA_CHILDREN, ("$lg_not", "$id", "id", "$anchor", "$dynamicAnchor"))
         - _LEAF_KEYWORDS
     )
+    # Keywords that make a $ref schema more than an alias of its target (_alias_target).
+    _NOT_ALIAS = (_NOT_LEAF - {"$ref"}) | _LEAF_KEYWORDS
 
     def _negation(self, inner: int, ptr: str, base: str) -> list[list[int]] | None:
         """Alternatives (each a conjunction of atoms) whose union is ¬inner; None if dropped."""
