@@ -1079,3 +1079,33 @@ def test_ref_aliases_lower_as_their_targets(compiler: lg.Compiler) -> None:
     loop = {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}
     cycle = compiler.compile_json_schema({"properties": {"c": {"$ref": "#/$defs/a"}}, "$defs": loop})
     assert accepts(cycle, '{"c": 1}') and accepts(cycle, '{"c": {"k": []}}')
+
+
+def test_dead_choices_are_dropped_before_lowering(compiler: lg.Compiler) -> None:
+    # Negated requirements split into "not an object, or an object without the key": under an
+    # object-only context the first choice is dead, and so is any choice that requires a key
+    # another conjunct forbids. Both are dropped when the choices are made, not lowered.
+    from logitgate.frontends.json_schema import _productive
+
+    props = {k: {"type": "integer"} for k in "abcd"}
+    exclusive = {"a": {"not": {"required": ["b"]}}, "b": {"not": {"required": ["a"]}}}
+    schema = {"type": "object", "properties": props, "dependencies": exclusive}
+    g = compiler.compile_json_schema(schema)
+    for v in [{"a": 1, "c": 2}, {"b": 1}, {}]:
+        assert accepts(g, json.dumps(v)), v
+    assert not accepts(g, '{"a": 1, "b": 2}')
+    grammar, _ = schema_to_grammar(schema, limits=lg.Limits())
+    productive: set[str] = set()
+    while True:  # the rules that match some text
+        more = {n for n, body in grammar.rules.items() if n not in productive and _productive(body, productive)}
+        if not more:
+            break
+        productive |= more
+    dead = [n for n in grammar.rules if re.fullmatch(r"s\d+", n) and n not in productive]
+    assert len(dead) <= 1, dead  # seven without the drops
+    # A schema left empty by the drops still says why, and where.
+    with pytest.raises(lg.SchemaError) as e:
+        compiler.compile_json_schema(
+            {"type": "object", "required": ["a"], "dependencies": {"a": {"not": {"required": ["a"]}}}}
+        )
+    assert "required property 'a' is forbidden" in str(e.value) and e.value.pointer == "/dependencies/a"

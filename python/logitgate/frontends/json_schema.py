@@ -1848,6 +1848,15 @@ class _Lowering:
             return _EMPTY_LANG
         pure, disj = exp
         if disj:
+            # Alternatives that only restrict the type (negations make them: not required
+            # is "not an object, or an object without the key") die under a context of
+            # other types: dropped before distribution, not lowered to empty sets one by one
+            # (Github_hard/o58639: 89 of its 206 sets).
+            types = self._declared_types(pure)
+            if len(types) < len(_ALL_TYPES):
+                disj = [[alt for alt in alts if not self._types_only_outside(alt, types)] for alts in disj]
+                if not all(disj):
+                    return _EMPTY_LANG
             total = 1
             for alts in disj:
                 total *= len(alts)
@@ -1862,6 +1871,12 @@ class _Lowering:
             combos: list[frozenset[int]] = [frozenset(pure_atoms)]
             for alts in disj:
                 combos = [c | alt for c in combos for alt in alts]
+            if types <= {"object"}:
+                # Objects only: a choice that requires a key another forbids is empty
+                # (dependencies and their negations make many; each cost a lowering).
+                # (Last choice first: its reason is the one an empty schema reports, as when
+                # the work stack lowered it first.)
+                combos = [c for c in reversed(combos) if not self._requires_forbidden(c)][::-1]
             return _alt(self.atoms_ref(c) for c in combos)
         self.where = self.schema_of(pure[0])[1] if pure else ""
         f = self.merge(pure)
@@ -1869,6 +1884,53 @@ class _Lowering:
         if _is_empty(node) and f.empty_reason is not None:
             self.empty_reasons.append(f.empty_reason)
         return node
+
+    def _declared_types(self, pure: list[int]) -> set[str]:
+        """The types the "type" keywords (and synthetic type sets) of ``pure`` allow."""
+        types = set(_ALL_TYPES)
+        for a in pure:
+            d, ptr, _ = self.schema_of(a)
+            if "type" in d:
+                ts = _closure(_types_of(d, ptr))
+                if d.get("nullable") is True:
+                    ts.add("null")
+                types &= ts
+            if "$lg_types" in d:
+                types &= set(d["$lg_types"])
+        return types
+
+    def _types_only_outside(self, alt: frozenset[int], types: set[str]) -> bool:
+        """Whether ``alt`` is synthetic type sets only, none of whose types is in ``types``."""
+        allowed = set(_ALL_TYPES)
+        for a in alt:
+            d = self.index.info[a][0] if a > 0 else None
+            if d is None or len(d) != 1 or "$lg_types" not in d:
+                return False
+            allowed &= set(d["$lg_types"])
+        return allowed.isdisjoint(types)
+
+    def _requires_forbidden(self, combo: frozenset[int]) -> bool:
+        """Whether a conjunct of ``combo`` requires a key that another forbids ("properties":
+        {key: false}); recorded, where it is forbidden, as the reason the set is empty."""
+        required: set[str] = set()
+        forbidden: dict[str, str] = {}  # key -> pointer of a conjunct forbidding it
+        for a in combo:
+            if a <= 0:
+                continue
+            d, ptr, _ = self.index.info[a]
+            req = d.get("required")
+            if isinstance(req, list):
+                required.update(x for x in req if isinstance(x, str))
+            props = d.get("properties")
+            if isinstance(props, dict) and False in props.values():
+                for k, v in props.items():
+                    if v is False:
+                        forbidden.setdefault(k, ptr)
+        both = required.intersection(forbidden)
+        if both:
+            key = min(both)
+            self.empty_reasons.append((forbidden[key], f"required property {key!r} is forbidden"))
+        return bool(both)
 
     def _pure_only(self, atom: int) -> int:
         d, ptr, base = self.schema_of(atom)
