@@ -1109,3 +1109,22 @@ def test_dead_choices_are_dropped_before_lowering(compiler: lg.Compiler) -> None
             {"type": "object", "required": ["a"], "dependencies": {"a": {"not": {"required": ["a"]}}}}
         )
     assert "required property 'a' is forbidden" in str(e.value) and e.value.pointer == "/dependencies/a"
+
+
+@pytest.mark.parametrize(
+    ("schema", "pointer", "what"),
+    [
+        ({"properties": {"a": {"enum": [{1, 2}]}}}, "/properties/a/enum/0", "a value of type set"),
+        ({"const": object()}, "/const", "a value of type object"),
+        ({"properties": {"n": {"type": "integer", "minimum": {1}}}}, "/properties/n/minimum", "a value of type set"),
+        ({"enum": [{1: "x"}]}, "/enum/0", "a key of type int (1)"),
+    ],
+)
+def test_python_data_that_is_not_json_is_a_schema_error(
+    compiler: lg.Compiler, schema: dict[str, Any], pointer: str, what: str
+) -> None:
+    # Schemas passed as Python objects may hold what JSON text cannot: a typed error naming
+    # where, not a TypeError from deep inside the lowering.
+    with pytest.raises(lg.SchemaError) as e:
+        compiler.compile_json_schema(schema)
+    assert e.value.pointer == pointer and what in str(e.value)

@@ -882,7 +882,12 @@ class _Lowering:
             v = d[k]
             # Values compare as written (1 and 1.0, true and 1 are different keys): an enum of
             # 1.0 is spelled otherwise than one of 1, and a missed share costs only time.
-            parts.append((k, json.dumps(v, sort_keys=True) if isinstance(v, (list, dict)) else (type(v), v)))
+            if isinstance(v, (list, dict)):
+                try:
+                    v = json.dumps(v, sort_keys=True)
+                except (RecursionError, ValueError, TypeError):  # too deep, or not JSON
+                    return None
+            parts.append((k, (type(v), v)))
         return tuple(parts)
 
     def schema_of(self, atom: int) -> tuple[dict[str, Any], str, str]:
@@ -3650,17 +3655,52 @@ def schema_to_grammar(
             raise SchemaError(f"schema is not valid JSON: {e}", pointer="", code="schema-json") from None
     if not isinstance(schema, (dict, bool)):
         raise SchemaError(f"a schema must be an object or a boolean, got {type(schema).__name__}", pointer="")
-    low = _Lowering(
-        schema,
-        limits=limits,
-        whitespace=whitespace,
-        max_whitespace=max_whitespace,
-        property_order=property_order,
-        strict=strict,
-        lenient=lenient,
-        oneof=oneof,
-    )
-    if schema is True:
-        return Grammar({"root": low.any_value(), **low.rules}), []
-    grammar = low.run(check_empty)
+    try:
+        low = _Lowering(
+            schema,
+            limits=limits,
+            whitespace=whitespace,
+            max_whitespace=max_whitespace,
+            property_order=property_order,
+            strict=strict,
+            lenient=lenient,
+            oneof=oneof,
+        )
+        if schema is True:
+            return Grammar({"root": low.any_value(), **low.rules}), []
+        grammar = low.run(check_empty)
+    except (TypeError, AttributeError):
+        # A schema passed as Python data may hold what JSON cannot (a set, an object, a
+        # non-string key), which fails deep inside the lowering: looked for here, after the
+        # fact, so that JSON schemas pay nothing; any other failure is raised as it is.
+        found = _non_json_value(schema)
+        if found is None:
+            raise
+        pointer, what = found
+        raise SchemaError(f"the schema holds {what}, which is not JSON data", pointer=pointer) from None
     return grammar, list(low.dropped)
+
+
+def _non_json_value(schema: Any) -> tuple[str, str] | None:
+    """The pointer and a description of the first value in ``schema`` that is not JSON data
+    (iterative; containers met twice, as in a cyclic structure, are not walked again)."""
+    stack: list[tuple[Any, str]] = [(schema, "")]
+    seen: set[int] = set()
+    while stack:
+        v, ptr = stack.pop()
+        if v is None or isinstance(v, (str, bool, int, float)):
+            continue
+        if isinstance(v, (dict, list)):
+            if id(v) in seen:
+                continue
+            seen.add(id(v))
+            if isinstance(v, list):
+                stack.extend((x, _ptr_join(ptr, i)) for i, x in enumerate(v))
+                continue
+            for k, x in v.items():
+                if not isinstance(k, str):
+                    return ptr, f"a key of type {type(k).__name__} ({k!r})"
+                stack.append((x, _ptr_join(ptr, k)))
+            continue
+        return ptr, f"a value of type {type(v).__name__}"
+    return None
