@@ -362,6 +362,19 @@ CASES: list[tuple[str, Any, list[Any], list[Any]]] = [
     ),
     ("ref-definitions-pointer", {"definitions": {"a~b": {"type": "string"}}, "$ref": "#/definitions/a~0b"}, ["x"], [1]),
     (
+        "ref-pointer-escapes",
+        {
+            "definitions": {"a/b": {"type": "string"}, "c%d": {"type": "integer"}, "e f~": {"type": "boolean"}},
+            "properties": {
+                "s": {"$ref": "#/definitions/a~1b"},
+                "i": {"$ref": "#/definitions/c%25d"},
+                "b": {"$ref": "#/definitions/e%20f~0"},
+            },
+        },
+        [{"s": "x", "i": 1, "b": True}],
+        [{"s": 1}, {"i": "x"}, {"b": 0}],
+    ),
+    (
         "annotations-ignored",
         {"title": "t", "description": "d", "examples": [1], "default": 2, "$comment": "c", "type": "integer"},
         [1],

@@ -516,7 +516,10 @@ class _Index:
         return hit
 
     def _resolve(self, ref: str, base: str, pointer: str) -> tuple[Any, str, str]:
-        url, frag = urllib.parse.urldefrag(urllib.parse.urljoin(base, ref))
+        if ref.startswith("#") and "#" not in base:
+            url, frag = base, ref[1:]  # what urljoin and urldefrag make of a fragment, directly
+        else:
+            url, frag = urllib.parse.urldefrag(urllib.parse.urljoin(base, ref))
         res = self.resources.get(url)
         if res is None:
             # A full-URI anchor may be registered under its resource even if url has no match.
@@ -533,7 +536,9 @@ class _Index:
         node_ptr = doc_ptr
         node_base = url
         for raw in frag[1:].split("/"):
-            tok = urllib.parse.unquote(raw).replace("~1", "/").replace("~0", "~")
+            tok = urllib.parse.unquote(raw) if "%" in raw else raw
+            if "~" in tok:
+                tok = tok.replace("~1", "/").replace("~0", "~")
             if isinstance(node, dict) and tok in node:
                 node = node[tok]
             elif isinstance(node, list) and tok.isdigit() and int(tok) < len(node):
