@@ -1472,13 +1472,7 @@ class _Lowering:
             f.empty_reason = (ptr or self.where, msg)
 
     def _merge_one(self, f: _Facts, d: dict[str, Any], ptr: str, base: str) -> None:
-        if "type" in d:
-            types = _closure(_types_of(d, ptr))
-            if d.get("nullable") is True:
-                types.add("null")
-            f.types &= types
-        if "$lg_types" in d:
-            f.types &= set(d["$lg_types"])
+        _narrow_types(f.types, d, ptr)
         if "const" in d or "enum" in d:
             vals = [d["const"]] if "const" in d else d["enum"]
             if not isinstance(vals, list):
@@ -1900,13 +1894,7 @@ class _Lowering:
         types = set(_ALL_TYPES)
         for a in pure:
             d, ptr, _ = self.schema_of(a)
-            if "type" in d:
-                ts = _closure(_types_of(d, ptr))
-                if d.get("nullable") is True:
-                    ts.add("null")
-                types &= ts
-            if "$lg_types" in d:
-                types &= set(d["$lg_types"])
+            _narrow_types(types, d, ptr)
         return types
 
     def _types_only_outside(self, alt: frozenset[int], types: set[str]) -> bool:
@@ -3614,6 +3602,18 @@ def _types_of(d: dict[str, Any], ptr: str) -> list[str]:
                 return sorted(_PUBLIC_TYPES)
             raise SchemaError(f"unknown type {x!r}", pointer=_ptr_join(ptr, "type"))
     return ts
+
+
+def _narrow_types(types: set[str], d: dict[str, Any], ptr: str) -> None:
+    """Keeps in ``types`` what the "type" keyword of ``d`` (with "nullable") and its synthetic
+    type set allow."""
+    if "type" in d:
+        allowed = _closure(_types_of(d, ptr))
+        if d.get("nullable") is True:
+            allowed.add("null")
+        types.intersection_update(allowed)
+    if "$lg_types" in d:
+        types.intersection_update(d["$lg_types"])
 
 
 def _closure(types: Iterable[str]) -> set[str]:
