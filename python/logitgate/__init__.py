@@ -1,8 +1,8 @@
 """logitgate: structured output for LLMs, invalid by construction.
 
-Compile a grammar (GBNF, regex, choice list; JSON Schema next) for a tokenizer's vocabulary,
-then per decoding step fill a token bitmask, apply it to the logits, sample, and accept the
-token::
+Compile a structure (JSON Schema, Pydantic model, GBNF grammar, regex or choice list) for a
+tokenizer's vocabulary, then per decoding step fill a token bitmask, apply it to the logits,
+sample, and accept the token (or let ``lg.generate`` run that loop)::
 
     import logitgate as lg
     vocab = lg.Vocabulary.from_huggingface(tokenizer)
@@ -23,10 +23,12 @@ from .errors import (
     GrammarError,
     LimitExceeded,
     LogitgateError,
+    OutputValidationError,
     SchemaError,
     TokenRejected,
     TruncatedOutput,
     UnsupportedSchemaError,
+    UsageError,
     VocabularyError,
 )
 from .limits import Limits
@@ -42,10 +44,12 @@ __all__ = [
     "Limits",
     "LogitgateError",
     "Matcher",
+    "OutputValidationError",
     "SchemaError",
     "TokenRejected",
     "TruncatedOutput",
     "UnsupportedSchemaError",
+    "UsageError",
     "Vocabulary",
     "VocabularyError",
     "allocate_mask",

@@ -170,11 +170,14 @@ class Compiler:
         return compiled
 
     def compile_pydantic(self, model: Any, **options: Any) -> CompiledGrammar:
-        """Compiles a Pydantic v2 model class through its JSON Schema."""
-        schema_fn = getattr(model, "model_json_schema", None)
-        if schema_fn is None:
-            raise TypeError(f"compile_pydantic needs a Pydantic v2 model class, got {model!r}")
-        return self.compile_json_schema(schema_fn(), **options)
+        """Compiles a Pydantic v2 model class through its JSON Schema, narrowed where Pydantic's
+        validation is stricter than the schema it prints (datetimes, durations, decimals, UUID
+        versions, IP formats: see :mod:`logitgate.frontends.pydantic`). Options as for
+        :meth:`compile_json_schema` (whose default is not ``strict``; :func:`~logitgate.generate`
+        compiles Pydantic models ``strict``)."""
+        from .frontends.pydantic import pydantic_schema
+
+        return self.compile_json_schema(pydantic_schema(model), **options)
 
     def compile_choice(self, choices: Sequence[str | bytes]) -> CompiledGrammar:
         """The output is exactly one of ``choices``."""

@@ -11,18 +11,25 @@ Families:
   ``value``).
 - :class:`TokenRejected` raised only by helpers that demand acceptance; the hot-path
   ``Matcher.accept`` returns ``False`` instead and leaves the state unchanged.
+- :class:`UsageError`    an argument is out of its documented range (``top_p=2``...).
+- :class:`OutputValidationError` a generated text matched the grammar but a validation the
+  grammar cannot express (a Pydantic validator, ``max_digits``...) rejected it.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 __all__ = [
     "GrammarError",
     "LimitExceeded",
     "LogitgateError",
+    "OutputValidationError",
     "SchemaError",
     "TokenRejected",
     "TruncatedOutput",
     "UnsupportedSchemaError",
+    "UsageError",
     "VocabularyError",
 ]
 
@@ -133,3 +140,22 @@ class TruncatedOutput(LogitgateError):
     def __init__(self, text: str, message: str = "") -> None:
         self.text = text
         super().__init__(message or f"output truncated at max_tokens before the grammar completed: {text[:80]!r}")
+
+
+class UsageError(LogitgateError, ValueError):
+    """An argument is outside its documented range (``top_p=2``, ``max_tokens=0``...)."""
+
+    code = "usage"
+
+
+class OutputValidationError(LogitgateError, ValueError):
+    """A complete output that the structure's own validation rejects: a Pydantic model's
+    validators (or ``max_digits``, ``PastDate``...) check more than its JSON Schema can say.
+    ``text`` is the output; ``errors`` the validator's error list (Pydantic's ``errors()``)."""
+
+    code = "output-invalid"
+
+    def __init__(self, text: str, message: str, errors: list[Any] | None = None) -> None:
+        self.text = text
+        self.errors = errors or []
+        super().__init__(message)

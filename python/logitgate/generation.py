@@ -27,23 +27,32 @@ first use).
 from __future__ import annotations
 
 import bisect
+import codecs
 import inspect
 import json
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import torch
 
 from .compiler import CompiledGrammar, Compiler
-from .errors import LogitgateError, TokenRejected, TruncatedOutput
+from .errors import LogitgateError, OutputValidationError, TokenRejected, TruncatedOutput, UsageError
 from .integrations.transformers import vocabulary_for
 from .masks import allocate_mask, mask_to_bool
 from .vocabulary import Vocabulary
 
-__all__ = ["GenerationResult", "Timings", "TraceStep", "compiler_for", "forced_tokens", "generate"]
+__all__ = [
+    "GenerationResult",
+    "Timings",
+    "TraceStep",
+    "compiler_for",
+    "forced_tokens",
+    "generate",
+    "validate_pydantic",
+]
 
 _COMPILERS: weakref.WeakKeyDictionary[Vocabulary, Compiler] = weakref.WeakKeyDictionary()
 _PREFIX_INDEX: weakref.WeakKeyDictionary[Vocabulary, _TokenPrefixIndex] = weakref.WeakKeyDictionary()
@@ -54,12 +63,18 @@ _UNSET: Any = object()
 class Timings:
     """Wall-clock seconds.
 
-    ``first_token_s``: from the start of decoding (prompt prefill included, compile excluded) to
-    the first output token. ``per_token_s``: mean time per output token after the first.
-    ``mask_s_total``: filling and applying masks. ``model_s_total``: forward passes.
+    ``vocab_s``: building the model's :class:`~logitgate.Vocabulary` (once per tokenizer; ~0
+    when cached). ``compile_s``: compiling the structure (excluding the vocabulary).
+    ``prefill_s``: the first forward pass, over the prompt. ``first_token_s``: from the start
+    of decoding (prefill included, compile excluded) to the first output token.
+    ``per_token_s``: mean time per output token after the first (prefill excluded).
+    ``mask_s_total``: filling and applying masks. ``model_s_total``: forward passes (prefill
+    included).
     """
 
+    vocab_s: float = 0.0
     compile_s: float = 0.0
+    prefill_s: float = 0.0
     first_token_s: float = 0.0
     per_token_s: float = 0.0
     mask_s_total: float = 0.0
@@ -121,10 +136,54 @@ class GenerationResult:
             if self.kind == "json":
                 self._value = json.loads(self.text)
             elif self.kind == "pydantic":
-                self._value = self._pydantic_model.model_validate_json(self.text)
+                self._value = validate_pydantic(self._pydantic_model, self.text)
             else:
                 self._value = None
         return self._value
+
+
+def validate_pydantic(model: Any, text: str) -> Any:
+    """``model.model_validate_json(text)``, with Pydantic's ``ValidationError`` raised as
+    :class:`~logitgate.OutputValidationError` (carrying ``text``): the grammar enforces the
+    model's JSON Schema, not its validators (see :mod:`logitgate.frontends.pydantic`)."""
+    from pydantic import ValidationError
+
+    try:
+        return model.model_validate_json(text)
+    except ValidationError as e:
+        errors: list[Any] = list(e.errors())
+        first = errors[0] if errors else {}
+        where = ".".join(str(x) for x in first.get("loc", ())) or "value"
+        raise OutputValidationError(
+            text,
+            f"the output matches {model.__name__}'s schema but its validation rejects it: "
+            f"{where}: {first.get('msg', e)} ({len(errors)} error(s))",
+            errors,
+        ) from None
+
+
+class _TextStream:
+    """Hands a callback the output text as it grows: whole UTF-8 characters only, and, with stop
+    strings, never the characters a stop string could still cut away (the last
+    ``longest stop - 1``). The output's bytes only grow (jump-forward's replacement of the last
+    sampled token spells the same bytes and more), so each call sends a suffix."""
+
+    def __init__(self, callback: Callable[[str], None], stop: Sequence[str] | None) -> None:
+        self._callback = callback
+        self._hold = max((len(x) for x in stop or () if x), default=1) - 1
+        self._sent = 0
+
+    def update(self, data: bytes) -> None:
+        text = codecs.getincrementaldecoder("utf-8")("replace").decode(data)  # drops a partial char
+        self._send(text, len(text) - self._hold)
+
+    def finish(self, text: str) -> None:
+        self._send(text, len(text))
+
+    def _send(self, text: str, upto: int) -> None:
+        if upto > self._sent:
+            self._callback(text[self._sent : upto])
+            self._sent = upto
 
 
 class _TokenPrefixIndex:
@@ -305,7 +364,11 @@ def _sample(logits: torch.Tensor, temperature: float, top_p: float, gen: torch.G
     if top_p < 1.0:
         sorted_p, order = torch.sort(probs, descending=True)
         cum = torch.cumsum(sorted_p, dim=-1)
-        sorted_p[(cum - sorted_p) >= top_p] = 0.0  # keep the smallest head reaching top_p
+        # Keep the smallest head reaching top_p, and always the most likely token: top_p=0
+        # samples greedily instead of leaving no token at all.
+        drop = (cum - sorted_p) >= top_p
+        drop[0] = False
+        sorted_p[drop] = 0.0
         probs = torch.zeros_like(probs).scatter_(0, order, sorted_p)
     return int(torch.multinomial(probs, 1, generator=gen))
 
@@ -331,26 +394,32 @@ def generate(
     parse: bool = False,
     trace: bool = False,
     schema_options: dict[str, Any] | None = None,
+    on_token: Callable[[TraceStep], None] | None = None,
+    on_text: Callable[[str], None] | None = None,
 ) -> GenerationResult:
     """Generates text from ``model`` that matches at most one given structure.
 
     ``prompt`` is a string (sent as one user message through the chat template, unless ``raw``
     or the tokenizer has none) or a list of ``{"role", "content"}`` messages. ``temperature=0``
-    is greedy; otherwise temperature, then top-p, apply to the masked logits; ``seed`` makes
-    sampling reproducible. ``stop`` strings end generation (the text is cut before them).
+    is greedy; otherwise temperature, then top-p, apply to the masked logits (``top_p=0`` keeps
+    only the most likely token: greedy); ``seed`` makes sampling reproducible. ``stop`` strings
+    end generation (the text is cut before them).
     JSON Schema / Pydantic output is compact JSON unless ``schema_options`` (passed to
     :meth:`~logitgate.Compiler.compile_json_schema`) says otherwise.
     ``parse=True`` computes :attr:`GenerationResult.value` at once (raising
     :class:`~logitgate.TruncatedOutput` on truncated output). Without a structure the
     generation is unconstrained. ``trace=True`` records every output token with its mask's
-    allowed count.
+    allowed count. Streaming: ``on_token`` is called with each output token's
+    :class:`TraceStep` as it is generated (forced tokens included), ``on_text`` with each new
+    piece of the output text (whole characters; text a stop string may still cut is held back).
+    Arguments out of range raise :class:`~logitgate.UsageError` before anything runs.
     """
-    if max_tokens < 1:
-        raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
+    _check_arguments(max_tokens, temperature, top_p)
     t_start = time.perf_counter()
     vocab = vocabulary_for(model, tokenizer)
+    t_vocab = time.perf_counter()
     compiled, kind = _compile(vocab, json_schema, pydantic, regex, ebnf, choice, grammar, schema_options)
-    timings = Timings(compile_s=time.perf_counter() - t_start)
+    timings = Timings(vocab_s=t_vocab - t_start, compile_s=time.perf_counter() - t_vocab)
     table = vocab.table
     eos = _eos_ids(model, tokenizer, vocab)
     ids_prompt = prompt_ids(tokenizer, prompt, raw=raw)
@@ -372,11 +441,21 @@ def generate(
     stop_cut: int | None = None
     past: Any = None
     cache_kw = _cache_keyword(model)
+    count_allowed = trace or on_token is not None
+    text_stream = _TextStream(on_text, stop) if on_text is not None else None
+
+    def record(tok: int, allowed: int, forced: bool) -> None:
+        if count_allowed:
+            st = TraceStep(len(steps), tok, _tok_text(table, tok), allowed, forced)
+            steps.append(st)
+            if on_token is not None:
+                on_token(st)
+        if text_stream is not None:
+            text_stream.update(table.decode(out))
 
     def record_forced(new: list[int]) -> None:
-        if trace:
-            for tok in new:
-                steps.append(TraceStep(len(steps), tok, _tok_text(table, tok), -1, True))
+        for tok in new:
+            record(tok, -1, True)
 
     if m is not None and jump_forward:
         first, _ = forced_tokens(m, vocab, tokenizer, max_tokens)
@@ -406,6 +485,8 @@ def generate(
         # masked_fill_ may not modify outside inference mode.
         logits = res.logits[0, -1].to(torch.float32, copy=True)
         timings.model_s_total += time.perf_counter() - t0
+        if passes == 0:
+            timings.prefill_s = time.perf_counter() - t0
         passes += 1
         allowed = -1
         if m is not None:
@@ -416,7 +497,7 @@ def generate(
                 keep = torch.nn.functional.pad(keep, (0, logits.shape[-1] - keep.shape[0]))
             logits.masked_fill_(~keep.to(logits.device), float("-inf"))
             timings.mask_s_total += time.perf_counter() - t0
-            if trace:
+            if count_allowed:
                 allowed = int(keep.sum())
             if not bool(torch.isfinite(logits).any()):
                 raise LogitgateError(
@@ -429,8 +510,7 @@ def generate(
         if m is not None and not m.accept(tok):
             raise TokenRejected(f"sampled token {tok} was rejected after masking", code="internal")
         out.append(tok)
-        if trace:
-            steps.append(TraceStep(len(steps), tok, _tok_text(table, tok), allowed, False))
+        record(tok, allowed, False)
         if tok in eos and (m is None or m.is_terminated()):
             finish = "stop"
             break
@@ -462,10 +542,14 @@ def generate(
         complete = m.is_complete()
     else:
         complete = finish == "stop"
+    if text_stream is not None:
+        text_stream.finish(text)
     timings.total_s = t_end - t_start
     timings.first_token_s = (first_token_at or t_end) - t_dec
     if len(out) > 1 and first_token_at is not None:
         timings.per_token_s = (t_end - first_token_at) / (len(out) - 1)
+    if not trace:
+        steps = []  # recorded for on_token only
     result = GenerationResult(
         text=text,
         finish_reason=finish,
@@ -483,6 +567,15 @@ def generate(
     if parse:
         _ = result.value
     return result
+
+
+def _check_arguments(max_tokens: int, temperature: float, top_p: float) -> None:
+    if not isinstance(max_tokens, int) or max_tokens < 1:
+        raise UsageError(f"max_tokens must be an integer >= 1, got {max_tokens!r}")
+    if not temperature >= 0:  # also refuses NaN
+        raise UsageError(f"temperature must be >= 0 (0 = greedy), got {temperature!r}")
+    if not 0 <= top_p <= 1:
+        raise UsageError(f"top_p must be in [0, 1] (0 = greedy), got {top_p!r}")
 
 
 def _cache_keyword(model: Any) -> str:

@@ -10,6 +10,7 @@ import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -222,6 +223,81 @@ def test_generate_json_schema(smol: tuple[Any, Any]) -> None:
         _ = t.value
 
 
+def test_top_p_zero_samples_greedily(smol: tuple[Any, Any]) -> None:
+    """top_p=0 keeps the most likely token (it used to leave none: torch's "invalid
+    multinomial distribution")."""
+    kw: dict[str, Any] = {"regex": r"[a-z]{2,8}( [a-z]{2,8}){1,3}", "max_tokens": 12}
+    greedy = lg.generate(*smol, "Say something.", **kw)
+    sampled = lg.generate(*smol, "Say something.", temperature=1.5, top_p=0.0, seed=3, **kw)
+    assert sampled.token_ids == greedy.token_ids
+
+
+@pytest.mark.parametrize(
+    ("kw", "message"),
+    [
+        ({"top_p": 1.5}, "top_p must be in"),
+        ({"top_p": -0.1}, "top_p must be in"),
+        ({"temperature": -1.0}, "temperature must be >= 0"),
+        ({"temperature": float("nan")}, "temperature must be >= 0"),
+        ({"max_tokens": 0}, "max_tokens must be an integer >= 1"),
+    ],
+)
+def test_arguments_out_of_range_are_usage_errors(smol: tuple[Any, Any], kw: dict[str, Any], message: str) -> None:
+    with pytest.raises(lg.UsageError, match=message) as e:
+        lg.generate(*smol, "x", regex="a", **kw)
+    assert e.value.code == "usage" and isinstance(e.value, ValueError)
+
+
+def test_streaming_callbacks(smol: tuple[Any, Any]) -> None:
+    """on_text pieces add up to the text (jump-forward's merged tokens included, stop strings
+    held back and cut); on_token sees the trace as it is made."""
+    _needs_json_schema()
+    schema_file = Path(__file__).resolve().parents[2] / "examples" / "order.json"
+    pieces: list[str] = []
+    steps: list[Any] = []
+    r = lg.generate(
+        *smol,
+        "Order #4821 for widget and gadget is now shipped.",
+        json_schema=json.loads(schema_file.read_text()),
+        trace=True,
+        on_text=pieces.append,
+        on_token=steps.append,
+    )
+    assert r.complete and r.forced_tokens > 0 and len(pieces) > 3
+    assert "".join(pieces) == r.text and steps == r.trace
+    pieces.clear()
+    # A long stop string that never comes makes the stream hold back its length - 1 characters.
+    stop = ["5", "a stop string never written"]
+    s = lg.generate(*smol, "Count from 1 to 20 separated by commas.", max_tokens=40, stop=stop, on_text=pieces.append)
+    assert s.finish_reason == "stop" and "".join(pieces) == s.text and "5" not in s.text
+    assert s.trace == []  # recorded only when asked for
+
+
+def test_timings_report_vocabulary_and_prefill_apart(smol: tuple[Any, Any]) -> None:
+    r = lg.generate(*smol, "A phone number?", regex=r"[0-9]{3}-[0-9]{4}")
+    t = r.timings
+    assert 0 < t.prefill_s < t.model_s_total and t.prefill_s < t.first_token_s
+    assert t.vocab_s >= 0 and t.compile_s > 0 and t.vocab_s + t.compile_s < t.total_s
+
+
+def test_pydantic_validator_failure_is_typed(smol: tuple[Any, Any]) -> None:
+    from pydantic import BaseModel, field_validator
+
+    class Never(BaseModel):
+        n: int
+
+        @field_validator("n")
+        @classmethod
+        def _never(cls, v: int) -> int:
+            raise ValueError("never valid")
+
+    r = lg.generate(*smol, "A number as JSON.", pydantic=Never, max_tokens=12)
+    assert r.complete
+    with pytest.raises(lg.OutputValidationError) as e:
+        _ = r.value
+    assert e.value.text == r.text and "never valid" in str(e.value)
+
+
 def test_generate_pydantic(smol: tuple[Any, Any]) -> None:
     _needs_json_schema()
     from pydantic import BaseModel, Field
@@ -311,17 +387,83 @@ def test_logits_processor_single_grammar_broadcast(smol: tuple[Any, Any], vocab:
 @pytest.fixture
 def cli_model(smol: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     import logitgate.models
+    from logitgate.integrations.transformers import logits_width
 
-    monkeypatch.setattr(logitgate.models, "load_model", lambda path=None, dtype=None, quiet=False: smol)
+    model, tok = smol
+    monkeypatch.setattr(logitgate.models, "load_tokenizer", lambda path=None, quiet=False: tok)
+    monkeypatch.setattr(logitgate.models, "config_logits_width", lambda path=None: logits_width(model))
+    monkeypatch.setattr(logitgate.models, "load_model", lambda path=None, dtype=None, quiet=False, tokenizer=None: smol)
 
 
 def test_cli_generate_choice(cli_model: None, capsys: pytest.CaptureFixture[str]) -> None:
     from logitgate.cli.main import main
 
-    rc = main(["generate", "--choice", "yes,no", "--stats", "--trace", "Is the sky blue?"])
+    rc = main(["generate", "--choice", "yes, no", "--trace", "Is the sky blue?"])
     out, err = capsys.readouterr()
-    assert rc == 0 and out.strip() in {"yes", "no"}
-    assert "mask overhead" in err and "tokens/s" in err and "forced" in err and "allowed" in err
+    assert rc == 0 and out.strip() in {"yes", "no"}  # the space after the comma is not part of "no"
+    assert "allowed" in err
+
+
+def test_cli_generate_stats(cli_model: None, capsys: pytest.CaptureFixture[str]) -> None:
+    from logitgate.cli.main import main
+
+    rc = main(["generate", "--regex", "[0-9]{3}-[0-9]{4}", "--stats", "A phone number?"])
+    out, err = capsys.readouterr()
+    assert rc == 0 and re.fullmatch(r"[0-9]{3}-[0-9]{4}\n", out)
+    assert "mask overhead" in err and "tokens/s" in err and "forced" in err
+    # Progress while loading; the vocabulary and the prefill reported apart from compile and decoding.
+    assert "logitgate: loading the model..." in err and "logitgate: compiled --regex" in err
+    assert "stats: tokenizer" in err and "vocabulary" in err and "(vocabulary excluded)" in err
+    assert re.search(r"stats: prefill +[0-9.]+ ms \(prompt [0-9]+ tokens\)", err)
+    assert "tokens/s" in err and "(prefill excluded)" in err
+
+
+def test_cli_streams_the_output_and_the_trace(cli_model: None, capsys: pytest.CaptureFixture[str]) -> None:
+    """--stream writes each piece of text as it is generated, and --trace each step, both before
+    generate() returns (seen through the callbacks, which the CLI must pass)."""
+    import logitgate.cli.main as cli
+
+    seen: list[tuple[str, str]] = []
+    real = lg.generate
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        on_text, on_token = kwargs["on_text"], kwargs["on_token"]
+        kwargs["on_text"] = lambda piece: (seen.append(("text", piece)), on_text(piece))
+        kwargs["on_token"] = lambda st: (seen.append(("step", st.text)), on_token(st))
+        return real(*args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(lg, "generate", spy)
+        rc = cli.main(["generate", "--regex", "[0-9]{3}-[0-9]{4}", "--stream", "--trace", "-q", "A phone number?"])
+    out, err = capsys.readouterr()
+    assert rc == 0 and re.fullmatch(r"[0-9]{3}-[0-9]{4}\n", out)
+    assert "".join(p for kind, p in seen if kind == "text") == out.strip()
+    assert [k for k, _ in seen].count("step") == len(re.findall(r"^step ", err, re.M)) > 1
+    assert err.startswith("step ")  # -q: no progress lines
+
+
+def test_cli_pydantic_validation_failure_is_typed(
+    cli_model: None, capsys: pytest.CaptureFixture[str], tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A validator the grammar cannot express rejects the output: exit 4, one line, the text."""
+    from logitgate.cli.main import EXIT_INVALID_OUTPUT, main
+
+    (tmp_path / "never_valid.py").write_text(
+        "import pydantic\n"
+        "class Answer(pydantic.BaseModel):\n"
+        "    n: int = pydantic.Field(ge=0, le=9)\n"
+        "    @pydantic.field_validator('n')\n"
+        "    @classmethod\n"
+        "    def _never(cls, v):\n"
+        "        raise ValueError('no number is good enough')\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    rc = main(["generate", "--pydantic", "never_valid:Answer", "-q", "A digit?"])
+    out, err = capsys.readouterr()
+    first, text = err.strip().splitlines()
+    assert rc == EXIT_INVALID_OUTPUT == 4 and out == "" and "Traceback" not in err
+    assert first.startswith("logitgate: error [output-invalid]: the output matches Answer's schema")
+    assert "n: Value error, no number is good enough" in first and re.fullmatch(r'\{"n":[0-9]\}', text)
 
 
 def test_cli_generate_grammar_file(cli_model: None, capsys: pytest.CaptureFixture[str], tmp_path: Any) -> None:
@@ -345,8 +487,6 @@ def test_cli_generate_truncated(cli_model: None, capsys: pytest.CaptureFixture[s
 
 def test_cli_generate_schema(cli_model: None, capsys: pytest.CaptureFixture[str]) -> None:
     _needs_json_schema()
-    from pathlib import Path
-
     from logitgate.cli.main import main
 
     schema_file = Path(__file__).resolve().parents[2] / "examples" / "order.json"
