@@ -19,7 +19,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["cache_dir", "default_gguf_path", "load_default_model", "load_model", "set_threads"]
+__all__ = [
+    "cache_dir",
+    "config_logits_width",
+    "default_gguf_path",
+    "load_default_model",
+    "load_model",
+    "load_tokenizer",
+    "model_folder",
+    "set_threads",
+]
 
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 CACHE_NAME = "smollm2-135m-instruct"
@@ -91,53 +100,78 @@ def _quiet_transformers() -> None:
     hf_logging.disable_progress_bar()
 
 
-def _load_folder(folder: Path, dtype: Any) -> tuple[Any, Any]:
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+def _load_folder(folder: Path, dtype: Any, tokenizer: Any = None) -> tuple[Any, Any]:
+    from transformers import AutoModelForCausalLM
 
     _quiet_transformers()
-
-    tok = AutoTokenizer.from_pretrained(str(folder))
+    tok = load_tokenizer(folder) if tokenizer is None else tokenizer
     model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=dtype).eval()
     return model, tok
+
+
+def _converted(gguf: Path, dest: Path, quiet: bool) -> Path:
+    """``dest``, after converting ``gguf`` into it unless an earlier run did."""
+    if not (dest / _DONE_MARKER).is_file():
+        if not quiet:
+            print(f"logitgate: converting {gguf.name} once to {dest} (about 20 s)...", file=sys.stderr)
+        t0 = time.perf_counter()
+        _convert_gguf(gguf, dest)
+        if not quiet:
+            print(f"logitgate: converted in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    return dest
+
+
+def model_folder(path: str | os.PathLike[str] | None = None, quiet: bool = False) -> Path:
+    """The transformers folder to load for ``path``: the folder itself, the cached conversion
+    of a GGUF file (converted once, keyed by file name and size), or of the embedded default
+    when ``path`` is None. Raises ``FileNotFoundError`` for anything else."""
+    if path is None:
+        return _converted(default_gguf_path(), cache_dir() / CACHE_NAME, quiet)
+    p = Path(path).expanduser()
+    if p.is_dir():
+        return p
+    if p.is_file() and p.suffix == ".gguf":
+        return _converted(p, cache_dir() / f"gguf-{p.stem}-{p.stat().st_size}", quiet)
+    what = "no such file or folder" if not p.exists() else "not a transformers model folder or a .gguf file"
+    raise FileNotFoundError(f"{p}: {what}")
+
+
+def load_tokenizer(path: str | os.PathLike[str] | None = None, quiet: bool = False) -> Any:
+    """The tokenizer of the model :func:`load_model` would load for ``path`` (no weights are
+    read, except for a GGUF file's one-time conversion)."""
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(model_folder(path, quiet=quiet)))
+
+
+def config_logits_width(path: str | os.PathLike[str] | None = None) -> int | None:
+    """The logits width that the model's config announces (``vocab_size``), read without the
+    weights; ``None`` when the config does not say. :func:`~logitgate.integrations.transformers.
+    logits_width` on the loaded model is the authority (the two agree for ordinary models)."""
+    from transformers import AutoConfig
+
+    config = AutoConfig.from_pretrained(str(model_folder(path, quiet=True)))
+    if hasattr(config, "get_text_config"):
+        config = config.get_text_config()
+    width = getattr(config, "vocab_size", None)
+    return int(width) if isinstance(width, int) else None
 
 
 def load_default_model(dtype: Any = None, quiet: bool = False) -> tuple[Any, Any]:
     """``(model, tokenizer)`` for SmolLM2-135M-Instruct, converting the embedded GGUF to the
     cache on first use (a progress message goes to stderr). ``dtype`` defaults to bfloat16,
     the faster choice on CPUs."""
-    import torch
-
-    set_threads()
-    dtype = torch.bfloat16 if dtype is None else dtype
-    dest = cache_dir() / CACHE_NAME
-    if not (dest / _DONE_MARKER).is_file():
-        gguf = default_gguf_path()
-        if not quiet:
-            print(f"logitgate: converting the embedded model once to {dest} (about 20 s)...", file=sys.stderr)
-        t0 = time.perf_counter()
-        _convert_gguf(gguf, dest)
-        if not quiet:
-            print(f"logitgate: converted in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
-    return _load_folder(dest, dtype)
+    return load_model(None, dtype=dtype, quiet=quiet)
 
 
-def load_model(path: str | os.PathLike[str] | None = None, dtype: Any = None, quiet: bool = False) -> tuple[Any, Any]:
+def load_model(
+    path: str | os.PathLike[str] | None = None, dtype: Any = None, quiet: bool = False, tokenizer: Any = None
+) -> tuple[Any, Any]:
     """``(model, tokenizer)`` from a local transformers folder, a GGUF file (converted once into
-    the cache, keyed by file name and size), or the embedded default when ``path`` is None."""
+    the cache, keyed by file name and size), or the embedded default when ``path`` is None.
+    A ``tokenizer`` already loaded (:func:`load_tokenizer`) is returned as it is."""
     import torch
 
-    if path is None:
-        return load_default_model(dtype=dtype, quiet=quiet)
     set_threads()
-    dtype = torch.bfloat16 if dtype is None else dtype
-    p = Path(path).expanduser()
-    if p.is_dir():
-        return _load_folder(p, dtype)
-    if p.is_file() and p.suffix == ".gguf":
-        dest = cache_dir() / f"gguf-{p.stem}-{p.stat().st_size}"
-        if not (dest / _DONE_MARKER).is_file():
-            if not quiet:
-                print(f"logitgate: converting {p.name} once to {dest}...", file=sys.stderr)
-            _convert_gguf(p, dest)
-        return _load_folder(dest, dtype)
-    raise FileNotFoundError(f"{p}: not a transformers model folder or a .gguf file")
+    folder = model_folder(path, quiet=quiet)
+    return _load_folder(folder, torch.bfloat16 if dtype is None else dtype, tokenizer)

@@ -39,9 +39,9 @@ from ..errors import TokenRejected
 from ..masks import allocate_mask, fill_masks, mask_to_bool
 from ..vocabulary import Vocabulary
 
-__all__ = ["GrammarLogitsProcessor", "logits_width", "vocabulary_for"]
+__all__ = ["GrammarLogitsProcessor", "logits_width", "vocabulary_for", "vocabulary_for_width"]
 
-_VOCABS: weakref.WeakKeyDictionary[Any, dict[int, Vocabulary]] = weakref.WeakKeyDictionary()
+_VOCABS: weakref.WeakKeyDictionary[Any, dict[int | None, Vocabulary]] = weakref.WeakKeyDictionary()
 
 
 def logits_width(model: Any) -> int:
@@ -61,7 +61,12 @@ def vocabulary_for(model: Any, tokenizer: Any) -> Vocabulary:
     """A :class:`~logitgate.Vocabulary` for ``tokenizer`` sized to ``model``'s logits width.
 
     Cached per tokenizer object and width (building one takes ~0.5 s on a 50k vocabulary)."""
-    width = logits_width(model)
+    return vocabulary_for_width(tokenizer, logits_width(model))
+
+
+def vocabulary_for_width(tokenizer: Any, width: int | None) -> Vocabulary:
+    """:func:`vocabulary_for` before the model is loaded, given its logits width (the same
+    cache: the vocabulary built here is the one ``vocabulary_for`` returns later)."""
     try:
         per_tok = _VOCABS.setdefault(tokenizer, {})
     except TypeError:  # not weak-referenceable: no cache
