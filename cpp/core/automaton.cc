@@ -128,7 +128,8 @@ void Automaton::ComputeByteClasses() {
 int32_t Automaton::NewState() {
   if (static_cast<int64_t>(bytes_.size()) >= limits_.max_automaton_states) {
     throw CoreError::Limit("max_automaton_states", limits_.max_automaton_states,
-                           "the grammar's automaton is too large (large bounded repetitions?)");
+                           "the grammar needs more automaton states (about one per byte of its literals, "
+                           "enum values and unrolled repetitions)");
   }
   bytes_.emplace_back(&arena_);
   eps_.emplace_back(&arena_);
@@ -852,7 +853,8 @@ void Automaton::Determinize() {
     const size_t base = out_bytes.size();
     if (static_cast<int64_t>(base + states_of[r].size()) > limits_.max_automaton_states) {
       throw CoreError::Limit("max_automaton_states", limits_.max_automaton_states,
-                             "the grammar's automaton is too large (large bounded repetitions?)");
+                             "the grammar needs more automaton states (about one per byte of its literals, "
+                             "enum values and unrolled repetitions)");
     }
     for (size_t k = 0; k < states_of[r].size(); ++k) remap[states_of[r][k]] = static_cast<int32_t>(base + k);
     for (int32_t s : states_of[r]) {

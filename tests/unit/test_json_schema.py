@@ -797,6 +797,63 @@ def test_nesting_limit() -> None:
     assert e.value.limit == "max_nesting"
 
 
+@pytest.mark.parametrize("depth", [2000, 5000])
+def test_nesting_limit_for_schema_text(depth: int) -> None:
+    """Deeply nested schema text is valid JSON: the error is the nesting limit, not a JSON
+    syntax error (Python's parser recursing out at about 1,000 levels said "not valid JSON")."""
+    text = '{"description": "[[{ \\" ", "items": ' * depth + "{}" + "}" * depth
+    with pytest.raises(lg.LimitExceeded) as e:
+        schema_to_grammar(text, limits=lg.Limits(max_nesting=200))
+    assert e.value.limit == "max_nesting" and f"nested {depth + 1} levels deep" in str(e.value)
+
+
+def test_schema_text_deeper_than_the_json_parser() -> None:
+    text = '{"items": ' * 5000 + "{}" + "}" * 5000
+    with pytest.raises(lg.SchemaError) as e:
+        schema_to_grammar(text, limits=lg.Limits(max_nesting=10_000))
+    assert e.value.code == "schema-too-deep" and "not valid JSON" not in str(e.value)
+
+
+@pytest.mark.parametrize("lenient", [False, True])
+@pytest.mark.parametrize(
+    ("schema", "pointer"),
+    [
+        ({"type": "string", "pattern": "[z-a]"}, "/pattern"),
+        ({"type": "string", "pattern": "(ab"}, "/pattern"),
+        ({"type": "object", "patternProperties": {"x{2,1}": {}}}, "/patternProperties/x{2,1}"),
+    ],
+)
+def test_an_invalid_pattern_is_invalid_not_unsupported(
+    compiler: lg.Compiler, schema: dict[str, Any], pointer: str, lenient: bool
+) -> None:
+    """A pattern with a syntax error makes the schema invalid: raised, even when lenient (which
+    drops only what is valid but unsupported)."""
+    with pytest.raises(lg.SchemaError) as e:
+        compiler.compile_json_schema(schema, lenient=lenient)
+    assert not isinstance(e.value, lg.UnsupportedSchemaError)
+    assert e.value.code == "schema-invalid-pattern" and e.value.pointer == pointer
+    assert "invalid" in str(e.value) and "regex syntax error" in str(e.value)
+
+
+def test_an_unsupported_pattern_is_unsupported(compiler: lg.Compiler) -> None:
+    schema = {"type": "string", "pattern": "^(?=a)ab$"}
+    with pytest.raises(lg.UnsupportedSchemaError) as e:
+        compiler.compile_json_schema(schema)
+    assert e.value.keyword == "pattern" and "lookahead" in str(e.value)
+    assert compiler.compile_json_schema(schema, lenient=True).dropped[0].startswith("/pattern: pattern: ")
+
+
+def test_automaton_limit_message_does_not_guess_a_cause() -> None:
+    """A large enum hits max_automaton_states: the message says what takes states, and does not
+    blame repetitions the schema does not have."""
+    vocab = lg.Vocabulary.from_tokens([bytes([i]) for i in range(256)])
+    small = lg.Compiler(vocab, limits=lg.Limits(max_automaton_states=2_000))
+    with pytest.raises(lg.LimitExceeded) as e:
+        small.compile_json_schema({"enum": [f"value-{i:05d}" for i in range(1_500)]})
+    assert e.value.limit == "max_automaton_states"
+    assert "repetitions?" not in str(e.value) and "enum values" in str(e.value)
+
+
 def test_deep_recursion_via_refs_is_not_python_recursion(compiler: lg.Compiler) -> None:
     schema = {"$defs": {"l": {"type": "array", "items": {"$ref": "#/$defs/l"}}}, "$ref": "#/$defs/l"}
     g = compiler.compile_json_schema(schema, whitespace="compact")

@@ -776,6 +776,15 @@ class _Lowering:
         if entry not in self.dropped:
             self.dropped.append(entry)
 
+    def pattern_not_lowered(self, keyword: str, e: GrammarError, pointer: str) -> None:
+        """A pattern the regex frontend refused: a syntax error makes the schema invalid (raised
+        even when lenient: nothing valid is dropped); a construct it cannot lower is
+        unsupported."""
+        first = e.message.splitlines()[0]
+        if e.code == "regex-syntax":
+            raise SchemaError(f"invalid {keyword} regex: {first}", pointer=pointer, code="schema-invalid-pattern")
+        self.unsupported(keyword, f"pattern not lowered: {first}", pointer)
+
     def ws(self) -> Node:
         if self.compact:
             return EMPTY
@@ -2558,7 +2567,7 @@ class _Lowering:
             try:
                 node, _ = regex_to_node(p, self.limits, anchored_search=True)
             except GrammarError as e:
-                self.unsupported("pattern", f"pattern not lowered: {e.message.splitlines()[0]}", ptr)
+                self.pattern_not_lowered("pattern", e, ptr)
                 continue
             contents.append((node, "pattern", ptr))
         for fmt, ptr in f.formats:
@@ -3202,7 +3211,7 @@ class _Lowering:
             try:
                 cp_node, _ = regex_to_node(pattern[0], self.limits, anchored_search=True)
             except GrammarError as e:
-                self.unsupported("patternProperties", f"pattern not lowered: {e.message.splitlines()[0]}", pattern[1])
+                self.pattern_not_lowered("patternProperties", e, pattern[1])
                 return _EMPTY_LANG
             constrained = True
             if any(self._py_search(pattern[0], k, pattern[1]) for k in known):
@@ -3656,8 +3665,19 @@ def schema_to_grammar(
             raise LimitExceeded("max_source_bytes", limits.max_source_bytes, "schema text")
         try:
             schema = json.loads(text)
-        except (json.JSONDecodeError, RecursionError) as e:
+        except json.JSONDecodeError as e:
             raise SchemaError(f"schema is not valid JSON: {e}", pointer="", code="schema-json") from None
+        except RecursionError:
+            # Valid JSON nested deeper than Python's parser recurses: a depth problem, not a syntax one.
+            depth = _text_nesting(text)
+            if depth > limits.max_nesting:
+                why = f"schema text nested {depth} levels deep"
+                raise LimitExceeded("max_nesting", limits.max_nesting, why) from None
+            raise SchemaError(
+                f"schema text nested {depth} levels deep: deeper than Python's JSON parser goes",
+                pointer="",
+                code="schema-too-deep",
+            ) from None
     if not isinstance(schema, (dict, bool)):
         raise SchemaError(f"a schema must be an object or a boolean, got {type(schema).__name__}", pointer="")
     try:
@@ -3684,6 +3704,29 @@ def schema_to_grammar(
         pointer, what = found
         raise SchemaError(f"the schema holds {what}, which is not JSON data", pointer=pointer) from None
     return grammar, list(low.dropped)
+
+
+def _text_nesting(text: str) -> int:
+    """The deepest nesting of arrays and objects in JSON ``text`` (brackets inside strings do
+    not count)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
 
 
 def _non_json_value(schema: Any) -> tuple[str, str] | None:
