@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import doctest
 import importlib
+import itertools
 import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 DOC_FILES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 BLOCK = re.compile(r"```python\n(.*?)```", re.S)
+BASH_BLOCK = re.compile(r"```bash\n(.*?)```", re.S)
+# `print(...)  # -> TEXT`: the line the example prints (checked where the model runs).
+PRINTS = re.compile(r"^\s*print\(.*#\s*-> (.*)$", re.M)
 # Blocks that load the embedded model say so on their first line; they run in the slow suite.
 NEEDS_EXTERNAL = "# needs:"
 
@@ -44,9 +49,41 @@ def test_doc_block_runs(doc: str, index: int, code: str) -> None:
     [b for b in _blocks() if _needs_model(b[2])],
     ids=lambda v: str(v)[:20],
 )
-def test_doc_block_with_model_runs(doc: str, index: int, code: str) -> None:
-    """Blocks that load the embedded model: run in the slow suite (make test-all)."""
+def test_doc_block_with_model_runs(doc: str, index: int, code: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Blocks that load the embedded model: run in the slow suite (make test-all); a print
+    commented ``# -> TEXT`` must print TEXT."""
     exec(compile(code, f"{doc}[block {index}]", "exec"), {"__name__": "__doc_example__"})
+    printed = capsys.readouterr().out.splitlines()
+    expected = PRINTS.findall(code)
+    assert [line for line in printed if line in expected] == expected, printed
+
+
+def _cli_examples() -> list[tuple[str, str, str]]:
+    """``logitgate ...`` lines of bash blocks followed by ``# -> OUTPUT``."""
+    out = []
+    for path in DOC_FILES:
+        for block in BASH_BLOCK.findall(path.read_text(encoding="utf-8")):
+            lines = block.splitlines()
+            for line, after in itertools.pairwise(lines):
+                if line.startswith("logitgate ") and after.startswith("# -> "):
+                    out.append((path.name, line, after[len("# -> ") :]))
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("doc", "command", "output"), _cli_examples(), ids=lambda v: str(v)[:40])
+def test_doc_cli_example_prints_its_output(
+    doc: str, command: str, output: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from logitgate.cli.main import main
+
+    monkeypatch.chdir(REPO)
+    assert main([*shlex.split(command)[1:], "--no-stream"]) == 0
+    assert capsys.readouterr().out.strip() == output
+
+
+def test_doc_cli_examples_are_found() -> None:
+    assert len(_cli_examples()) >= 3
 
 
 MODULES = [

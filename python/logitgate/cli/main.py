@@ -631,26 +631,43 @@ def report(e: LogitgateError | KeyboardInterrupt) -> int:
 # -- main -------------------------------------------------------------------------------------
 
 
+def _subcommand(sub: Any, name: str, summary: str, description: str) -> argparse.ArgumentParser:
+    p: argparse.ArgumentParser = sub.add_parser(
+        name,
+        help=summary,
+        description=description,
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    return p
+
+
+def _add_vocab_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--vocab",
+        metavar="PATH",
+        help="a .gguf file, a .tiktoken file, or a tokenizer folder (default: the embedded SmolLM2's)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     from logitgate import __version__
 
-    fmt = argparse.RawDescriptionHelpFormatter
     parser = _Parser(
         prog="logitgate",
         description="Structured output for LLMs, invalid by construction.",
         epilog=EXIT_CODES,
-        formatter_class=fmt,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"logitgate {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    p = sub.add_parser(
+    p = _subcommand(
+        sub,
         "generate",
-        help="generate structured output with a model (default: the embedded SmolLM2-135M)",
-        description="Generate output that matches a structure. The output goes to stdout; progress, "
-        "--trace and --stats go to stderr.",
-        epilog=EXIT_CODES,
-        formatter_class=fmt,
+        "generate structured output with a model (default: the embedded SmolLM2-135M)",
+        "Generate output that matches a structure. The output goes to stdout; progress, --trace and --stats "
+        "go to stderr.",
     )
     add_structure_arguments(p, what="none")
     p.add_argument(
@@ -688,39 +705,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("prompt", help="the user message (or, with --raw, the whole prompt)")
     p.set_defaults(func=cmd_generate)
 
-    p = sub.add_parser(
+    p = _subcommand(
+        sub,
         "demo",
-        help="a constrained random walk, step by step (default: a small order grammar)",
-        description="Walk randomly through a structure's masks on a vocabulary and print the allowed "
-        "tokens at each step.",
-        epilog=EXIT_CODES,
-        formatter_class=fmt,
+        "a constrained random walk, step by step (default: a small order grammar)",
+        "Walk randomly through a structure's masks on a vocabulary and print the allowed tokens at each step.",
     )
     add_structure_arguments(p, what="demo")
-    p.add_argument(
-        "--vocab",
-        metavar="PATH",
-        help="a .gguf file, a .tiktoken file, or a tokenizer folder (default: the embedded SmolLM2's)",
-    )
+    _add_vocab_argument(p)
     p.add_argument("--seed", type=int, default=4821, metavar="N", help="seed of the walk (default: 4821)")
     p.add_argument("--max-steps", type=_int_at_least(1), default=64, metavar="N", help="steps at most (default: 64)")
     p.set_defaults(func=cmd_demo)
 
-    p = sub.add_parser(
+    p = _subcommand(
+        sub,
         "debug",
-        help="print a structure's grammar, size and the mask after a prefix",
-        description="Print a structure's grammar as EBNF, its compiled size, and the allowed tokens after "
+        "print a structure's grammar, size and the mask after a prefix",
+        "Print a structure's grammar as EBNF, its compiled size, and the allowed tokens after "
         "a prefix of the output (for bug reports).",
-        epilog=EXIT_CODES,
-        formatter_class=fmt,
     )
     add_structure_arguments(p, what="required")
     p.add_argument("--prefix", default="", metavar="TEXT", help="the output so far (default: empty)")
-    p.add_argument(
-        "--vocab",
-        metavar="PATH",
-        help="a .gguf file, a .tiktoken file, or a tokenizer folder (default: the embedded SmolLM2's)",
-    )
+    _add_vocab_argument(p)
     p.add_argument(
         "--show", type=_int_at_least(0), default=20, metavar="N", help="allowed tokens to print (default: 20)"
     )
