@@ -223,6 +223,18 @@ def test_generate_json_schema(smol: tuple[Any, Any]) -> None:
         _ = t.value
 
 
+@pytest.mark.parametrize("top_p", [0.0, 1e-9, 0.5])
+def test_top_p_keeps_at_least_the_most_likely_token(top_p: float) -> None:
+    import torch
+
+    from logitgate.generation import _sample
+
+    logits = torch.tensor([0.0, 3.0, 1.0, float("-inf")])
+    gen = torch.Generator().manual_seed(0)
+    picks = {_sample(logits, 1.0, top_p, gen) for _ in range(50)}
+    assert picks == {1} if top_p < 0.8 else picks <= {0, 1, 2}
+
+
 def test_top_p_zero_samples_greedily(smol: tuple[Any, Any]) -> None:
     """top_p=0 keeps the most likely token (it used to leave none: torch's "invalid
     multinomial distribution")."""
