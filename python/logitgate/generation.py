@@ -170,12 +170,18 @@ class _TextStream:
 
     def __init__(self, callback: Callable[[str], None], stop: Sequence[str] | None) -> None:
         self._callback = callback
-        self._hold = max((len(x) for x in stop or () if x), default=1) - 1
+        self._stop = [x for x in stop or () if x]
+        self._hold = max((len(x) for x in self._stop), default=1) - 1
         self._sent = 0
 
     def update(self, data: bytes) -> None:
         text = codecs.getincrementaldecoder("utf-8")("replace").decode(data)  # drops a partial char
-        self._send(text, len(text) - self._hold)
+        upto = len(text) - self._hold
+        for x in self._stop:  # a stop string already there: nothing from it on
+            at = text.find(x)
+            if at >= 0:
+                upto = min(upto, at)
+        self._send(text, upto)
 
     def finish(self, text: str) -> None:
         self._send(text, len(text))

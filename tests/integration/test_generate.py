@@ -223,6 +223,26 @@ def test_generate_json_schema(smol: tuple[Any, Any]) -> None:
         _ = t.value
 
 
+def test_text_stream_sends_whole_characters_and_nothing_a_stop_string_cuts() -> None:
+    from logitgate.generation import _TextStream
+
+    pieces: list[str] = []
+    stream = _TextStream(pieces.append, ["5", "STOP"])
+    data = b""
+    for chunk in [b"1, 2,", b" 3, 4", b", 15, 16", b" caf\xc3", b"\xa9"]:
+        data += chunk
+        stream.update(data)
+    # "5" arrived inside a token: nothing from it on is sent; "STOP" holds back 3 characters.
+    assert "".join(pieces) == "1, 2, 3, 4, 1"
+    stream.finish("1, 2, 3, 4, 1")  # the text, cut before the stop string
+    assert "".join(pieces) == "1, 2, 3, 4, 1"
+    pieces.clear()
+    stream = _TextStream(pieces.append, None)
+    for data in [b"caf", b"caf\xc3", b"caf\xc3\xa9"]:  # a character split across tokens
+        stream.update(data)
+    assert pieces == ["caf", "é"]
+
+
 @pytest.mark.parametrize("top_p", [0.0, 1e-9, 0.5])
 def test_top_p_keeps_at_least_the_most_likely_token(top_p: float) -> None:
     import torch
