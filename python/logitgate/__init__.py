@@ -27,6 +27,7 @@ from .errors import (
     TokenRejected,
     TruncatedOutput,
     UnsupportedSchemaError,
+    UsageError,
     VocabularyError,
 )
 from .limits import Limits
@@ -46,6 +47,7 @@ __all__ = [
     "TokenRejected",
     "TruncatedOutput",
     "UnsupportedSchemaError",
+    "UsageError",
     "Vocabulary",
     "VocabularyError",
     "allocate_mask",

@@ -92,6 +92,14 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+def _check_text(text: object, method: str, what: str) -> None:
+    """Grammar sources are text: anything else is a typed error here, not a crash inside a
+    frontend."""
+    if not isinstance(text, str):
+        hint = " (decode it first)" if isinstance(text, (bytes, bytearray)) else ""
+        raise GrammarError(f"{method} takes the {what} as str, not {type(text).__name__}{hint}", code="source-type")
+
+
 class Compiler:
     """Compiles grammars for one vocabulary.
 
@@ -137,6 +145,7 @@ class Compiler:
         """Compiles a GBNF grammar (llama.cpp's dialect); ``root`` names the start rule."""
         from .frontends.gbnf import parse_gbnf
 
+        _check_text(text, "compile_ebnf", "grammar")
         with _gc_paused():
             grammar = parse_gbnf(text, root=root, limits=self.limits)
         return self.compile_grammar(grammar)
@@ -145,6 +154,7 @@ class Compiler:
         """Compiles a regular expression; the whole output must match it."""
         from .frontends.regex import parse_regex
 
+        _check_text(pattern, "compile_regex", "pattern")
         with _gc_paused():
             grammar = parse_regex(pattern, limits=self.limits)
         return self.compile_grammar(grammar)

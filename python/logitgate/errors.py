@@ -9,6 +9,9 @@ Families:
   :class:`UnsupportedSchemaError` is the subclass for valid schemas using what we cannot lower.
 - :class:`LimitExceeded` a documented limit of :class:`~logitgate.Limits` was hit (``limit``,
   ``value``).
+- :class:`UsageError`    an API call whose arguments cannot work: a mask or logits buffer of the
+  wrong dtype, shape, layout, device or byte order, a row out of range, a rollback past the
+  history, the same matcher twice in one ``fill_masks``.
 - :class:`TokenRejected` raised only by helpers that demand acceptance; the hot-path
   ``Matcher.accept`` returns ``False`` instead and leaves the state unchanged.
 """
@@ -23,6 +26,7 @@ __all__ = [
     "TokenRejected",
     "TruncatedOutput",
     "UnsupportedSchemaError",
+    "UsageError",
     "VocabularyError",
 ]
 
@@ -110,6 +114,15 @@ class LimitExceeded(LogitgateError):
         self.limit = limit
         self.value = value
         super().__init__(f"limit {limit}={value} exceeded" + (f": {message}" if message else ""))
+
+
+class UsageError(LogitgateError, ValueError):
+    """An API call whose arguments cannot work; ``code`` says which kind (``mask-dtype``,
+    ``mask-shape``, ``mask-layout``, ``mask-readonly``, ``mask-byteorder``, ``mask-device``,
+    ``mask-row``, ``logits-dtype``, ``logits-shape``, ``logits-layout``, ``logits-readonly``,
+    ``logits-byteorder``, ``logits-grad``, ``rollback``, ``duplicate-matcher``, ...)."""
+
+    code = "usage"
 
 
 class TokenRejected(LogitgateError):

@@ -86,6 +86,22 @@ def test_choice_errors(compiler: lg.Compiler) -> None:
         compiler.compile_choice("yes")  # a string, not a list
 
 
+def test_sources_of_the_wrong_type_are_typed_errors(compiler: lg.Compiler) -> None:
+    for compile_text in (compiler.compile_ebnf, compiler.compile_regex):
+        for bad in (b'root ::= "a"', None, 3):
+            with pytest.raises(lg.GrammarError) as e:
+                compile_text(bad)  # type: ignore[arg-type]
+            assert e.value.code == "source-type" and type(bad).__name__ in str(e.value)
+    for bad_schema in (None, 3, [1]):
+        with pytest.raises(lg.SchemaError) as s:
+            compiler.compile_json_schema(bad_schema)  # type: ignore[arg-type]
+        assert s.value.code == "schema-type" and type(bad_schema).__name__ in str(s.value)
+    with pytest.raises(lg.SchemaError) as s:
+        compiler.compile_json_schema(b'{"type": "string", "const": "\xff"}')
+    assert s.value.code == "schema-json" and "UTF-8" in str(s.value)
+    assert compiler.compile_json_schema(b'{"const": "a"}').matcher().accept_bytes(b'"a"')  # UTF-8 text is fine
+
+
 def test_cache_returns_same_object_and_is_thread_safe(compiler: lg.Compiler) -> None:
     results: list[lg.CompiledGrammar] = []
 

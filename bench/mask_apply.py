@@ -1,0 +1,142 @@
+"""Cost of applying a token bitmask to logits: the core's in-place kernel against unpacking the
+mask to booleans and ``masked_fill_`` (the way logitgate applied masks before the kernel).
+
+Two parts, both in one process so that the machine's load is shared alike:
+
+- micro: one logits row of SmolLM2's width (49,152), masks of three densities (allowed share),
+  float32 / bfloat16 / float16 torch tensors and a float32 numpy array; median microseconds
+  per application.
+- generate: ``lg.generate`` on the order example (``examples/order.json``, the prompt of
+  ``make demo``, the embedded SmolLM2-135M, greedy), alternating the two ways of applying the
+  mask; the mask overhead per sampled token is ``timings.mask_s_total`` (filling and applying)
+  over the forward passes that sampled under a mask. Both ways produce the same text.
+
+    python bench/mask_apply.py [--repeat 5] [--skip-generate] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+import logitgate as lg
+import logitgate.generation as generation
+from logitgate.masks import apply_mask_counted, mask_to_bool
+from logitgate.models import set_threads
+
+WIDTH = 49_152  # SmolLM2's logits width
+ORDER_SCHEMA = Path(__file__).resolve().parent.parent / "examples" / "order.json"
+ORDER_PROMPT = "Order #4821 for widget and gadget is now shipped."
+
+
+def unpack_and_fill(logits: Any, bits: np.ndarray) -> int:
+    """The previous way: unpack the bits to booleans, pad to the logits' width, masked_fill_.
+    Returns a non-zero count (generate only checks it against 0; counting would add time)."""
+    keep = torch.from_numpy(mask_to_bool(bits[0], min(logits.shape[-1], bits.shape[-1] * 32)))
+    if keep.shape[0] < logits.shape[-1]:
+        keep = torch.nn.functional.pad(keep, (0, logits.shape[-1] - keep.shape[0]))
+    logits.masked_fill_(~keep.to(logits.device), float("-inf"))
+    return 1
+
+
+def micro(reps: int) -> list[dict[str, Any]]:
+    rng = np.random.default_rng(0)
+    rows = []
+    for density in (0.001, 0.5, 0.999):
+        allowed = rng.random(WIDTH) < density
+        bits = np.packbits(allowed, bitorder="little").view(np.int32).reshape(1, -1).copy()
+        for dtype in (torch.float32, torch.bfloat16, torch.float16, "numpy float32"):
+            base: Any = (
+                np.random.default_rng(1).standard_normal(WIDTH).astype(np.float32)
+                if isinstance(dtype, str)
+                else torch.randn(WIDTH, generator=torch.Generator().manual_seed(1)).to(dtype)
+            )
+            ways = {"core": apply_mask_counted}
+            if not isinstance(dtype, str):
+                ways["unpack+masked_fill_"] = unpack_and_fill
+            row: dict[str, Any] = {"density": density, "dtype": str(dtype)}
+            for name, fn in ways.items():
+                times = []
+                for _ in range(reps):
+                    x = base.copy() if isinstance(base, np.ndarray) else base.clone()
+                    t0 = time.perf_counter()
+                    fn(x, bits)
+                    times.append(time.perf_counter() - t0)
+                row[name] = 1e6 * statistics.median(times)
+            rows.append(row)
+    return rows
+
+
+def generate_overhead(repeat: int) -> dict[str, Any]:
+    from logitgate.models import load_default_model
+
+    model, tok = load_default_model(quiet=True)
+    schema = json.loads(ORDER_SCHEMA.read_text(encoding="utf-8"))
+    system = "Extract the information from the user's message as JSON that follows this JSON Schema: "
+    msgs = [
+        {"role": "system", "content": system + json.dumps(schema, separators=(",", ":"))},
+        {"role": "user", "content": ORDER_PROMPT},
+    ]
+    # Warm up: the vocabulary, the compile, and the masks the grammar memoizes on first visits.
+    lg.generate(model, tok, msgs, json_schema=schema)
+    per_way: dict[str, list[float]] = {"core": [], "unpack+masked_fill_": []}
+    texts: dict[str, str] = {}
+    for _ in range(repeat):
+        for way, fn in (("unpack+masked_fill_", unpack_and_fill), ("core", apply_mask_counted)):
+            generation.apply_mask_counted = fn  # the one mask-application call of the decode loop
+            try:
+                r = lg.generate(model, tok, msgs, json_schema=schema)
+            finally:
+                generation.apply_mask_counted = apply_mask_counted
+            masked_passes = max(1, r.forward_passes)
+            per_way[way].append(1e6 * r.timings.mask_s_total / masked_passes)
+            texts[way] = r.text
+    assert texts["core"] == texts["unpack+masked_fill_"], texts
+    med = {way: statistics.median(v) for way, v in per_way.items()}
+    return {
+        "text": texts["core"],
+        "mask_us_per_sampled_token": med,
+        "runs": per_way,
+        "ratio": med["unpack+masked_fill_"] / med["core"],
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=5, help="lg.generate runs per way")
+    ap.add_argument("--reps", type=int, default=300, help="applications per micro-benchmark cell")
+    ap.add_argument("--skip-generate", action="store_true")
+    ap.add_argument("--json", help="write the report here")
+    args = ap.parse_args()
+    set_threads()  # torch's threads as lg.generate's default model loader sets them, for both parts
+    report: dict[str, Any] = {"micro": micro(args.reps)}
+    print(f"{'allowed':>8} {'dtype':<15} {'core us':>8} {'unpack+masked_fill_ us':>23}")
+    for row in report["micro"]:
+        old = row.get("unpack+masked_fill_")
+        print(
+            f"{row['density']:>8.3f} {row['dtype']:<15} {row['core']:>8.1f} {'' if old is None else f'{old:.1f}':>23}"
+        )
+    if not args.skip_generate:
+        gen = report["generate"] = generate_overhead(args.repeat)
+        med = gen["mask_us_per_sampled_token"]
+        print(f"lg.generate, order example: {gen['text']}")
+        print(
+            f"mask overhead per sampled token (fill + apply, median of {args.repeat}): "
+            f"unpack+masked_fill_ {med['unpack+masked_fill_']:.1f} us, core {med['core']:.1f} us, "
+            f"{gen['ratio']:.1f}x lower"
+        )
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=2), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
