@@ -248,7 +248,11 @@ NB_MODULE(_core, m) {
       .def_prop_ro("num_byte_classes", [](const CompiledGrammar& g) { return g.automaton->num_byte_classes(); })
       .def_prop_ro("num_configurations", [](const CompiledGrammar& g) { return g.parser->num_configurations(); })
       .def_prop_ro("num_transitions", [](const CompiledGrammar& g) { return g.parser->num_transitions(); })
-      .def_prop_ro("memory_bytes", [](const CompiledGrammar& g) { return g.parser->memory_bytes(); });
+      .def_prop_ro(
+          "memory_bytes",
+          [](const CompiledGrammar& g) { return g.automaton->memory_bytes() + g.parser->memory_bytes(); },
+          "Bytes the grammar holds: its automaton, and the parser state matchers built (configurations, "
+          "transitions, memoized masks), which grows as they are used. The vocabulary is not counted.");
   m.def("serialize_ir", &SerializeIr, nb::arg("types"), nb::arg("nodes"), nb::arg("names"), nb::arg("root"),
         nb::arg("max_nesting"), nb::arg("max_repeat"),
         "The program of an IR grammar (native int32s as bytes; see grammar/program.py).");

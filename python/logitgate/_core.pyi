@@ -29,7 +29,10 @@ class CompiledGrammar:
     @property
     def num_transitions(self) -> int: ...
     @property
-    def memory_bytes(self) -> int: ...
+    def memory_bytes(self) -> int:
+        """Bytes the grammar holds: its automaton, and the parser state matchers built
+        (configurations, transitions, memoized masks), which grows as they are used. The
+        vocabulary is not counted."""
 
 def serialize_ir(
     types: tuple[type, ...], nodes: list[object], names: list[str], root: int, max_nesting: int, max_repeat: int
