@@ -6,6 +6,7 @@ Layout (shared by every call): int32 array ``[batch, ceil(width / 32)]``; token 
 
 from __future__ import annotations
 
+import operator
 import os
 import sys
 from collections.abc import Sequence
@@ -55,6 +56,8 @@ def apply_mask_counted(logits: Any, bits: Any, indices: Sequence[int] | None = N
     masked)."""
     from . import _core
 
+    if indices is not None:
+        indices = _row_indices(indices)
     torch = sys.modules.get("torch")  # a tensor means torch was imported; never import it here
     if torch is not None and isinstance(logits, torch.Tensor):
         if logits.requires_grad:  # writing through the tensor's memory would bypass autograd
@@ -67,6 +70,14 @@ def apply_mask_counted(logits: Any, bits: Any, indices: Sequence[int] | None = N
     else:
         allowed = _core.apply_mask(logits, bits, indices)
     return allowed if allowed >= 0 else _apply_with_torch(logits, bits, indices)
+
+
+def _row_indices(indices: Any) -> list[int]:
+    """``indices`` (any iterable of integers: a list, a numpy array, a tensor) as a list."""
+    try:
+        return [operator.index(i) for i in indices]
+    except TypeError:
+        raise UsageError(f"indices must be row numbers (integers), got {indices!r}", code="mask-row") from None
 
 
 def _apply_with_torch(logits: Any, bits: Any, indices: Sequence[int] | None) -> int:

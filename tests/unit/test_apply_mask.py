@@ -85,6 +85,9 @@ def test_apply_mask_rows_by_index_and_strided_rows() -> None:
     np.testing.assert_array_equal(logits[[0, 2]].numpy(), before[[0, 2]])  # rows not listed
     assert torch.equal(big[:, 90:], untouched)  # nothing past each row's width
     assert count == int(mask_to_bool(bits[[1, 3]], 90).sum())
+    for rows in (np.array([3, 1]), torch.tensor([3, 1]), (3, 1)):  # any iterable of row numbers
+        assert apply_mask_counted(logits, bits, rows) == count
+    usage_error("mask-row", apply_mask_counted, logits, bits, [1.5])
 
 
 @pytest.mark.parametrize("indices", [None, [2, 0]])
