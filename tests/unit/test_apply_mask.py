@@ -170,3 +170,25 @@ def test_mask_buffers_get_named_problems(vocab: lg.Vocabulary) -> None:
     t = torch.zeros((1, 1), dtype=torch.int32)  # a CPU tensor of the right kind is a mask buffer
     m.fill_mask(t, 0)
     assert int(t[0, 0]) == 1
+
+
+def test_logits_processor_masks_in_place_row_by_row(vocab: lg.Vocabulary) -> None:
+    # Without a model: a constrained row, an unconstrained row (None), and a finished row that
+    # may only take the end ids; scores wider than the vocabulary.
+    pytest.importorskip("transformers")
+    from logitgate.integrations.transformers import GrammarLogitsProcessor
+
+    compiler = lg.Compiler(vocab)
+    proc = GrammarLogitsProcessor([compiler.compile_regex("ab?"), None, compiler.compile_choice(["a"])], trace=True)
+    prompt = torch.zeros((3, 2), dtype=torch.long)
+    scores = torch.zeros((3, 20))
+    assert proc(prompt, scores) is scores
+    finite = [set(torch.nonzero(torch.isfinite(r)).flatten().tolist()) for r in scores]
+    assert finite == [{0, 2}, set(range(20)), {0}]  # "a", "ab"; all; "a"
+    step = torch.cat([prompt, torch.tensor([[0], [1], [0]])], dim=1)  # "a" for the constrained rows
+    scores = torch.zeros((3, 20))
+    proc(step, scores)
+    finite = [set(torch.nonzero(torch.isfinite(r)).flatten().tolist()) for r in scores]
+    assert finite[0] == {1, 5} and finite[1] == set(range(20))
+    assert proc.finished[2] and finite[2] == {5}  # the choice is complete: only EOS
+    assert proc.trace == [[2, 20, 1], [2, 20, 1]]
