@@ -91,7 +91,7 @@ def _apply_with_torch(logits: Any, bits: Any, indices: Sequence[int] | None) -> 
     allowed = ((words.unsqueeze(-1) >> shifts) & 1).bool().flatten(-2)[:, :width]
     if allowed.shape[-1] < width:
         allowed = torch.nn.functional.pad(allowed, (0, width - allowed.shape[-1]))
-    rows = logits.reshape(-1, width)  # a view: the core required contiguous rows
+    rows = logits.reshape(-1, width)  # a view of the same memory: [width] as one row, [batch, width] as is
     if indices is not None:
         picked = torch.as_tensor(list(indices), dtype=torch.long, device=logits.device)
         allowed = allowed[picked]
