@@ -79,7 +79,23 @@ def micro(reps: int) -> list[dict[str, Any]]:
     return rows
 
 
+class TimedMatcher:
+    """A matcher whose fill_mask calls are timed into `log`; everything else is the matcher's."""
+
+    def __init__(self, matcher: Any, log: list[float]) -> None:
+        self._matcher, self._log = matcher, log
+
+    def fill_mask(self, bits: np.ndarray, row: int = 0) -> None:
+        t0 = time.perf_counter()
+        self._matcher.fill_mask(bits, row)
+        self._log.append(time.perf_counter() - t0)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._matcher, name)
+
+
 def generate_overhead(repeat: int) -> dict[str, Any]:
+    from logitgate.compiler import CompiledGrammar
     from logitgate.models import load_default_model
 
     model, tok = load_default_model(quiet=True)
@@ -92,24 +108,48 @@ def generate_overhead(repeat: int) -> dict[str, Any]:
     # Warm up: the vocabulary, the compile, and the masks the grammar memoizes on first visits.
     lg.generate(model, tok, msgs, json_schema=schema)
     per_way: dict[str, list[float]] = {"core": [], "unpack+masked_fill_": []}
+    # Per step, fill + apply timed apart: on a loaded machine one preempted step moves a
+    # run's mean, the median of the steps much less.
+    steps: dict[str, list[float]] = {"core": [], "unpack+masked_fill_": []}
+    parts: dict[str, dict[str, list[float]]] = {way: {"fill": [], "apply": []} for way in steps}
     texts: dict[str, str] = {}
+    new_matcher = CompiledGrammar.matcher
     for _ in range(repeat):
         for way, fn in (("unpack+masked_fill_", unpack_and_fill), ("core", apply_mask_counted)):
-            generation.apply_mask_counted = fn  # the one mask-application call of the decode loop
+            fills: list[float] = []
+            applies: list[float] = []
+
+            def timed_apply(logits: Any, bits: np.ndarray, fn: Any = fn, applies: list[float] = applies) -> int:
+                t0 = time.perf_counter()
+                n = int(fn(logits, bits))
+                applies.append(time.perf_counter() - t0)
+                return n
+
+            generation.apply_mask_counted = timed_apply  # the one mask-application call of the decode loop
+            CompiledGrammar.matcher = lambda self, fills=fills: TimedMatcher(new_matcher(self), fills)  # type: ignore[method-assign]
             try:
                 r = lg.generate(model, tok, msgs, json_schema=schema)
             finally:
                 generation.apply_mask_counted = apply_mask_counted
-            masked_passes = max(1, r.forward_passes)
-            per_way[way].append(1e6 * r.timings.mask_s_total / masked_passes)
+                CompiledGrammar.matcher = new_matcher  # type: ignore[method-assign]
+            per_way[way].append(1e6 * r.timings.mask_s_total / max(1, r.forward_passes))
+            steps[way] += [1e6 * (f + a) for f, a in zip(fills, applies, strict=True)]
+            parts[way]["fill"] += [1e6 * f for f in fills]
+            parts[way]["apply"] += [1e6 * a for a in applies]
             texts[way] = r.text
     assert texts["core"] == texts["unpack+masked_fill_"], texts
     med = {way: statistics.median(v) for way, v in per_way.items()}
+    step_med = {way: statistics.median(v) for way, v in steps.items()}
     return {
         "text": texts["core"],
         "mask_us_per_sampled_token": med,
         "runs": per_way,
         "ratio": med["unpack+masked_fill_"] / med["core"],
+        "step_median_us": step_med,
+        "step_ratio": step_med["unpack+masked_fill_"] / step_med["core"],
+        "step_part_median_us": {
+            way: {part: statistics.median(v) for part, v in by_part.items()} for way, by_part in parts.items()
+        },
     }
 
 
@@ -137,6 +177,13 @@ def main() -> int:
             f"unpack+masked_fill_ {med['unpack+masked_fill_']:.1f} us, core {med['core']:.1f} us, "
             f"{gen['ratio']:.1f}x lower"
         )
+        step = gen["step_median_us"]
+        print(
+            f"median step (fill + apply): unpack+masked_fill_ {step['unpack+masked_fill_']:.1f} us, "
+            f"core {step['core']:.1f} us, {gen['step_ratio']:.1f}x lower"
+        )
+        for way, by_part in gen["step_part_median_us"].items():
+            print(f"  {way}: median fill {by_part['fill']:.1f} us, median apply {by_part['apply']:.1f} us")
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2), encoding="utf-8")
     return 0
