@@ -14,6 +14,7 @@
 
 #include "../core/automaton.h"
 #include "../core/error.h"
+#include "../core/logits_mask.h"
 #include "../core/matcher.h"
 #include "../core/thread_pool.h"
 #include "../core/vocabulary.h"
@@ -25,6 +26,17 @@ using namespace logitgate;
 namespace {
 
 using MaskArray = nb::ndarray<int32_t, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
+
+// `obj` as an array of the requested kind, without a copy. When nanobind cannot take it (wrong
+// dtype or shape for a mask, read-only, foreign byte order, a tensor that requires grad, not
+// an array at all), logitgate.masks._explain_rejected names the problem in a typed error.
+template <typename Array>
+Array TakeArray(nb::handle obj, const char* role) {
+  Array a;
+  if (nb::try_cast(obj, a, /*convert=*/false)) return a;
+  nb::module_::import_("logitgate.masks").attr("_explain_rejected")(obj, role);
+  throw CoreError::Usage(std::string(role) + " buffer not accepted", "buffer");  // if it found nothing
+}
 
 std::shared_ptr<Vocabulary> MakeVocabulary(const std::vector<std::optional<nb::bytes>>& tokens,
                                                  const std::vector<int32_t>& special_ids,
@@ -61,26 +73,33 @@ CoreLimits MakeLimits(const std::vector<int64_t>& v) {
 uint32_t* MaskRow(MaskArray& bits, int64_t row, const Vocabulary& vocab) {
   if (row < 0 || static_cast<size_t>(row) >= bits.shape(0)) {
     throw CoreError::Usage("mask row " + std::to_string(row) + " out of range for " + std::to_string(bits.shape(0)) +
-                           " rows");
+                               " rows",
+                           "mask-row");
   }
   if (bits.shape(1) < static_cast<size_t>(vocab.mask_words())) {
     throw CoreError::Usage("mask has " + std::to_string(bits.shape(1)) + " words per row, the vocabulary needs " +
-                           std::to_string(vocab.mask_words()));
+                               std::to_string(vocab.mask_words()),
+                           "mask-shape");
   }
   return reinterpret_cast<uint32_t*>(bits.data()) + static_cast<size_t>(row) * bits.shape(1);
 }
 
-void FillMasks(const std::vector<Matcher*>& matchers, MaskArray bits, int threads) {
+void FillMasks(const std::vector<Matcher*>& matchers, nb::handle bits_obj, int threads) {
+  MaskArray bits = TakeArray<MaskArray>(bits_obj, "mask");
   if (matchers.empty()) return;
   std::vector<Matcher*> sorted(matchers);
   std::sort(sorted.begin(), sorted.end());
   if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
-    throw CoreError::Usage("fill_masks got the same matcher twice");
+    throw CoreError::Usage("fill_masks got the same matcher twice", "duplicate-matcher");
   }
-  if (bits.shape(0) < matchers.size()) throw CoreError::Usage("fewer mask rows than matchers");
+  if (bits.shape(0) < matchers.size()) {
+    throw CoreError::Usage(std::to_string(matchers.size()) + " matchers but " + std::to_string(bits.shape(0)) +
+                               " mask rows",
+                           "mask-shape");
+  }
   std::vector<uint32_t*> rows;
   for (size_t i = 0; i < matchers.size(); ++i) {
-    if (matchers[i] == nullptr) throw CoreError::Usage("fill_masks got None");
+    if (matchers[i] == nullptr) throw CoreError::Usage("fill_masks got None at " + std::to_string(i), "matcher-none");
     rows.push_back(MaskRow(bits, static_cast<int64_t>(i), *matchers[i]->grammar().vocab));
   }
   nb::gil_scoped_release release;
@@ -88,6 +107,104 @@ void FillMasks(const std::vector<Matcher*>& matchers, MaskArray bits, int thread
   // the speedup); FillMask copies when it can.
   const size_t workers = std::min<size_t>(static_cast<size_t>(std::max(1, threads)), matchers.size());
   ThreadPool::Global().ParallelFor(matchers.size(), workers, [&](size_t k) { matchers[k]->FillMask(rows[k]); });
+}
+
+// Logits and masks of any device, dtype and shape; ApplyMask checks them itself, to name
+// what is wrong.
+using AnyArray = nb::ndarray<>;
+using AnyReadOnlyArray = nb::ndarray<nb::ro>;
+
+template <typename A>
+std::string ShapeOf(const A& a) {
+  std::string s = "(";
+  for (size_t i = 0; i < a.ndim(); ++i) s += (i ? ", " : "") + std::to_string(a.shape(i));
+  return s + (a.ndim() == 1 ? ",)" : ")");
+}
+
+LogitsType LogitsTypeOf(const AnyArray& logits) {
+  const nb::dlpack::dtype t = logits.dtype();
+  if (t == nb::dtype<float>()) return LogitsType::kFloat32;
+  if (t.code == static_cast<uint8_t>(nb::dlpack::dtype_code::Float) && t.bits == 16 && t.lanes == 1) {
+    return LogitsType::kFloat16;
+  }
+  if (t.code == static_cast<uint8_t>(nb::dlpack::dtype_code::Bfloat) && t.bits == 16 && t.lanes == 1) {
+    return LogitsType::kBFloat16;
+  }
+  throw CoreError::Usage("logits must be float32, float16 or bfloat16 (dtype code " + std::to_string(t.code) + ", " +
+                             std::to_string(t.bits) + " bits)",
+                         "logits-dtype");
+}
+
+// Sets the logits the mask forbids to -inf in place (logits_mask.h) and returns how many
+// columns the masks allow, summed over the rows masked. `logits` is [width] with a mask of one
+// row, or [batch, width] with a mask of `batch` rows; `indices` picks the rows to mask (the
+// same row of both), default all. Logits off the CPU are checked alike but not touched: -1
+// tells the caller to apply the mask on their device.
+int64_t ApplyMask(nb::handle logits_obj, nb::handle bits_obj, const std::optional<std::vector<int64_t>>& indices) {
+  AnyArray logits = TakeArray<AnyArray>(logits_obj, "logits");
+  // Writing through the array's memory would bypass autograd.
+  if (nb::getattr(logits_obj, "requires_grad", nb::none()).is(nb::handle(Py_True))) {
+    throw CoreError::Usage("logits require grad: mask them under torch.no_grad(), or pass logits.detach()",
+                           "logits-grad");
+  }
+  AnyReadOnlyArray bits = TakeArray<AnyReadOnlyArray>(bits_obj, "mask");
+  if (logits.ndim() != 1 && logits.ndim() != 2) {
+    throw CoreError::Usage("logits must be [width] or [batch, width], got shape " + ShapeOf(logits), "logits-shape");
+  }
+  if (bits.dtype() != nb::dtype<int32_t>()) {
+    throw CoreError::Usage("mask must be int32 (lg.allocate_mask makes one)", "mask-dtype");
+  }
+  if (bits.ndim() != 1 && bits.ndim() != 2) {
+    throw CoreError::Usage("mask must be [words] or [batch, words], got shape " + ShapeOf(bits), "mask-shape");
+  }
+  const size_t rows = logits.ndim() == 2 ? logits.shape(0) : 1;
+  const size_t mask_rows = bits.ndim() == 2 ? bits.shape(0) : 1;
+  if (mask_rows != rows) {
+    throw CoreError::Usage("logits of shape " + ShapeOf(logits) + " need a mask of " + std::to_string(rows) +
+                               (rows == 1 ? " row" : " rows") + ", got shape " + ShapeOf(bits),
+                           "mask-shape");
+  }
+  if (indices) {
+    for (int64_t r : *indices) {
+      if (r < 0 || static_cast<size_t>(r) >= rows) {
+        throw CoreError::Usage("row index " + std::to_string(r) + " out of range for " + std::to_string(rows) +
+                                   (rows == 1 ? " row" : " rows"),
+                               "mask-row");
+      }
+    }
+  }
+  const int64_t width = static_cast<int64_t>(logits.shape(logits.ndim() - 1));
+  const int64_t words = static_cast<int64_t>(bits.shape(bits.ndim() - 1));
+  if (width > 1 && logits.stride(logits.ndim() - 1) != 1) {
+    throw CoreError::Usage("logits rows must be contiguous (stride 1 along the last axis); pass a contiguous copy",
+                           "logits-layout");
+  }
+  if (rows > 1 && logits.stride(0) == 0) {
+    throw CoreError::Usage("logits rows overlap (stride 0 along the batch axis)", "logits-layout");
+  }
+  if (words > 1 && bits.stride(bits.ndim() - 1) != 1) {
+    throw CoreError::Usage("mask rows must be contiguous (stride 1 along the last axis)", "mask-layout");
+  }
+  const LogitsType type = LogitsTypeOf(logits);
+  if (logits.device_type() != nb::device::cpu::value) return -1;
+  if (bits.device_type() != nb::device::cpu::value) {
+    throw CoreError::Usage("the mask of CPU logits must be on the CPU", "mask-device");
+  }
+  const int64_t logits_row_bytes = (logits.ndim() == 2 ? logits.stride(0) : 0) * static_cast<int64_t>(logits.itemsize());
+  const int64_t bits_row_words = bits.ndim() == 2 ? bits.stride(0) : 0;
+  auto* logits_base = static_cast<uint8_t*>(static_cast<void*>(logits.data()));
+  const auto* bits_base = reinterpret_cast<const uint32_t*>(bits.data());
+  int64_t allowed = 0;
+  nb::gil_scoped_release release;
+  auto apply_row = [&](int64_t r) {
+    allowed += ApplyMaskRow(logits_base + r * logits_row_bytes, type, width, bits_base + r * bits_row_words, words);
+  };
+  if (indices) {
+    for (int64_t r : *indices) apply_row(r);
+  } else {
+    for (size_t r = 0; r < rows; ++r) apply_row(static_cast<int64_t>(r));
+  }
+  return allowed;
 }
 
 }  // namespace
@@ -110,8 +227,8 @@ NB_MODULE(_core, m) {
           exc = errors.attr("LimitExceeded")(e.limit, e.value, e.what());
           break;
         case ErrorKind::kUsage:
-          PyErr_SetString(PyExc_ValueError, e.what());
-          return;
+          exc = errors.attr("UsageError")(e.what(), nb::arg("code") = e.code);
+          break;
       }
       PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
     }
@@ -131,7 +248,11 @@ NB_MODULE(_core, m) {
       .def_prop_ro("num_byte_classes", [](const CompiledGrammar& g) { return g.automaton->num_byte_classes(); })
       .def_prop_ro("num_configurations", [](const CompiledGrammar& g) { return g.parser->num_configurations(); })
       .def_prop_ro("num_transitions", [](const CompiledGrammar& g) { return g.parser->num_transitions(); })
-      .def_prop_ro("memory_bytes", [](const CompiledGrammar& g) { return g.parser->memory_bytes(); });
+      .def_prop_ro(
+          "memory_bytes",
+          [](const CompiledGrammar& g) { return g.automaton->memory_bytes() + g.parser->memory_bytes(); },
+          "Bytes the grammar holds: its automaton, and the parser state matchers built (configurations, "
+          "transitions, memoized masks), which grows as they are used. The vocabulary is not counted.");
   m.def("serialize_ir", &SerializeIr, nb::arg("types"), nb::arg("nodes"), nb::arg("names"), nb::arg("root"),
         nb::arg("max_nesting"), nb::arg("max_repeat"),
         "The program of an IR grammar (native int32s as bytes; see grammar/program.py).");
@@ -160,13 +281,14 @@ NB_MODULE(_core, m) {
       .def("__init__", [](Matcher* self, std::shared_ptr<CompiledGrammar> g) { new (self) Matcher(std::move(g)); }, nb::arg("grammar"))
       .def(
           "fill_mask",
-          [](Matcher& self, MaskArray bits, int64_t row) {
+          [](Matcher& self, nb::handle bits_obj, int64_t row) {
+            MaskArray bits = TakeArray<MaskArray>(bits_obj, "mask");
             uint32_t* words = MaskRow(bits, row, *self.grammar().vocab);
             if (self.TryFillMaskFast(words)) return;  // a copy: not worth releasing the GIL
             nb::gil_scoped_release release;
             self.FillMask(words);
           },
-          nb::arg("bits").noconvert(), nb::arg("row") = 0,
+          nb::arg("bits"), nb::arg("row") = 0,
           "Write the allowed-token bitmask into row `row` of `bits` (int32 [batch, words]); GIL released.")
       .def("accept", &Matcher::Accept, nb::arg("token_id"),
            "Accept one token. Returns False (state unchanged) when the grammar does not allow it.")
@@ -195,7 +317,10 @@ NB_MODULE(_core, m) {
                ", terminated=" + (self.IsTerminated() ? "True" : "False") + ")";
       });
 
-  m.def("fill_masks", &FillMasks, nb::arg("matchers"), nb::arg("bits").noconvert(), nb::arg("threads"),
+  m.def("apply_mask", &ApplyMask, nb::arg("logits"), nb::arg("bits"), nb::arg("indices") = nb::none(),
+        "Set the logits the mask forbids to -inf in place (float32/float16/bfloat16, GIL released); "
+        "returns how many columns the mask allows, or -1 for logits off the CPU (checked, not touched).");
+  m.def("fill_masks", &FillMasks, nb::arg("matchers"), nb::arg("bits"), nb::arg("threads"),
         "Fill row i of `bits` for matchers[i], on `threads` threads with the GIL released.");
   m.def("_set_split_walk_budget", &Matcher::SetSplitWalkBudget, nb::arg("nodes"),
         "Test hook: trie nodes a mask walk visits before it computes a loop split (process-wide); "

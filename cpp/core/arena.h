@@ -31,6 +31,9 @@ class Arena {
     return reinterpret_cast<void*>(p);
   }
 
+  // Bytes of the blocks allocated so far (what the arena holds, used or not).
+  size_t reserved_bytes() const { return reserved_; }
+
  private:
   // A new block that holds `bytes` (blocks are max-aligned); later blocks double in size.
   void* Grow(size_t bytes) {
@@ -39,6 +42,7 @@ class Arena {
     if (next_block_ < kMaxBlock) next_block_ *= 2;
     void* block = ::operator new(size);
     blocks_.push_back(block);
+    reserved_ += size;
     cur_ = reinterpret_cast<uintptr_t>(block) + bytes;
     end_ = reinterpret_cast<uintptr_t>(block) + size;
     return block;
@@ -47,6 +51,7 @@ class Arena {
   static constexpr size_t kMaxBlock = size_t{1} << 24;
   uintptr_t cur_ = 0, end_ = 0;
   size_t next_block_;
+  size_t reserved_ = 0;
   std::vector<void*> blocks_;
 };
 

@@ -5,6 +5,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "heap_bytes.h"
 #include "plain_text.h"
 #include "utf8_ranges.h"
 
@@ -1302,6 +1303,17 @@ int32_t Automaton::CharTarget(int32_t s, uint8_t lead) const {
     lo = 0x80, hi = 0xBF;
   }
   return t;
+}
+
+int64_t Automaton::memory_bytes() const {
+  // Edge lists keep their elements in arena_ (the lists they outgrew too).
+  int64_t n = static_cast<int64_t>(sizeof(*this) + arena_.reserved_bytes());
+  n += HeapBytes(rule_names_) + HeapBytes(rule_start_) + HeapBytes(rule_final_) + HeapBytes(state_rule_);
+  n += HeapBytes(bytes_) + HeapBytes(eps_) + HeapBytes(calls_);
+  n += HeapBytes(final_) + HeapBytes(deterministic_) + HeapBytes(universal_) + HeapBytes(capacity_);
+  n += HeapBytes(single_start_) + HeapBytes(char_ascii_) + HeapBytes(char_utf8_);
+  n += HeapBytes(kernel_offset_) + HeapBytes(kernel_) + HeapBytes(plan_states_);
+  return n;
 }
 
 }  // namespace logitgate

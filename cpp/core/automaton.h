@@ -71,6 +71,8 @@ class Automaton {
   Automaton(const std::vector<int32_t>& program, std::vector<std::string> rule_names, const CoreLimits& limits);
 
   int32_t num_states() const { return static_cast<int32_t>(bytes_.size()); }
+  // Bytes the automaton holds (states, edges, kernels, flags, names).
+  int64_t memory_bytes() const;
   int32_t root_start() const { return rule_start_[root_]; }
   int32_t rule_start(int32_t r) const { return rule_start_[r]; }
   const EdgeList<ByteEdge>& bytes(int32_t s) const { return bytes_[s]; }

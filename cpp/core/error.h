@@ -1,5 +1,5 @@
 // Errors the core raises. The bindings translate CoreError into the typed Python errors of
-// logitgate.errors (GrammarError or LimitExceeded), keeping `kind` as the stable code.
+// logitgate.errors (GrammarError, LimitExceeded or UsageError), keeping `code` as the stable slug.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +11,7 @@ namespace logitgate {
 enum class ErrorKind {
   kGrammar,  // the grammar cannot be compiled (left recursion, empty language, bad program)
   kLimit,    // a Limits field was exceeded; `limit` names it
-  kUsage,    // API misuse (bad row, rollback too far): ValueError in Python
+  kUsage,    // API misuse (bad row, rollback too far, a mask buffer of the wrong kind): UsageError
 };
 
 struct CoreError : std::runtime_error {
@@ -35,7 +35,9 @@ struct CoreError : std::runtime_error {
     e.value = value;
     return e;
   }
-  static CoreError Usage(const std::string& message) { return CoreError(ErrorKind::kUsage, "usage", message); }
+  static CoreError Usage(const std::string& message, std::string code = "usage") {
+    return CoreError(ErrorKind::kUsage, std::move(code), message);
+  }
 };
 
 // Mirrors logitgate.Limits (python/logitgate/limits.py); see docs/limits.md.

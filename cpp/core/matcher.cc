@@ -134,7 +134,8 @@ bool Matcher::AcceptBytes(const std::string& data) {
 void Matcher::Rollback(int64_t n) {
   if (n < 0 || n > num_accepted()) {
     throw CoreError::Usage("cannot roll back " + std::to_string(n) + " tokens: only " +
-                           std::to_string(num_accepted()) + " accepted");
+                           std::to_string(num_accepted()) + " accepted",
+                           "rollback");
   }
   history_.resize(history_.size() - static_cast<size_t>(n));
 }

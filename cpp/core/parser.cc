@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "heap_bytes.h"
 #include "plain_text.h"
 #include "utf8_ranges.h"
 
@@ -67,10 +68,14 @@ Parser::~Parser() {
 
 int64_t Parser::memory_bytes() const {
   std::lock_guard<std::mutex> lock(mu_);
-  int64_t blocks = 0;
-  for (int64_t i = 0; i < max_blocks_; ++i) blocks += blocks_[i].load(std::memory_order_relaxed) != nullptr;
-  int64_t per_block = static_cast<int64_t>(sizeof(Block)) + kBlockSize * num_classes_ * 4;
-  return blocks * per_block + masks_stored_ * static_cast<int64_t>(sizeof(uint32_t)) * mask_words_hint_;
+  const int64_t per_block = static_cast<int64_t>(sizeof(Block)) + int64_t{kBlockSize} * num_classes_ * 4;
+  int64_t n = static_cast<int64_t>(sizeof(*this)) + max_blocks_ * static_cast<int64_t>(sizeof(Block*));
+  n += num_blocks_ * per_block + masks_stored_ * static_cast<int64_t>(sizeof(uint32_t)) * mask_words_hint_;
+  n += HeapBytes(frames_) + HeapBytes(frame_index_) + HeapBytes(heads_) + HeapBytes(config_heads_);
+  n += HeapBytes(config_table_) + HeapBytes(config_hash_) + HeapBytes(config_live_classes_);
+  n += HeapBytes(out_) + HeapBytes(work_) + HeapBytes(group_events_) + HeapBytes(group_active_);
+  n += HeapBytes(group_pairs_) + HeapBytes(group_hashes_) + HeapBytes(group_begin_) + HeapBytes(group_leaders_);
+  return n + visited_.memory_bytes();
 }
 
 int32_t Parser::PushFrame(int32_t ret, int32_t parent) {
@@ -163,6 +168,7 @@ int32_t Parser::Intern(bool accepting) {
   Block* block = blocks_[id >> kBlockBits].load(std::memory_order_relaxed);
   if (block == nullptr) {
     block = new Block();
+    ++num_blocks_;
     const size_t n = static_cast<size_t>(kBlockSize) * num_classes_;
     // Value-initialized: every slot starts kDead (0), so interning a configuration writes only
     // its live classes (a row has a slot per byte class: often a hundred or more).

@@ -105,7 +105,7 @@ class Parser {
   int32_t num_configurations() const { return num_configs_.load(std::memory_order_acquire); }
   // Transitions computed so far (each one a closure and an interning); for profiling.
   int64_t num_transitions() const { return num_transitions_.load(std::memory_order_relaxed); }
-  // Approximate bytes held by memoized configurations, transitions and masks.
+  // Bytes held by the configurations, transitions, stacks, memoized masks and scratch.
   int64_t memory_bytes() const;
 
  private:
@@ -184,6 +184,7 @@ class Parser {
   std::vector<int32_t> config_table_;
   std::vector<uint64_t> config_hash_;
   std::vector<int32_t> config_live_classes_;  // byte classes some head consumes, per configuration
+  int64_t num_blocks_ = 0;  // blocks allocated
   int64_t masks_stored_ = 0;
   int64_t mask_words_hint_ = 0;
   std::vector<uint64_t> out_, work_;

@@ -17,6 +17,11 @@ class StampSet {
     size_ = 0;
   }
 
+  // Bytes of the table.
+  int64_t memory_bytes() const {
+    return static_cast<int64_t>(keys_.capacity() * sizeof(uint64_t) + stamps_.capacity() * sizeof(uint32_t));
+  }
+
   // Inserts `key`; returns false when it was already present.
   bool Insert(uint64_t key) {
     if ((size_ + 1) * 2 > keys_.size()) Grow();

@@ -3,9 +3,6 @@ without the GIL and may take milliseconds; the rest take nanoseconds to microsec
 
 from collections.abc import Sequence
 
-import numpy as np
-import numpy.typing as npt
-
 class Vocabulary:
     @property
     def width(self) -> int: ...
@@ -32,7 +29,10 @@ class CompiledGrammar:
     @property
     def num_transitions(self) -> int: ...
     @property
-    def memory_bytes(self) -> int: ...
+    def memory_bytes(self) -> int:
+        """Bytes the grammar holds: its automaton, and the parser state matchers built
+        (configurations, transitions, memoized masks), which grows as they are used. The
+        vocabulary is not counted."""
 
 def serialize_ir(
     types: tuple[type, ...], nodes: list[object], names: list[str], root: int, max_nesting: int, max_repeat: int
@@ -44,8 +44,10 @@ def compile(vocab: Vocabulary, program: bytes, rule_names: Sequence[str], limits
 
 class Matcher:
     def __init__(self, grammar: CompiledGrammar) -> None: ...
-    def fill_mask(self, bits: npt.NDArray[np.int32], row: int = 0) -> None:
-        """Writes the allowed-token bitmask into row `row` (GIL released unless it is a copy)."""
+    def fill_mask(self, bits: object, row: int = 0) -> None:
+        """Writes the allowed-token bitmask into row `row` of `bits`, an int32 [batch, words]
+        C-contiguous writable CPU array (GIL released unless it is a copy); any other buffer
+        raises UsageError naming what is wrong."""
     def accept(self, token_id: int) -> bool: ...
     def accept_bytes(self, data: bytes) -> bool: ...
     def is_complete(self) -> bool: ...
@@ -59,8 +61,15 @@ class Matcher:
     @property
     def last_walk_nodes(self) -> int: ...
 
-def fill_masks(matchers: Sequence[Matcher], bits: npt.NDArray[np.int32], threads: int) -> None:
-    """Fills row i for matchers[i] on a persistent thread pool (GIL released)."""
+def fill_masks(matchers: Sequence[Matcher], bits: object, threads: int) -> None:
+    """Fills row i for matchers[i] on a persistent thread pool (GIL released); `bits` as for
+    Matcher.fill_mask."""
+
+def apply_mask(logits: object, bits: object, indices: Sequence[int] | None = None) -> int:
+    """Sets the logits the mask forbids to -inf in place (float32/float16/bfloat16 [width] or
+    [batch, width], any DLPack or buffer-protocol array; GIL released); `indices` picks the
+    rows. Returns how many columns the mask allows, or -1 for logits off the CPU (checked,
+    not touched: the caller masks them on their device)."""
 
 def _set_split_walk_budget(nodes: int) -> int:
     """Test hook: trie nodes a mask walk visits before it computes a loop split (process-wide);

@@ -17,13 +17,16 @@ from dataclasses import astuple
 from typing import Any
 
 from . import _core
-from .errors import GrammarError, SchemaError
+from .errors import GrammarError, SchemaError, UsageError
 from .grammar.ir import Alt, Grammar, Literal
 from .grammar.program import serialize
 from .limits import DEFAULT_LIMITS, Limits
 from .vocabulary import Vocabulary
 
 __all__ = ["CompiledGrammar", "Compiler"]
+
+DEFAULT_CACHE_BYTES = 128 * 1024 * 1024
+"""The default bound on the bytes a :class:`Compiler`'s cache of grammars holds."""
 
 
 class CompiledGrammar:
@@ -63,6 +66,13 @@ class CompiledGrammar:
         """States of the compiled automaton (a size measure)."""
         return self._core.num_states
 
+    @property
+    def memory_bytes(self) -> int:
+        """Bytes the grammar holds in the core: its automaton, and the parser state its
+        matchers built (configurations, transitions, memoized masks), which grows with use.
+        The shared vocabulary is not counted."""
+        return self._core.memory_bytes
+
     def __repr__(self) -> str:
         return (
             f"CompiledGrammar(rules={len(self.grammar.rules)}, states={self.num_states}, vocab_size={self.vocab.size})"
@@ -92,6 +102,14 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+def _check_text(text: object, method: str, what: str) -> None:
+    """Grammar sources are text: anything else is a typed error here, not a crash inside a
+    frontend."""
+    if not isinstance(text, str):
+        hint = " (decode it first)" if isinstance(text, (bytes, bytearray)) else ""
+        raise GrammarError(f"{method} takes the {what} as str, not {type(text).__name__}{hint}", code="source-type")
+
+
 class Compiler:
     """Compiles grammars for one vocabulary.
 
@@ -105,12 +123,26 @@ class Compiler:
     [0, 1, 2]
     """
 
-    def __init__(self, vocab: Vocabulary, limits: Limits | None = None, cache_size: int = 256) -> None:
+    def __init__(
+        self,
+        vocab: Vocabulary,
+        limits: Limits | None = None,
+        cache_size: int = 256,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+    ) -> None:
+        """``cache_size`` and ``cache_bytes`` bound the cache of compiled grammars: at most
+        that many, holding at most that many bytes together (:attr:`CompiledGrammar.memory_bytes`,
+        measured whenever a grammar is added; the least recently used go first, and a grammar
+        larger than the bound alone is not kept). 0 turns the cache off. See docs/limits.md."""
+        for name, value in (("cache_size", cache_size), ("cache_bytes", cache_bytes)):
+            if not isinstance(value, int) or value < 0:
+                raise UsageError(f"Compiler {name} must be an int >= 0, got {value!r}", code="compiler-cache")
         self.vocab = vocab
         self.limits = limits or DEFAULT_LIMITS
         self._limits_key, self._core_limits = _limits_forms(self.limits)
         self._cache: OrderedDict[str, CompiledGrammar] = OrderedDict()
         self._cache_size = cache_size
+        self._cache_bytes = cache_bytes
         self._lock = threading.Lock()
 
     def compile_grammar(self, grammar: Grammar) -> CompiledGrammar:
@@ -129,14 +161,33 @@ class Compiler:
         with self._lock:
             # Another thread may have compiled the same grammar meanwhile: keep one object.
             compiled = self._cache.setdefault(digest, compiled)
-            while len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
+            self._evict_locked()
         return compiled
+
+    def _evict_locked(self) -> None:
+        """Drops least recently used grammars until the cache is within both bounds. Sizes are
+        measured now: cached grammars grow as their matchers memoize configurations and masks."""
+        while len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+        sizes = [g.memory_bytes for g in self._cache.values()]
+        total = sum(sizes)
+        for size in sizes:
+            if total <= self._cache_bytes:
+                break
+            self._cache.popitem(last=False)
+            total -= size
+
+    @property
+    def cached_bytes(self) -> int:
+        """Bytes the cached grammars hold now (:attr:`CompiledGrammar.memory_bytes` summed)."""
+        with self._lock:
+            return sum(g.memory_bytes for g in self._cache.values())
 
     def compile_ebnf(self, text: str, root: str = "root") -> CompiledGrammar:
         """Compiles a GBNF grammar (llama.cpp's dialect); ``root`` names the start rule."""
         from .frontends.gbnf import parse_gbnf
 
+        _check_text(text, "compile_ebnf", "grammar")
         with _gc_paused():
             grammar = parse_gbnf(text, root=root, limits=self.limits)
         return self.compile_grammar(grammar)
@@ -145,6 +196,7 @@ class Compiler:
         """Compiles a regular expression; the whole output must match it."""
         from .frontends.regex import parse_regex
 
+        _check_text(pattern, "compile_regex", "pattern")
         with _gc_paused():
             grammar = parse_regex(pattern, limits=self.limits)
         return self.compile_grammar(grammar)

@@ -9,9 +9,12 @@ Families:
   :class:`UnsupportedSchemaError` is the subclass for valid schemas using what we cannot lower.
 - :class:`LimitExceeded` a documented limit of :class:`~logitgate.Limits` was hit (``limit``,
   ``value``).
+- :class:`UsageError`    an API call whose arguments cannot work: an argument out of its
+  documented range (``top_p=2``), a mask or logits buffer of the
+  wrong dtype, shape, layout, device or byte order, a row out of range, a rollback past the
+  history, the same matcher twice in one ``fill_masks``.
 - :class:`TokenRejected` raised only by helpers that demand acceptance; the hot-path
   ``Matcher.accept`` returns ``False`` instead and leaves the state unchanged.
-- :class:`UsageError`    an argument is out of its documented range (``top_p=2``...).
 - :class:`OutputValidationError` a generated text matched the grammar but a validation the
   grammar cannot express (a Pydantic validator, ``max_digits``...) rejected it.
 """
@@ -119,6 +122,16 @@ class LimitExceeded(LogitgateError):
         super().__init__(f"limit {limit}={value} exceeded" + (f": {message}" if message else ""))
 
 
+class UsageError(LogitgateError, ValueError):
+    """An API call whose arguments cannot work (``top_p=2``, ``max_tokens=0``, a mask of the
+    wrong dtype); ``code`` says which kind (``usage`` for an argument out of range, ``mask-dtype``,
+    ``mask-shape``, ``mask-layout``, ``mask-readonly``, ``mask-byteorder``, ``mask-device``,
+    ``mask-row``, ``logits-dtype``, ``logits-shape``, ``logits-layout``, ``logits-readonly``,
+    ``logits-byteorder``, ``logits-grad``, ``rollback``, ``duplicate-matcher``, ...)."""
+
+    code = "usage"
+
+
 class TokenRejected(LogitgateError):
     """A token the grammar does not allow was forced in."""
 
@@ -140,12 +153,6 @@ class TruncatedOutput(LogitgateError):
     def __init__(self, text: str, message: str = "") -> None:
         self.text = text
         super().__init__(message or f"output truncated at max_tokens before the grammar completed: {text[:80]!r}")
-
-
-class UsageError(LogitgateError, ValueError):
-    """An argument is outside its documented range (``top_p=2``, ``max_tokens=0``...)."""
-
-    code = "usage"
 
 
 class OutputValidationError(LogitgateError, ValueError):

@@ -41,7 +41,7 @@ import torch
 from .compiler import CompiledGrammar, Compiler
 from .errors import LogitgateError, OutputValidationError, TokenRejected, TruncatedOutput, UsageError
 from .integrations.transformers import vocabulary_for
-from .masks import allocate_mask, mask_to_bool
+from .masks import allocate_mask, apply_mask_counted
 from .vocabulary import Vocabulary
 
 __all__ = [
@@ -487,8 +487,8 @@ def generate(
                 **{cache_kw: past},
             )
         past = res.get("cache") if "cache" in res else res.get("past_key_values")
-        # A copy: in float32 `.float()` would return the inference-mode tensor itself, which
-        # masked_fill_ may not modify outside inference mode.
+        # A copy: in float32 `.float()` would return the model's own (inference-mode) output,
+        # which the mask, applied in place, must not change.
         logits = res.logits[0, -1].to(torch.float32, copy=True)
         timings.model_s_total += time.perf_counter() - t0
         if passes == 0:
@@ -498,14 +498,9 @@ def generate(
         if m is not None:
             t0 = time.perf_counter()
             m.fill_mask(bits, 0)
-            keep = torch.from_numpy(mask_to_bool(bits[0], min(logits.shape[-1], bits.shape[-1] * 32)))
-            if keep.shape[0] < logits.shape[-1]:
-                keep = torch.nn.functional.pad(keep, (0, logits.shape[-1] - keep.shape[0]))
-            logits.masked_fill_(~keep.to(logits.device), float("-inf"))
+            allowed = apply_mask_counted(logits, bits)
             timings.mask_s_total += time.perf_counter() - t0
-            if count_allowed:
-                allowed = int(keep.sum())
-            if not bool(torch.isfinite(logits).any()):
+            if allowed == 0:
                 raise LogitgateError(
                     "no token is allowed here: the vocabulary cannot spell any continuation of the grammar",
                     code="dead-end",

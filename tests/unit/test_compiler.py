@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import threading
+import weakref
 
 import pytest
 
@@ -86,6 +88,22 @@ def test_choice_errors(compiler: lg.Compiler) -> None:
         compiler.compile_choice("yes")  # a string, not a list
 
 
+def test_sources_of_the_wrong_type_are_typed_errors(compiler: lg.Compiler) -> None:
+    for compile_text in (compiler.compile_ebnf, compiler.compile_regex):
+        for bad in (b'root ::= "a"', None, 3):
+            with pytest.raises(lg.GrammarError) as e:
+                compile_text(bad)  # type: ignore[arg-type]
+            assert e.value.code == "source-type" and type(bad).__name__ in str(e.value)
+    for bad_schema in (None, 3, [1]):
+        with pytest.raises(lg.SchemaError) as s:
+            compiler.compile_json_schema(bad_schema)  # type: ignore[arg-type]
+        assert s.value.code == "schema-type" and type(bad_schema).__name__ in str(s.value)
+    with pytest.raises(lg.SchemaError) as s:
+        compiler.compile_json_schema(b'{"type": "string", "const": "\xff"}')
+    assert s.value.code == "schema-json" and "UTF-8" in str(s.value)
+    assert compiler.compile_json_schema(b'{"const": "a"}').matcher().accept_bytes(b'"a"')  # UTF-8 text is fine
+
+
 def test_cache_returns_same_object_and_is_thread_safe(compiler: lg.Compiler) -> None:
     results: list[lg.CompiledGrammar] = []
 
@@ -98,6 +116,53 @@ def test_cache_returns_same_object_and_is_thread_safe(compiler: lg.Compiler) -> 
     for t in threads:
         t.join()
     assert len({id(r) for r in results[1:]} | {id(compiler.compile_regex("[ab]+c"))}) == 1
+
+
+BYTE_VOCAB = [bytes([i]) for i in range(256)]
+
+
+def test_memory_bytes_counts_the_automaton_and_what_matchers_build() -> None:
+    compiler = lg.Compiler(lg.Vocabulary.from_tokens(BYTE_VOCAB), cache_size=0)
+    small, large = compiler.compile_regex(".{0,1000}"), compiler.compile_regex(".{0,10000}")
+    assert large.num_states > 9 * small.num_states
+    # Every state holds edge lists and flags: far more than 100 bytes (it was 11 KB in all).
+    assert large.memory_bytes > 100 * large.num_states
+    assert large.memory_bytes > 8 * small.memory_bytes
+    g = compiler.compile_regex("[a-z]{0,400}")
+    before = g.memory_bytes
+    m, bits = g.matcher(), lg.allocate_mask(g.vocab)
+    for _ in range(400):  # a configuration per position, each mask walked and memoized
+        m.fill_mask(bits)
+        m.fill_mask(bits)
+        assert m.accept(ord("a"))
+    assert g._core.num_configurations > 400
+    assert g.memory_bytes - before > 400 * len(bits[0]) * 4  # the memoized masks at least
+
+
+def test_cache_is_bounded_by_bytes() -> None:
+    vocab = lg.Vocabulary.from_tokens(BYTE_VOCAB)
+    probe = lg.Compiler(vocab).compile_regex("a{1}").memory_bytes
+    compiler = lg.Compiler(vocab, cache_bytes=int(2.5 * probe))
+    first = [compiler.compile_regex(f"a{{{i}}}") for i in range(1, 4)]
+    assert compiler.compile_regex("a{3}") is first[2] and compiler.compile_regex("a{2}") is first[1]
+    assert compiler.cached_bytes <= int(2.5 * probe)
+    dropped = weakref.ref(first[0])
+    del first
+    gc.collect()
+    assert dropped() is None  # the least recently used went, and nothing else held it
+    big = weakref.ref(compiler.compile_regex(".{0,2000}"))  # larger than the bound alone
+    gc.collect()
+    assert big() is None
+    with pytest.raises(lg.UsageError):
+        lg.Compiler(vocab, cache_bytes=-1)
+
+
+def test_cache_count_bound_still_holds() -> None:
+    compiler = lg.Compiler(lg.Vocabulary.from_tokens(BYTE_VOCAB), cache_size=2)
+    a = compiler.compile_regex("a")
+    compiler.compile_regex("b")
+    compiler.compile_regex("c")
+    assert compiler.compile_regex("a") is not a and len(compiler._cache) == 2
 
 
 def test_to_ebnf_round_trips(compiler: lg.Compiler) -> None:

@@ -3660,7 +3660,10 @@ def schema_to_grammar(
     "exact" (branches must be provably disjoint) or "anyof" (treat oneOf as anyOf).
     """
     if isinstance(schema, (bytes, str)):
-        text = schema.decode("utf-8") if isinstance(schema, bytes) else schema
+        try:
+            text = schema.decode("utf-8") if isinstance(schema, bytes) else schema
+        except UnicodeDecodeError as e:
+            raise SchemaError(f"schema text is not UTF-8: {e}", pointer="", code="schema-json") from None
         if len(text.encode("utf-8", "surrogatepass")) > limits.max_source_bytes:
             raise LimitExceeded("max_source_bytes", limits.max_source_bytes, "schema text")
         try:
@@ -3679,7 +3682,11 @@ def schema_to_grammar(
                 code="schema-too-deep",
             ) from None
     if not isinstance(schema, (dict, bool)):
-        raise SchemaError(f"a schema must be an object or a boolean, got {type(schema).__name__}", pointer="")
+        raise SchemaError(
+            f"a schema must be an object or a boolean (or JSON text), got {type(schema).__name__}",
+            pointer="",
+            code="schema-type",
+        )
     try:
         low = _Lowering(
             schema,

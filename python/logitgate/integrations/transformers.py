@@ -36,7 +36,7 @@ from transformers import LogitsProcessor
 
 from ..compiler import CompiledGrammar
 from ..errors import TokenRejected
-from ..masks import allocate_mask, fill_masks, mask_to_bool
+from ..masks import allocate_mask, apply_mask_counted, fill_masks, mask_to_bool
 from ..vocabulary import Vocabulary
 
 __all__ = ["GrammarLogitsProcessor", "logits_width", "vocabulary_for", "vocabulary_for_width"]
@@ -78,7 +78,8 @@ def vocabulary_for_width(tokenizer: Any, width: int | None) -> Vocabulary:
 
 
 class GrammarLogitsProcessor(LogitsProcessor):  # type: ignore[misc]
-    """Masks each batch row's logits to the tokens its grammar allows.
+    """Masks each batch row's logits to the tokens its grammar allows, in place (the core's
+    kernel; ``generate()`` hands each step a fresh copy of the logits).
 
     Args:
         grammars: one compiled grammar for every row, or one per row (``None`` = unconstrained).
@@ -172,17 +173,18 @@ class GrammarLogitsProcessor(LogitsProcessor):  # type: ignore[misc]
             if active != list(range(len(active))):  # move compact rows to their places (last first)
                 for i in range(len(active) - 1, -1, -1):
                     bits[active[i]] = compact[i]
-        width = scores.shape[-1]
-        allowed = mask_to_bool(bits, min(width, bits.shape[-1] * 32))
-        if allowed.shape[-1] < width:
-            allowed = np.pad(allowed, [(0, 0), (0, width - allowed.shape[-1])], constant_values=False)
-        for row, m in enumerate(self.matchers):
-            if m is None:
-                allowed[row, :] = True
-            elif self.finished[row]:
-                allowed[row, :] = False
-                allowed[row, [i for i in self._end_ids if i < width]] = True
+        words = bits.view(np.uint32)
+        for row in range(len(self.matchers)):
+            if self.finished[row]:  # only the end ids
+                words[row] = 0
+                for i in self._end_ids:
+                    if i < words.shape[1] * 32:
+                        words[row, i // 32] |= np.uint32(1 << (i % 32))
+        constrained = [row for row, m in enumerate(self.matchers) if m is not None]  # the others stay as they are
         if self.trace_enabled:
-            self.trace.append([int(r.sum()) for r in allowed])
-        keep = torch.from_numpy(allowed).to(scores.device)
-        return scores.masked_fill(~keep, float("-inf"))  # type: ignore[return-value]
+            width = scores.shape[-1]
+            counts = mask_to_bool(bits, min(width, bits.shape[-1] * 32)).sum(axis=1).tolist()
+            self.trace.append([int(counts[row]) if m is not None else width for row, m in enumerate(self.matchers)])
+        if constrained:
+            apply_mask_counted(scores, bits, constrained)
+        return scores
