@@ -65,3 +65,18 @@ def fill_masks(matchers: Sequence[Matcher], bits: npt.NDArray[np.int32], threads
 def _set_split_walk_budget(nodes: int) -> int:
     """Test hook: trie nodes a mask walk visits before it computes a loop split (process-wide);
     returns the previous value."""
+
+class Budget:
+    """Shortest completions and budget-cut masks of one compiled grammar; thread-safe."""
+
+    UNREACHABLE: int
+    def __init__(self, grammar: CompiledGrammar) -> None: ...
+    def cost(self, matcher: Matcher) -> tuple[int, int]:
+        """(bytes, tokens) of the shortest completion; tokens counts an EOS where one is needed."""
+    def shortest_completion(self, matcher: Matcher) -> bytes: ...
+    def completion_tokens(self, matcher: Matcher) -> list[int]: ...
+    def exact_from(self, matcher: Matcher) -> int: ...
+    def restrict_mask(self, matcher: Matcher, row: npt.NDArray[np.int32], remaining: int) -> int:
+        """Clears the tokens after which the output cannot finish within `remaining` tokens."""
+    @property
+    def bytes_are_tokens(self) -> bool: ...

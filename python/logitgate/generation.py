@@ -27,6 +27,7 @@ first use).
 from __future__ import annotations
 
 import bisect
+import functools
 import inspect
 import json
 import time
@@ -37,10 +38,11 @@ from typing import Any, Literal
 
 import torch
 
+from .budget import BudgetGuard
 from .compiler import CompiledGrammar, Compiler
 from .errors import LogitgateError, TokenRejected, TruncatedOutput
 from .integrations.transformers import vocabulary_for
-from .masks import allocate_mask, mask_to_bool
+from .masks import allocate_mask, apply_mask, mask_to_bool
 from .vocabulary import Vocabulary
 
 __all__ = ["GenerationResult", "Timings", "TraceStep", "compiler_for", "forced_tokens", "generate"]
@@ -87,7 +89,9 @@ class GenerationResult:
     of the grammar; :attr:`value` raises :class:`~logitgate.TruncatedOutput` when it is not.
     ``completion_tokens`` counts output token ids (EOS included); ``forced_tokens`` of them were
     appended by jump-forward without sampling; ``forward_passes`` counts model calls (prefill
-    included).
+    included). ``budget_closed`` is true when budget-aware decoding shaped the output: at some
+    step the budget removed the token the model ranked first (it closed a string or a list
+    earlier than the model would have).
     """
 
     text: str
@@ -101,6 +105,7 @@ class GenerationResult:
     token_ids: list[int] = field(default_factory=list)
     kind: Literal["json", "pydantic", "text", "none"] = "none"
     trace: list[TraceStep] = field(default_factory=list)
+    budget_closed: bool = False
     _pydantic_model: Any = field(default=None, repr=False)
     _value: Any = field(default=_UNSET, repr=False)
 
@@ -331,6 +336,7 @@ def generate(
     parse: bool = False,
     trace: bool = False,
     schema_options: dict[str, Any] | None = None,
+    budget_aware: bool = True,
 ) -> GenerationResult:
     """Generates text from ``model`` that matches at most one given structure.
 
@@ -344,6 +350,12 @@ def generate(
     :class:`~logitgate.TruncatedOutput` on truncated output). Without a structure the
     generation is unconstrained. ``trace=True`` records every output token with its mask's
     allowed count.
+
+    ``budget_aware`` (default on): with a structure, a token is allowed only if the shortest
+    completion after it still fits in the tokens left, so whenever ``max_tokens`` is at least
+    the grammar's ``token_budget().min_tokens`` the output is a complete document; when that
+    cut changed the model's first choice, ``budget_closed`` is true. Below the minimum the
+    generation runs as without it and ends with ``finish_reason="length"``.
     """
     if max_tokens < 1:
         raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
@@ -378,8 +390,14 @@ def generate(
             for tok in new:
                 steps.append(TraceStep(len(steps), tok, _tok_text(table, tok), -1, True))
 
+    guard = BudgetGuard(compiled, max_tokens) if compiled is not None and m is not None and budget_aware else None
+    if guard is not None and m is not None and not guard.fits(m, max_tokens):
+        guard = None  # below the grammar's minimum: truncation, as without a budget
     if m is not None and jump_forward:
         first, _ = forced_tokens(m, vocab, tokenizer, max_tokens)
+        if guard is not None and first and not guard.fits(m, max_tokens - len(first)):
+            m.rollback(len(first))
+            first = []
         out += first
         n_forced += len(first)
         pending += first
@@ -416,8 +434,12 @@ def generate(
                 keep = torch.nn.functional.pad(keep, (0, logits.shape[-1] - keep.shape[0]))
             logits.masked_fill_(~keep.to(logits.device), float("-inf"))
             timings.mask_s_total += time.perf_counter() - t0
+            if guard is not None:
+                remaining = max_tokens - len(out)
+                if guard.restrict(m, bits[0], remaining, top=functools.partial(_argmax, logits)):
+                    apply_mask(logits, bits)
             if trace:
-                allowed = int(keep.sum())
+                allowed = int(torch.isfinite(logits).sum())
             if not bool(torch.isfinite(logits).any()):
                 raise LogitgateError(
                     "no token is allowed here: the vocabulary cannot spell any continuation of the grammar",
@@ -444,6 +466,13 @@ def generate(
         pending = [tok]
         if m is not None and jump_forward:
             new, replaced = forced_tokens(m, vocab, tokenizer, max_tokens - len(out), last=tok)
+            if guard is not None:
+                if new and not guard.fits(m, max_tokens - len(out) + replaced - len(new)):
+                    m.rollback(len(new))  # the forced tokens would not leave room: sample instead
+                    if replaced and not m.accept(tok):
+                        raise TokenRejected(f"token {tok} no longer accepted after rollback", code="internal")
+                    new, replaced = [], False
+                guard.accepted(new if replaced else [tok, *new])
             if replaced:
                 out.pop()
                 pending = []
@@ -478,11 +507,16 @@ def generate(
         token_ids=out,
         kind=kind,
         trace=steps,
+        budget_closed=guard is not None and guard.closed,
         _pydantic_model=pydantic,
     )
     if parse:
         _ = result.value
     return result
+
+
+def _argmax(logits: torch.Tensor) -> int:
+    return int(torch.argmax(logits))
 
 
 def _cache_keyword(model: Any) -> str:

@@ -5,6 +5,7 @@ Subcommands:
           each step of a constrained walk, and the result.
   debug   print a grammar's IR as EBNF, its compiled size, and the mask at one point of the
           output (for bug reports).
+  budget  the shortest and longest output of a grammar in bytes and tokens (sizes --max-tokens).
   generate  run a model (the embedded SmolLM2-135M-Instruct by default) under a JSON Schema,
           regex, GBNF grammar, choice list or Pydantic model; print the value on stdout.
 
@@ -19,6 +20,8 @@ import random
 import sys
 import time
 from pathlib import Path
+
+from .budget import add_budget_command, add_generate_flags, report_budget
 
 __all__ = ["main"]
 
@@ -199,6 +202,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         seed=args.seed,
         raw=args.raw,
         trace=args.trace,
+        budget_aware=not args.no_budget,
         **kw,  # type: ignore[arg-type]
     )
     if args.trace:
@@ -207,6 +211,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
             print(f"step {st.step:3d}: {allowed:>14}  -> {st.token_id:6d} {st.text!r}", file=sys.stderr)
     if args.stats:
         _print_stats(res, load_s)
+    report_budget(res, args.stats)
     if not res.complete:
         print(f"logitgate: finish_reason={res.finish_reason} (truncated)", file=sys.stderr)
         print(res.text, file=sys.stderr)
@@ -279,8 +284,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--raw", action="store_true", help="send PROMPT as is, without the chat template")
     p.add_argument("--stats", action="store_true", help="timings, tokens/s, forced share, mask overhead (stderr)")
     p.add_argument("--trace", action="store_true", help="each step's allowed-token count and chosen token (stderr)")
+    add_generate_flags(p)
     p.add_argument("prompt")
     p.set_defaults(func=cmd_generate)
+    add_budget_command(sub)
     args = parser.parse_args(argv)
     from logitgate.errors import LogitgateError
 
