@@ -53,10 +53,12 @@ void BindBudget(nb::module_& m) {
           nb::arg("matcher"), "The fewest text tokens spelling the shortest completion (EOS not included).")
       .def(
           "exact_from",
-          [](Budget& self, const Matcher& matcher) {
-            return matcher.eos_accepted() ? int64_t{0} : self.ExactFrom(matcher.configuration());
+          [](Budget& self, const Matcher& matcher, int64_t longest_token) {
+            return matcher.eos_accepted() ? int64_t{0} : self.ExactFrom(matcher.configuration(), longest_token);
           },
-          nb::arg("matcher"), "Tokens left from which restrict_mask leaves the mask unchanged (cheap bound).")
+          nb::arg("matcher"), nb::arg("longest_token"),
+          "Tokens left from which restrict_mask leaves the mask unchanged when no allowed token is longer "
+          "than longest_token bytes (the cheap bound).")
       .def(
           "restrict_mask",
           [](Budget& self, const Matcher& matcher, MaskRowArray row, int64_t remaining) {
@@ -73,7 +75,10 @@ void BindBudget(nb::module_& m) {
           "Clear from `row` (the matcher's mask, int32 words) every token after which the output cannot "
           "finish within `remaining` tokens (this one included); returns how many were cleared. GIL released.")
       .def_prop_ro("bytes_are_tokens", &Budget::bytes_are_tokens,
-                   "True when every byte is a token of the vocabulary (then each byte costs at most one token).")
+                   "True when every byte a shortest completion may hold is a token by itself (then each costs at most one token).")
+      .def_prop_ro("growth_per_byte", &Budget::growth_per_byte,
+                   "How much one byte can lengthen the longest completion through a head (the cheap bound's "
+                   "slope); UNREACHABLE when it could not be bounded.")
       .def_ro_static("UNREACHABLE", &Budget::kUnreachable);
 }
 

@@ -86,6 +86,7 @@ void ShortestPaths::ComputeDistances() {
     settled[static_cast<size_t>(it.s)] = 1;
     dist_[static_cast<size_t>(it.s)] = it.d;
     choice_[static_cast<size_t>(it.s)] = it.c;
+    if (it.c.kind == kByte) spelled_bytes_[it.c.byte >> 6] |= uint64_t{1} << (it.c.byte & 63);
     for (auto p = by_byte.begin(it.s); p != by_byte.end(it.s); ++p) {
       if (!settled[static_cast<size_t>(p->first)]) {
         queue.push({it.d + 1, p->first, {kByte, static_cast<uint8_t>(p->second), it.s}});
@@ -192,6 +193,7 @@ Budget::Budget(std::shared_ptr<const CompiledGrammar> grammar)
   const Vocabulary& v = *grammar_->vocab;
   bytes_are_tokens_ = true;
   for (int b = 0; b < 256 && bytes_are_tokens_; ++b) {
+    if (!(paths_.spelled_bytes()[b >> 6] >> (b & 63) & 1)) continue;
     const int32_t node = v.trie_root_child(static_cast<uint8_t>(b));
     bytes_are_tokens_ = node >= 0 && v.trie_nodes()[node].token >= 0;
   }
@@ -319,23 +321,42 @@ std::vector<int32_t> Budget::FewestTokens(const std::string& data) const {
   return ids;
 }
 
-int64_t Budget::ExactFrom(int32_t config) {
+int64_t Budget::ExactFrom(int32_t config, int64_t longest_token) {
   std::lock_guard<std::mutex> lock(mu_);
   Known& k = Entry(config);
   if (k.longest < 0) BestHead(config);
   if (!bytes_are_tokens_ || paths_.growth_per_byte() >= kUnreachable) return kUnreachable;
-  const int64_t reach = static_cast<int64_t>(grammar_->vocab->max_token_length()) * paths_.growth_per_byte();
+  const int64_t reach = longest_token * paths_.growth_per_byte();
   // This token, then the longest completion after it (a byte per token), then EOS.
   return SatAdd(SatAdd(Entry(config).longest, reach), 2);
+}
+
+int64_t Budget::LongestToken(const uint32_t* words) const {
+  const Vocabulary& v = *grammar_->vocab;
+  int64_t longest = 0;
+  for (int32_t w = 0; w < v.mask_words(); ++w) {
+    for (uint32_t bits = words[w]; bits != 0; bits &= bits - 1) {
+      const int32_t t = 32 * w + __builtin_ctz(bits);
+      if (v.is_text(t)) longest = std::max<int64_t>(longest, static_cast<int64_t>(v.bytes(t).size()));
+    }
+  }
+  return longest;
 }
 
 int64_t Budget::RestrictMask(const Matcher& m, uint32_t* words, int64_t remaining) {
   if (m.eos_accepted()) return 0;
   const int32_t config = m.configuration();
-  if (remaining >= ExactFrom(config)) return 0;
+  // Cheapest first: the longest token of the vocabulary, the memo, then the longest allowed one.
+  if (remaining >= ExactFrom(config, grammar_->vocab->max_token_length())) return 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const int64_t known_max = Entry(config).max_after;
+    if (known_max >= 0) {
+      if (remaining >= SatAdd(known_max, 1)) return 0;
+    }
+  }
+  if (remaining >= ExactFrom(config, LongestToken(words))) return 0;
   std::lock_guard<std::mutex> lock(mu_);
-  const int64_t known_max = Entry(config).max_after;
-  if (known_max >= 0 && remaining >= SatAdd(known_max, 1)) return 0;
   const Vocabulary& v = *grammar_->vocab;
   Parser& p = *grammar_->parser;
   int64_t cleared = 0, max_after = 0;

@@ -14,8 +14,8 @@
 // - Its cost in tokens is the fewest text tokens of the vocabulary that spell it (dynamic
 //   programming over the token trie: a real token sequence, which the matcher accepts), plus
 //   one EOS where the grammar does not end by itself after it. Never a byte count: bytes stand
-//   in only for completions longer than kMaxSpelledBytes, and only where every byte is a
-//   token (then each byte is at most one token).
+//   in only for completions longer than kMaxSpelledBytes, and only where every byte a
+//   completion may hold is a token by itself (then each byte is at most one token).
 // - RestrictMask keeps token t only when 1 + cost(config after t) <= tokens left; EOS costs one.
 //   A cheap bound first (ExactUpTo): when every allowed token leaves room, the mask is left as
 //   is, so the masks are exactly the plain ones unless the budget is tight.
@@ -43,6 +43,8 @@ class ShortestPaths {
   // An upper bound on how much the longest completion through any head can grow per byte read
   // (kInfinite when it could not be bounded): see budget.cc.
   int64_t growth_per_byte() const { return growth_per_byte_; }
+  // The bytes Spell can write (bit b of word b/64): the first byte of each edge's range.
+  const uint64_t* spelled_bytes() const { return spelled_bytes_; }
 
  private:
   enum Kind : uint8_t { kUnset, kEnd, kEpsilon, kByte, kCall };
@@ -59,6 +61,7 @@ class ShortestPaths {
   std::vector<int64_t> dist_;
   std::vector<Choice> choice_;
   int64_t growth_per_byte_ = kInfinite;
+  uint64_t spelled_bytes_[4] = {0, 0, 0, 0};
 };
 
 class Budget {
@@ -82,11 +85,15 @@ class Budget {
   // Clears from `words` (the matcher's plain mask) every token after which the output cannot
   // finish within `remaining` tokens (this one included); returns how many were cleared.
   int64_t RestrictMask(const Matcher& m, uint32_t* words, int64_t remaining);
-  // Tokens left from which RestrictMask leaves the mask of `config` as it is: every allowed
-  // token leaves room (ShortestPaths::growth_per_byte over the longest token). kUnreachable
-  // when that cannot be bounded (the vocabulary does not spell every byte as one token).
-  int64_t ExactFrom(int32_t config);
+  // Tokens left from which RestrictMask leaves the mask of `config` as it is, given the
+  // longest allowed token (bytes): every allowed token leaves room (ShortestPaths::
+  // growth_per_byte over its bytes). kUnreachable when that cannot be bounded (some byte a
+  // completion may hold is no token by itself).
+  int64_t ExactFrom(int32_t config, int64_t longest_token);
+  // The longest text token set in `words` (bytes).
+  int64_t LongestToken(const uint32_t* words) const;
   bool bytes_are_tokens() const { return bytes_are_tokens_; }
+  int64_t growth_per_byte() const { return paths_.growth_per_byte(); }
 
  private:
   struct Known {

@@ -43,6 +43,7 @@ from .compiler import CompiledGrammar, Compiler
 from .errors import LogitgateError, TokenRejected, TruncatedOutput
 from .integrations.transformers import vocabulary_for
 from .masks import allocate_mask, apply_mask, mask_to_bool
+from .repetition import RepetitionControl
 from .vocabulary import Vocabulary
 
 __all__ = ["GenerationResult", "Timings", "TraceStep", "compiler_for", "forced_tokens", "generate"]
@@ -337,6 +338,10 @@ def generate(
     trace: bool = False,
     schema_options: dict[str, Any] | None = None,
     budget_aware: bool = True,
+    repetition_penalty: float = 1.0,
+    frequency_penalty: float = 0.0,
+    presence_penalty: float = 0.0,
+    dry_multiplier: float = 0.0,
 ) -> GenerationResult:
     """Generates text from ``model`` that matches at most one given structure.
 
@@ -356,9 +361,15 @@ def generate(
     the grammar's ``token_budget().min_tokens`` the output is a complete document; when that
     cut changed the model's first choice, ``budget_closed`` is true. Below the minimum the
     generation runs as without it and ends with ``finish_reason="length"``.
+
+    Repetition control (off by default; see :mod:`logitgate.repetition`): ``repetition_penalty``
+    (CTRL), ``frequency_penalty`` and ``presence_penalty`` (OpenAI's semantics) and
+    ``dry_multiplier`` (a DRY n-gram penalty) lower the logits of tokens the output already
+    holds, before the mask.
     """
     if max_tokens < 1:
         raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
+    repetition = RepetitionControl(repetition_penalty, frequency_penalty, presence_penalty, dry_multiplier)
     t_start = time.perf_counter()
     vocab = vocabulary_for(model, tokenizer)
     compiled, kind = _compile(vocab, json_schema, pydantic, regex, ebnf, choice, grammar, schema_options)
@@ -425,6 +436,8 @@ def generate(
         logits = res.logits[0, -1].to(torch.float32, copy=True)
         timings.model_s_total += time.perf_counter() - t0
         passes += 1
+        if repetition.active:
+            repetition.apply(logits, out)
         allowed = -1
         if m is not None:
             t0 = time.perf_counter()

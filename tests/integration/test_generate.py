@@ -538,7 +538,8 @@ def test_budget_closes_a_document_the_model_would_run_past(smol: tuple[Any, Any]
     _needs_json_schema()
     jsonschema = pytest.importorskip("jsonschema")
     schema = _order_schema()
-    msgs = [{"role": "system", "content": "Extract JSON: " + json.dumps(schema)}, {"role": "user", "content": ORDER_PROMPT}]
+    system = "Extract JSON: " + json.dumps(schema)
+    msgs = [{"role": "system", "content": system}, {"role": "user", "content": ORDER_PROMPT}]
     from logitgate.generation import compiler_for, vocabulary_for
 
     g = compiler_for(vocabulary_for(*smol)).compile_json_schema(schema, whitespace="compact")

@@ -82,7 +82,8 @@ def add_generate_flags(p: argparse.ArgumentParser) -> None:
 def report_budget(res: Any, stats: bool) -> None:
     """Says on stderr when the budget shaped the output (never silent), and a --stats line."""
     if stats:
-        print(f"stats: budget          {'closed the output early' if res.budget_closed else 'not tight'}", file=sys.stderr)
+        state = "closed the output early" if res.budget_closed else "not tight"
+        print(f"stats: budget          {state}", file=sys.stderr)
     if res.budget_closed:
         print(
             "logitgate: warning: --max-tokens shaped the output: budget-aware decoding closed it earlier "

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from .budget import add_budget_command, add_generate_flags, report_budget
+from .repetition import add_repetition_flags, repetition_kwargs
 
 __all__ = ["main"]
 
@@ -203,6 +204,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         raw=args.raw,
         trace=args.trace,
         budget_aware=not args.no_budget,
+        **repetition_kwargs(args),
         **kw,  # type: ignore[arg-type]
     )
     if args.trace:
@@ -285,6 +287,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--stats", action="store_true", help="timings, tokens/s, forced share, mask overhead (stderr)")
     p.add_argument("--trace", action="store_true", help="each step's allowed-token count and chosen token (stderr)")
     add_generate_flags(p)
+    add_repetition_flags(p)
     p.add_argument("prompt")
     p.set_defaults(func=cmd_generate)
     add_budget_command(sub)
