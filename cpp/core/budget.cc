@@ -360,30 +360,40 @@ int64_t Budget::RestrictMask(const Matcher& m, uint32_t* words, int64_t remainin
   const Vocabulary& v = *grammar_->vocab;
   Parser& p = *grammar_->parser;
   int64_t cleared = 0, max_after = 0;
-  const int32_t n_words = v.mask_words();
-  for (int32_t w = 0; w < n_words; ++w) {
-    for (uint32_t bits = words[w]; bits != 0; bits &= bits - 1) {
-      const int32_t t = 32 * w + __builtin_ctz(bits);
-      int64_t after = kUnreachable;
-      if (v.is_eos(t)) {
-        after = 0;
-      } else if (v.is_text(t)) {
-        int32_t c = config;
-        for (unsigned char b : v.bytes(t)) {
-          c = p.Next(c, b);
-          if (c == Parser::kDead) break;
-        }
-        if (c != Parser::kDead) {
-          CostLocked(c);
-          after = Entry(c).tokens;
-        }
-      }
-      max_after = std::max(max_after, after);
-      if (SatAdd(after, 1) > remaining) {
-        words[w] &= ~(uint32_t{1} << (t & 31));
-        ++cleared;
-      }
+  auto decide = [&](int32_t t, int64_t after) {
+    if (!(words[t >> 5] >> (t & 31) & 1)) return;  // not allowed anyway
+    max_after = std::max(max_after, after);
+    if (SatAdd(after, 1) > remaining) {
+      words[t >> 5] &= ~(uint32_t{1} << (t & 31));
+      ++cleared;
     }
+  };
+  for (int32_t t : v.eos_ids()) decide(t, 0);
+  // The token trie in depth-first order, one transition per node (tokens that share a prefix
+  // share its transitions); a dead node's subtree is skipped. at[d]: the configuration after
+  // the current node's first d bytes.
+  const Vocabulary::TrieNode* nodes = v.trie_nodes();
+  const std::vector<int32_t>& trie_tokens = v.trie_tokens();
+  std::vector<int32_t> at(static_cast<size_t>(v.max_token_length()) + 1, config);
+  int32_t last_config = Parser::kDead;
+  int64_t last_cost = kUnreachable;
+  for (int32_t i = 0; i < v.trie_size();) {
+    const Vocabulary::TrieNode& node = nodes[i];
+    const int32_t c = p.Next(at[node.depth - 1u], node.byte);
+    if (c == Parser::kDead) {
+      i = node.subtree_end;
+      continue;
+    }
+    at[node.depth] = c;
+    const int32_t first = v.trie_token_begin(i), last = v.trie_token_begin(i + 1);
+    if (first < last) {
+      if (c != last_config) {
+        CostLocked(c);
+        last_config = c, last_cost = Entry(c).tokens;
+      }
+      for (int32_t k = first; k < last; ++k) decide(trie_tokens[static_cast<size_t>(k)], last_cost);
+    }
+    ++i;
   }
   Entry(config).max_after = max_after;
   return cleared;

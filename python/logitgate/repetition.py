@@ -87,10 +87,7 @@ class RepetitionControl:
     @property
     def active(self) -> bool:
         return bool(
-            self.repetition_penalty != 1.0
-            or self.frequency_penalty
-            or self.presence_penalty
-            or self.dry_multiplier
+            self.repetition_penalty != 1.0 or self.frequency_penalty or self.presence_penalty or self.dry_multiplier
         )
 
     def penalties(self, history: Sequence[int]) -> tuple[dict[int, float], list[int]]:

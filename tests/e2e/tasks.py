@@ -124,7 +124,12 @@ TASKS: list[Task] = [
     ),
     Task(
         "sentiment_reasoning_first",
-        _obj({"reasoning": {"type": "string", "maxLength": 150}, "sentiment": {"enum": ["positive", "negative", "neutral"]}}),
+        _obj(
+            {
+                "reasoning": {"type": "string", "maxLength": 150},
+                "sentiment": {"enum": ["positive", "negative", "neutral"]},
+            }
+        ),
         "I absolutely loved the food, best dinner in years!",
         {"/sentiment": "positive"},
     ),
