@@ -60,6 +60,14 @@ void BindBudget(nb::module_& m) {
           "Tokens left from which restrict_mask leaves the mask unchanged when no allowed token is longer "
           "than longest_token bytes (the cheap bound).")
       .def(
+          "token_fits",
+          [](Budget& self, const Matcher& matcher, int32_t token, int64_t remaining) {
+            nb::gil_scoped_release release;
+            return self.TokenFits(matcher, token, remaining);
+          },
+          nb::arg("matcher"), nb::arg("token"), nb::arg("remaining"),
+          "True when `token` leaves room to finish within `remaining` tokens, itself included.")
+      .def(
           "restrict_mask",
           [](Budget& self, const Matcher& matcher, MaskRowArray row, int64_t remaining) {
             if (row.shape(0) < static_cast<size_t>(matcher.grammar().vocab->mask_words())) {

@@ -227,6 +227,7 @@ std::pair<int32_t, int32_t> Budget::BestHead(int32_t config) {
   }
   Known& k = Entry(config);
   k.longest = longest;
+  k.shortest = best;
   return head;
 }
 
@@ -341,6 +342,30 @@ int64_t Budget::LongestToken(const uint32_t* words) const {
     }
   }
   return longest;
+}
+
+bool Budget::TokenFits(const Matcher& m, int32_t token, int64_t remaining) {
+  const Vocabulary& v = *grammar_->vocab;
+  Parser& p = *grammar_->parser;
+  if (m.eos_accepted()) return v.is_eos(token) && remaining >= 1;
+  const int32_t config = m.configuration();
+  if (v.is_eos(token)) return p.accepting(config) && remaining >= 1;
+  if (!v.is_text(token)) return false;
+  int32_t c = config;
+  for (unsigned char b : v.bytes(token)) {
+    c = p.Next(c, b);
+    if (c == Parser::kDead) return false;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  Known& k = Entry(c);
+  if (k.tokens < 0 && bytes_are_tokens_) {
+    if (k.longest < 0) BestHead(c);
+    // This token, then at most a token per byte of the shortest completion, then EOS.
+    if (p.accepting(c)) return remaining >= 1 + (p.has_heads(c) ? 1 : 0);
+    if (SatAdd(Entry(c).shortest, 2) <= remaining) return true;
+  }
+  CostLocked(c);
+  return SatAdd(Entry(c).tokens, 1) <= remaining;
 }
 
 int64_t Budget::RestrictMask(const Matcher& m, uint32_t* words, int64_t remaining) {

@@ -82,6 +82,10 @@ class Budget {
   // (EOS not included). Throws a LimitExceeded when it passes kMaxSpelledBytes.
   std::string ShortestCompletion(int32_t config);
   std::vector<int32_t> CompletionTokens(int32_t config);
+  // True when `token` (allowed by the matcher's plain mask) leaves room to finish within
+  // `remaining` tokens, itself included: the check of one drawn token (lg.generate cuts the
+  // mask only when it fails). The shortest completion's bytes bound its tokens first.
+  bool TokenFits(const Matcher& m, int32_t token, int64_t remaining);
   // Clears from `words` (the matcher's plain mask) every token after which the output cannot
   // finish within `remaining` tokens (this one included); returns how many were cleared.
   int64_t RestrictMask(const Matcher& m, uint32_t* words, int64_t remaining);
@@ -99,6 +103,7 @@ class Budget {
   struct Known {
     int64_t bytes = -1, tokens = -1;
     int64_t longest = -1;     // the longest completion through any head, in bytes
+    int64_t shortest = -1;    // the shortest one (set with `longest`)
     int64_t max_after = -1;   // RestrictMask: the largest cost after one allowed token
   };
   Known& Entry(int32_t config);

@@ -298,6 +298,13 @@ class BudgetGuard:
         """True when the output from ``m``'s state can finish within ``remaining`` tokens."""
         return bool(self._core.cost(m)[1] <= remaining)
 
+    def token_fits(self, m: _core.Matcher, tok: int, remaining: int) -> bool:
+        """True when ``tok`` (allowed by ``m``'s plain mask) leaves room to finish within
+        ``remaining`` tokens, itself included; the plan's next token always does."""
+        if self._plan and self._plan[0] == tok:
+            return True
+        return bool(self._core.token_fits(m, tok, remaining))
+
     def restrict(self, m: _core.Matcher, row: Any, remaining: int, top: Callable[[], int] | None = None) -> int:
         """Cuts ``row`` (``m``'s mask, int32 words) to the tokens that leave room. ``top`` gives
         the token the plain mask's logits rank first (asked only when something was cut, to tell

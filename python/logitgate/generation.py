@@ -447,9 +447,9 @@ def generate(
                 keep = torch.nn.functional.pad(keep, (0, logits.shape[-1] - keep.shape[0]))
             logits.masked_fill_(~keep.to(logits.device), float("-inf"))
             timings.mask_s_total += time.perf_counter() - t0
-            if guard is not None:
-                remaining = max_tokens - len(out)
-                if guard.restrict(m, bits[0], remaining, top=functools.partial(_argmax, logits)):
+            if guard is not None and top_p < 1.0:
+                # Top-p reshapes the distribution after the cut: cut first (see below otherwise).
+                if guard.restrict(m, bits[0], max_tokens - len(out), top=functools.partial(_argmax, logits)):
                     apply_mask(logits, bits)
             if trace:
                 allowed = int(torch.isfinite(logits).sum())
@@ -459,6 +459,14 @@ def generate(
                     code="dead-end",
                 )
         tok = _sample(logits, temperature, top_p, gen)
+        if guard is not None and m is not None and top_p >= 1.0 and not guard.token_fits(m, tok, max_tokens - len(out)):
+            # Checked lazily: a token drawn from the plain mask that fits is what the cut mask
+            # would give (greedy: its argmax; sampling: rejection sampling of the cut
+            # distribution), so the cut is computed only when the drawn token does not fit.
+            guard.restrict(m, bits[0], max_tokens - len(out))
+            guard.closed = True
+            apply_mask(logits, bits)
+            tok = _sample(logits, temperature, top_p, gen)
         if first_token_at is None:
             first_token_at = time.perf_counter()
         if m is not None and not m.accept(tok):

@@ -303,3 +303,20 @@ def test_guard_follows_its_plan_when_no_token_passes(bytes_compiler: lg.Compiler
     guard.accepted([ord("c")])  # a token off the plan: the next empty cut makes a new plan
     guard.restrict(m, _allowed(m, g.vocab)[0], 4, top=lambda: 0)
     assert fake.plans_made == 2 and guard.closed
+
+
+def test_token_fits_agrees_with_the_cut(smollm2_vocab: Any) -> None:
+    """The lazy check of one drawn token (lg.generate's fast path) says what the cut says."""
+    rng = random.Random(5)
+    g = lg.Compiler(smollm2_vocab).compile_json_schema(INVOICE, whitespace="compact")
+    core = budget_core(g)
+    for _ in range(5):
+        m = _walk(g, rng, rng.randrange(0, 30))
+        plain = _allowed(m, smollm2_vocab)
+        ids = [int(t) for t in np.flatnonzero(mask_to_bool(plain[0], smollm2_vocab.size))]
+        for remaining in (1, 3, 8, 20, 60):
+            cut = plain.copy()
+            core.restrict_mask(m, cut[0], remaining)
+            kept = mask_to_bool(cut[0], smollm2_vocab.size)
+            for t in rng.sample(ids, min(40, len(ids))):
+                assert core.token_fits(m, t, remaining) == bool(kept[t]), (t, remaining)
