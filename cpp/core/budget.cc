@@ -203,16 +203,20 @@ Budget::Known& Budget::Entry(int32_t config) { return known_[config]; }
 
 int64_t Budget::FrameDistance(int32_t frame) {
   // Up the stack until a known frame (or the empty stack), then back down: no recursion.
+  auto known = [&](int32_t f) { return static_cast<size_t>(f) < frame_dist_.size() && frame_dist_[f] >= 0; };
+  if (frame == 0) return 0;
+  if (known(frame)) return frame_dist_[static_cast<size_t>(frame)];
   std::vector<std::pair<int32_t, int32_t>> path;  // (frame, its return state)
-  while (frame != 0 && frame_dist_.find(frame) == frame_dist_.end()) {
+  while (frame != 0 && !known(frame)) {
     const auto [ret, parent] = grammar_->parser->FrameLink(frame);
     path.push_back({frame, ret});
     frame = parent;
   }
-  int64_t d = frame == 0 ? 0 : frame_dist_[frame];
+  int64_t d = frame == 0 ? 0 : frame_dist_[static_cast<size_t>(frame)];
   for (auto it = path.rbegin(); it != path.rend(); ++it) {
     d = SatAdd(d, paths_.dist(it->second));
-    frame_dist_[it->first] = d;
+    if (static_cast<size_t>(it->first) >= frame_dist_.size()) frame_dist_.resize(static_cast<size_t>(it->first) + 1, -1);
+    frame_dist_[static_cast<size_t>(it->first)] = d;
   }
   return d;
 }

@@ -121,7 +121,7 @@ class Budget {
   bool bytes_are_tokens_ = false;
   std::mutex mu_;
   std::unordered_map<int32_t, Known> known_;
-  std::unordered_map<int32_t, int64_t> frame_dist_;
+  std::vector<int64_t> frame_dist_;  // by frame id; -1: not known yet
 };
 
 }  // namespace logitgate
