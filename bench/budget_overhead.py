@@ -21,12 +21,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import numpy as np  # noqa: E402
+import numpy as np
+from tests.conformance import maskbench
+from tests.conformance.common import smollm2_tokenizer_dir
 
-import logitgate as lg  # noqa: E402
-from logitgate.budget import BudgetGuard, budget_core  # noqa: E402
-from tests.conformance import maskbench  # noqa: E402
-from tests.conformance.common import smollm2_tokenizer_dir  # noqa: E402
+import logitgate as lg
+from logitgate.budget import BudgetGuard, budget_core
 
 
 def main(argv: list[str] | None = None) -> int:
