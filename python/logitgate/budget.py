@@ -277,9 +277,11 @@ def longest_output(grammar: Grammar) -> tuple[float, tuple[str, ...]]:
 class BudgetGuard:
     """Budget-aware decoding for one generation of ``max_tokens`` output tokens.
 
-    Per step, :meth:`restrict` cuts the matcher's mask to the tokens after which the shortest
+    Per step, :meth:`token_fits` checks the token drawn from the plain mask; where it does not
+    fit, :meth:`restrict` cuts the matcher's mask to the tokens after which the shortest
     completion still fits in the tokens left (its fewest tokens of the vocabulary, plus EOS
-    where needed). While the budget is not tight the mask is left exactly as it is. Where no
+    where needed), and the token is drawn again. While the budget is not tight the cut leaves
+    the mask exactly as it is. Where no
     token passes (a completion's fewest tokens are not monotone along it), the next token of
     a completion that fits is allowed: the *plan*, the fewest tokens spelling the shortest
     completion from the last state that fit. So the output always keeps a way to finish.
