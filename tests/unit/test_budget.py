@@ -320,3 +320,27 @@ def test_token_fits_agrees_with_the_cut(smollm2_vocab: Any) -> None:
             kept = mask_to_bool(cut[0], smollm2_vocab.size)
             for t in rng.sample(ids, min(40, len(ids))):
                 assert core.token_fits(m, t, remaining) == bool(kept[t]), (t, remaining)
+
+
+def test_max_is_above_every_walk_on_a_bounded_schema(smollm2_vocab: Any) -> None:
+    """Walks that ramble (long tokens, no EOS while anything else is allowed) never pass
+    max_bytes or max_tokens on a bounded schema, and some come close."""
+    g = lg.Compiler(smollm2_vocab).compile_json_schema(INVOICE, whitespace="compact")
+    tb = g.token_budget()
+    assert tb.max_bytes is not None and tb.max_tokens == tb.max_bytes + 1
+    rng = random.Random(9)
+    eos = set(smollm2_vocab.eos_ids)
+    longest = 0
+    for _ in range(12):
+        m = g.matcher()
+        text, n = b"", 0
+        while not m.is_terminated():
+            ids = [int(t) for t in np.flatnonzero(mask_to_bool(_allowed(m, smollm2_vocab)[0], smollm2_vocab.size))]
+            text_ids = [t for t in ids if t not in eos]
+            tok = rng.choice(text_ids) if text_ids else ids[0]
+            assert m.accept(tok)
+            text += smollm2_vocab.token_bytes(tok) or b""
+            n += 1
+        assert len(text) <= tb.max_bytes and n <= tb.max_tokens
+        longest = max(longest, len(text))
+    assert longest > tb.min_bytes
