@@ -485,6 +485,8 @@ def generate(
                 finish = "stop"
                 break
         pending = [tok]
+        if guard is not None and not jump_forward:
+            guard.accepted([tok])
         if m is not None and jump_forward:
             new, replaced = forced_tokens(m, vocab, tokenizer, max_tokens - len(out), last=tok)
             if guard is not None:
