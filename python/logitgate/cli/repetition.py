@@ -14,9 +14,9 @@ __all__ = ["DEFAULTS", "add_repetition_flags", "repetition_kwargs"]
 
 DEFAULTS: dict[str, float] = {
     "repetition_penalty": 1.0,
-    "frequency_penalty": 0.0,
+    "frequency_penalty": 0.3,
     "presence_penalty": 0.0,
-    "dry_multiplier": 0.0,
+    "dry_multiplier": 0.8,
 }
 
 _HELP = {
