@@ -136,12 +136,17 @@ def _allowed(m: Any, vocab: Any) -> np.ndarray:
     return bits
 
 
+def _ids(bits: np.ndarray, vocab: Any) -> list[int]:
+    """The ids set in row 0 of ``bits``."""
+    return [int(t) for t in np.flatnonzero(mask_to_bool(bits[0], vocab.size))]
+
+
 def _walk(g: lg.CompiledGrammar, rng: random.Random, steps: int) -> Any:
     """A matcher after a random walk of up to ``steps`` tokens (stops before completing)."""
     m = g.matcher()
     vocab = g.vocab
     for _ in range(steps):
-        ids = [int(t) for t in np.flatnonzero(mask_to_bool(_allowed(m, vocab)[0], vocab.size))]
+        ids = _ids(_allowed(m, vocab), vocab)
         text = [t for t in ids if t not in vocab.eos_ids]
         if not text:
             break
@@ -160,7 +165,7 @@ def test_budget_mask_equals_plain_mask_unless_tight(smollm2_vocab: Any) -> None:
         for _ in range(6):
             m = _walk(g, rng, rng.randrange(0, 25))
             plain = _allowed(m, smollm2_vocab)
-            ids = [int(t) for t in np.flatnonzero(mask_to_bool(plain[0], smollm2_vocab.size))]
+            ids = _ids(plain, smollm2_vocab)
             after: dict[int, int] = {}
             for t in ids:
                 f = m.fork()
@@ -177,7 +182,7 @@ def test_budget_mask_equals_plain_mask_unless_tight(smollm2_vocab: Any) -> None:
             for remaining in {needed - 1, max(1, needed - 4), 1 + min(after.values())}:
                 cut = plain.copy()
                 n_cut = core.restrict_mask(m, cut[0], remaining)
-                kept = set(np.flatnonzero(mask_to_bool(cut[0], smollm2_vocab.size)).tolist())
+                kept = set(_ids(cut, smollm2_vocab))
                 assert kept == {t for t in ids if 1 + after[t] <= remaining}
                 assert n_cut == len(ids) - len(kept)
 
@@ -201,7 +206,7 @@ def test_guarded_walks_finish_within_max_tokens(smollm2_vocab: Any, schema: dict
                 assert n < max_tokens, f"no room left after {n} tokens"
                 bits = _allowed(m, smollm2_vocab)
                 guard.restrict(m, bits[0], max_tokens - n)
-                ids = [int(t) for t in np.flatnonzero(mask_to_bool(bits[0], smollm2_vocab.size))]
+                ids = _ids(bits, smollm2_vocab)
                 assert ids, "the cut mask is empty"
                 text = [t for t in ids if t not in eos]
                 pool = sorted(text, key=lambda t: -len(smollm2_vocab.token_bytes(t) or b""))[:20]
@@ -262,7 +267,7 @@ def test_guarded_walks_on_random_grammars_and_vocabularies() -> None:
                 assert n < max_tokens
                 bits = _allowed(m, vocab)
                 guard.restrict(m, bits[0], max_tokens - n)
-                ids = [int(t) for t in np.flatnonzero(mask_to_bool(bits[0], vocab.size))]
+                ids = _ids(bits, vocab)
                 text = [t for t in ids if t != len(tokens) - 1]
                 tok = rng.choice(text) if text and rng.random() < 0.85 else rng.choice(ids)
                 assert m.accept(tok)
@@ -296,7 +301,7 @@ def test_guard_follows_its_plan_when_no_token_passes(bytes_compiler: lg.Compiler
     for want in (ord("a"), ord("b"), 63):
         bits = _allowed(m, g.vocab)
         assert guard.restrict(m, bits[0], 4, top=lambda want=want: want) > 0  # type: ignore[misc]
-        assert np.flatnonzero(mask_to_bool(bits[0], g.vocab.size)).tolist() == [want]
+        assert _ids(bits, g.vocab) == [want]
         assert not guard.closed  # the model's first choice was the plan's token
         guard.accepted([want])
     assert fake.plans_made == 1  # one plan, followed token by token
@@ -313,7 +318,7 @@ def test_token_fits_agrees_with_the_cut(smollm2_vocab: Any) -> None:
     for _ in range(5):
         m = _walk(g, rng, rng.randrange(0, 30))
         plain = _allowed(m, smollm2_vocab)
-        ids = [int(t) for t in np.flatnonzero(mask_to_bool(plain[0], smollm2_vocab.size))]
+        ids = _ids(plain, smollm2_vocab)
         for remaining in (1, 3, 8, 20, 60):
             cut = plain.copy()
             core.restrict_mask(m, cut[0], remaining)
@@ -335,7 +340,7 @@ def test_max_is_above_every_walk_on_a_bounded_schema(smollm2_vocab: Any) -> None
         m = g.matcher()
         text, n = b"", 0
         while not m.is_terminated():
-            ids = [int(t) for t in np.flatnonzero(mask_to_bool(_allowed(m, smollm2_vocab)[0], smollm2_vocab.size))]
+            ids = _ids(_allowed(m, smollm2_vocab), smollm2_vocab)
             text_ids = [t for t in ids if t not in eos]
             tok = rng.choice(text_ids) if text_ids else ids[0]
             assert m.accept(tok)
