@@ -18,6 +18,7 @@
 #include "../core/matcher.h"
 #include "../core/thread_pool.h"
 #include "../core/vocabulary.h"
+#include "budget_bindings.h"
 #include "ir_program.h"
 
 namespace nb = nanobind;
@@ -322,6 +323,7 @@ NB_MODULE(_core, m) {
         "returns how many columns the mask allows, or -1 for logits off the CPU (checked, not touched).");
   m.def("fill_masks", &FillMasks, nb::arg("matchers"), nb::arg("bits"), nb::arg("threads"),
         "Fill row i of `bits` for matchers[i], on `threads` threads with the GIL released.");
+  BindBudget(m);
   m.def("_set_split_walk_budget", &Matcher::SetSplitWalkBudget, nb::arg("nodes"),
         "Test hook: trie nodes a mask walk visits before it computes a loop split (process-wide); "
         "returns the previous value.");

@@ -48,6 +48,10 @@ class Matcher {
   void Reset() { history_.resize(1); }
   std::string ForcedBytes(int64_t max_bytes);
   std::unique_ptr<Matcher> Fork() const { return std::make_unique<Matcher>(*this); }
+  // The parser configuration after the last accepted step (budget.h reads it), and whether
+  // EOS was accepted.
+  int32_t configuration() const { return current(); }
+  bool eos_accepted() const { return terminated(); }
   // Steps accepted since the start (EOS included).
   int64_t num_accepted() const { return static_cast<int64_t>(history_.size()) - 1; }
   const CompiledGrammar& grammar() const { return *grammar_; }

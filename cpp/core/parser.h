@@ -102,6 +102,12 @@ class Parser {
   // the walk was `expensive`, else from the configuration's second fill on. Thread-safe.
   void StoreMask(int32_t config, const uint32_t* words, size_t n_words, bool expensive);
 
+  // The heads of `config` as (automaton state, frame) pairs, and a frame's (return state,
+  // parent frame); frame 0 is the empty stack. Thread-safe (take mu_). For budget.h, which
+  // measures completions from the heads.
+  std::vector<std::pair<int32_t, int32_t>> Heads(int32_t config) const;
+  std::pair<int32_t, int32_t> FrameLink(int32_t frame) const;
+
   int32_t num_configurations() const { return num_configs_.load(std::memory_order_acquire); }
   // Transitions computed so far (each one a closure and an interning); for profiling.
   int64_t num_transitions() const { return num_transitions_.load(std::memory_order_relaxed); }

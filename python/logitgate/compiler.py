@@ -14,7 +14,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import astuple
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import _core
 from .errors import GrammarError, SchemaError, UsageError
@@ -22,6 +22,9 @@ from .grammar.ir import Alt, Grammar, Literal
 from .grammar.program import serialize
 from .limits import DEFAULT_LIMITS, Limits
 from .vocabulary import Vocabulary
+
+if TYPE_CHECKING:
+    from .budget import TokenBudget
 
 __all__ = ["CompiledGrammar", "Compiler"]
 
@@ -44,6 +47,7 @@ class CompiledGrammar:
         vocab: Vocabulary,
         limits: Limits,
         dropped: tuple[str, ...] = (),
+        rule_pointers: dict[str, str] | None = None,
     ) -> None:
         self._core = core
         self.grammar = grammar
@@ -52,6 +56,10 @@ class CompiledGrammar:
         #: Constraints a ``lenient=True`` JSON Schema compile dropped, one line each
         #: ("<json pointer>: <keyword>: <why>"). Empty for every exact compile.
         self.dropped = dropped
+        #: For a JSON Schema: the JSON pointer of each rule that lowers a subschema (``sN`` rules),
+        #: which :meth:`token_budget` uses to name what makes the output unbounded.
+        self.rule_pointers = dict(rule_pointers or {})
+        self._budget: _core.Budget | None = None
 
     def matcher(self) -> _core.Matcher:
         """A fresh per-request :class:`~logitgate.Matcher` at the start of the grammar."""
@@ -60,6 +68,14 @@ class CompiledGrammar:
     def to_ebnf(self) -> str:
         """The compiled grammar printed in the GBNF dialect."""
         return self.grammar.to_ebnf()
+
+    def token_budget(self) -> TokenBudget:
+        """The shortest and longest output of this grammar, in bytes and in output tokens of
+        this vocabulary (see :class:`~logitgate.budget.TokenBudget`). The first call runs a
+        shortest-path pass over the automaton; the result is not cached."""
+        from .budget import token_budget
+
+        return token_budget(self)
 
     @property
     def num_states(self) -> int:
@@ -208,7 +224,10 @@ class Compiler:
         from .frontends.json_schema import schema_to_grammar
 
         with _gc_paused():
-            grammar, dropped = schema_to_grammar(schema, limits=self.limits, check_empty=False, **options)
+            pointers: dict[str, str] = {}
+            grammar, dropped = schema_to_grammar(
+                schema, limits=self.limits, check_empty=False, pointers=pointers, **options
+            )
         try:
             compiled = self.compile_grammar(grammar)
         except GrammarError as e:
@@ -217,9 +236,9 @@ class Compiler:
             # Rare: lower again with the frontend's own check, which names the JSON pointer.
             schema_to_grammar(schema, limits=self.limits, **options)
             raise SchemaError(f"empty language: {e.message}", pointer="", code="schema-empty") from None
-        if dropped:
-            compiled = CompiledGrammar(compiled._core, grammar, self.vocab, self.limits, tuple(dropped))
-        return compiled
+        # A wrapper of its own (the core is shared through the cache): the pointers and the
+        # dropped constraints belong to this schema.
+        return CompiledGrammar(compiled._core, grammar, self.vocab, self.limits, tuple(dropped), pointers)
 
     def compile_pydantic(self, model: Any, **options: Any) -> CompiledGrammar:
         """Compiles a Pydantic v2 model class through its JSON Schema, narrowed where Pydantic's

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import bisect
 import codecs
+import functools
 import inspect
 import json
 import time
@@ -38,10 +39,12 @@ from typing import Any, Literal
 
 import torch
 
+from .budget import BudgetGuard
 from .compiler import CompiledGrammar, Compiler
 from .errors import LogitgateError, OutputValidationError, TokenRejected, TruncatedOutput, UsageError
 from .integrations.transformers import vocabulary_for
 from .masks import allocate_mask, apply_mask_counted
+from .repetition import RepetitionControl
 from .vocabulary import Vocabulary
 
 __all__ = [
@@ -102,7 +105,9 @@ class GenerationResult:
     of the grammar; :attr:`value` raises :class:`~logitgate.TruncatedOutput` when it is not.
     ``completion_tokens`` counts output token ids (EOS included); ``forced_tokens`` of them were
     appended by jump-forward without sampling; ``forward_passes`` counts model calls (prefill
-    included).
+    included). ``budget_closed`` is true when budget-aware decoding shaped the output: at some
+    step the budget removed the token the model ranked first (it closed a string or a list
+    earlier than the model would have).
     """
 
     text: str
@@ -116,6 +121,7 @@ class GenerationResult:
     token_ids: list[int] = field(default_factory=list)
     kind: Literal["json", "pydantic", "text", "none"] = "none"
     trace: list[TraceStep] = field(default_factory=list)
+    budget_closed: bool = False
     _pydantic_model: Any = field(default=None, repr=False)
     _value: Any = field(default=_UNSET, repr=False)
 
@@ -402,6 +408,11 @@ def generate(
     schema_options: dict[str, Any] | None = None,
     on_token: Callable[[TraceStep], None] | None = None,
     on_text: Callable[[str], None] | None = None,
+    budget_aware: bool = True,
+    repetition_penalty: float = 1.0,
+    frequency_penalty: float = 0.0,
+    presence_penalty: float = 0.0,
+    dry_multiplier: float = 0.0,
 ) -> GenerationResult:
     """Generates text from ``model`` that matches at most one given structure.
 
@@ -419,8 +430,20 @@ def generate(
     :class:`TraceStep` as it is generated (forced tokens included), ``on_text`` with each new
     piece of the output text (whole characters; text a stop string may still cut is held back).
     Arguments out of range raise :class:`~logitgate.UsageError` before anything runs.
+
+    ``budget_aware`` (default on): with a structure, a token is allowed only if the shortest
+    completion after it still fits in the tokens left, so whenever ``max_tokens`` is at least
+    the grammar's ``token_budget().min_tokens`` the output is a complete document; when that
+    cut changed the model's first choice, ``budget_closed`` is true. Below the minimum the
+    generation runs as without it and ends with ``finish_reason="length"``.
+
+    Repetition control (off by default; see :mod:`logitgate.repetition`): ``repetition_penalty``
+    (CTRL), ``frequency_penalty`` and ``presence_penalty`` (OpenAI's semantics) and
+    ``dry_multiplier`` (a DRY n-gram penalty) lower the logits of tokens the output already
+    holds, before the mask.
     """
     _check_arguments(max_tokens, temperature, top_p)
+    repetition = RepetitionControl(repetition_penalty, frequency_penalty, presence_penalty, dry_multiplier)
     t_start = time.perf_counter()
     vocab = vocabulary_for(model, tokenizer)
     t_vocab = time.perf_counter()
@@ -463,8 +486,14 @@ def generate(
         for tok in new:
             record(tok, -1, True)
 
+    guard = BudgetGuard(compiled, max_tokens) if compiled is not None and m is not None and budget_aware else None
+    if guard is not None and m is not None and not guard.fits(m, max_tokens):
+        guard = None  # below the grammar's minimum: truncation, as without a budget
     if m is not None and jump_forward:
         first, _ = forced_tokens(m, vocab, tokenizer, max_tokens)
+        if guard is not None and first and not guard.fits(m, max_tokens - len(first)):
+            m.rollback(len(first))
+            first = []
         out += first
         n_forced += len(first)
         pending += first
@@ -494,18 +523,32 @@ def generate(
         if passes == 0:
             timings.prefill_s = time.perf_counter() - t0
         passes += 1
+        if repetition.active:
+            repetition.apply(logits, out)
         allowed = -1
         if m is not None:
             t0 = time.perf_counter()
             m.fill_mask(bits, 0)
             allowed = apply_mask_counted(logits, bits)
             timings.mask_s_total += time.perf_counter() - t0
+            if guard is not None and top_p < 1.0:
+                # Top-p reshapes the distribution after the cut: cut first (see below otherwise).
+                if guard.restrict(m, bits[0], max_tokens - len(out), top=functools.partial(_argmax, logits)):
+                    allowed = apply_mask_counted(logits, bits)
             if allowed == 0:
                 raise LogitgateError(
                     "no token is allowed here: the vocabulary cannot spell any continuation of the grammar",
                     code="dead-end",
                 )
         tok = _sample(logits, temperature, top_p, gen)
+        if guard is not None and m is not None and top_p >= 1.0 and not guard.token_fits(m, tok, max_tokens - len(out)):
+            # Checked lazily: a token drawn from the plain mask that fits is what the cut mask
+            # would give (greedy: its argmax; sampling: rejection sampling of the cut
+            # distribution), so the cut is computed only when the drawn token does not fit.
+            guard.restrict(m, bits[0], max_tokens - len(out))
+            guard.closed = True
+            allowed = apply_mask_counted(logits, bits)
+            tok = _sample(logits, temperature, top_p, gen)
         if first_token_at is None:
             first_token_at = time.perf_counter()
         if m is not None and not m.accept(tok):
@@ -523,8 +566,17 @@ def generate(
                 finish = "stop"
                 break
         pending = [tok]
+        if guard is not None and not jump_forward:
+            guard.accepted([tok])
         if m is not None and jump_forward:
             new, replaced = forced_tokens(m, vocab, tokenizer, max_tokens - len(out), last=tok)
+            if guard is not None:
+                if new and not guard.fits(m, max_tokens - len(out) + replaced - len(new)):
+                    m.rollback(len(new))  # the forced tokens would not leave room: sample instead
+                    if replaced and not m.accept(tok):
+                        raise TokenRejected(f"token {tok} no longer accepted after rollback", code="internal")
+                    new, replaced = [], False
+                guard.accepted(new if replaced else [tok, *new])
             if replaced:
                 out.pop()
                 pending = []
@@ -563,6 +615,7 @@ def generate(
         token_ids=out,
         kind=kind,
         trace=steps,
+        budget_closed=guard is not None and guard.closed,
         _pydantic_model=pydantic,
     )
     if parse:
@@ -577,6 +630,10 @@ def _check_arguments(max_tokens: int, temperature: float, top_p: float) -> None:
         raise UsageError(f"temperature must be >= 0 (0 = greedy), got {temperature!r}")
     if not 0 <= top_p <= 1:
         raise UsageError(f"top_p must be in [0, 1] (0 = greedy), got {top_p!r}")
+
+
+def _argmax(logits: torch.Tensor) -> int:
+    return int(torch.argmax(logits))
 
 
 def _cache_keyword(model: Any) -> str:

@@ -689,3 +689,56 @@ def test_truncation_on_every_kind(smol: tuple[Any, Any]) -> None:
         assert r.finish_reason == "length"
         with pytest.raises(lg.TruncatedOutput):
             _ = r.value
+
+
+# -- budget-aware decoding --------------------------------------------------------------------
+
+ORDER_SCHEMA_FILE = "examples/order.json"
+ORDER_PROMPT = "Order #4821 for widget and gadget is now shipped."
+
+
+def _order_schema() -> dict[str, Any]:
+    from pathlib import Path
+
+    return json.loads((Path(__file__).resolve().parents[2] / ORDER_SCHEMA_FILE).read_text())
+
+
+def test_budget_closes_a_document_the_model_would_run_past(smol: tuple[Any, Any]) -> None:
+    """max_tokens between the grammar's minimum and the length the model wants: without the
+    budget the output is truncated, with it (the default) it is a complete, valid document and
+    the result says the budget shaped it."""
+    _needs_json_schema()
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = _order_schema()
+    system = "Extract JSON: " + json.dumps(schema)
+    msgs = [{"role": "system", "content": system}, {"role": "user", "content": ORDER_PROMPT}]
+    from logitgate.generation import compiler_for, vocabulary_for
+
+    g = compiler_for(vocabulary_for(*smol)).compile_json_schema(schema, whitespace="compact")
+    minimum = g.token_budget().min_tokens
+    n = minimum + 3
+    plain = lg.generate(*smol, msgs, json_schema=schema, max_tokens=n, budget_aware=False)
+    assert plain.finish_reason == "length" and not plain.complete and not plain.budget_closed
+    r = lg.generate(*smol, msgs, json_schema=schema, max_tokens=n)
+    assert r.finish_reason == "stop" and r.complete and r.budget_closed and r.completion_tokens <= n
+    jsonschema.validate(r.value, schema)
+    below = lg.generate(*smol, msgs, json_schema=schema, max_tokens=minimum - 1)
+    assert below.finish_reason == "length" and not below.complete and not below.budget_closed
+
+
+def test_cli_budget_warning_and_exit_codes(cli_model: None, capsys: pytest.CaptureFixture[str]) -> None:
+    _needs_json_schema()
+    from pathlib import Path
+
+    from logitgate.cli.main import EXIT_TRUNCATED, main
+
+    schema_file = str(Path(__file__).resolve().parents[2] / ORDER_SCHEMA_FILE)
+    assert main(["budget", "--schema", schema_file, "--json"]) == 0
+    minimum = json.loads(capsys.readouterr().out)["min_tokens"]
+    rc = main(["generate", "--schema", schema_file, "--max-tokens", str(minimum + 2), "--stats", ORDER_PROMPT])
+    out, err = capsys.readouterr()
+    assert rc == 0 and isinstance(json.loads(out), dict)
+    assert "warning: --max-tokens shaped the output" in err and "stats: budget          closed" in err
+    rc = main(["generate", "--schema", schema_file, "--max-tokens", str(minimum - 1), ORDER_PROMPT])
+    out, err = capsys.readouterr()
+    assert rc == EXIT_TRUNCATED and out == "" and "finish_reason=length" in err

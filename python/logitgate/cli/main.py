@@ -6,6 +6,7 @@ Subcommands:
   demo      a guided tour: the allowed tokens at each step of a random constrained walk.
   debug     print a structure's grammar as EBNF, its compiled size, and the mask after a prefix
             (for bug reports).
+  budget    the shortest and longest output of a structure in bytes and tokens (sizes --max-tokens).
 
 Each subcommand takes its structure the same way (``add_structure_arguments``) and compiles it
 in one place (``compile_structure``); every failure goes through one place (``report``), which
@@ -27,6 +28,9 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from logitgate.errors import LogitgateError, OutputValidationError
+
+from .budget import add_budget_command, add_generate_flags, report_budget
+from .repetition import add_repetition_flags, repetition_kwargs
 
 __all__ = ["EXIT_CODES", "main"]
 
@@ -545,11 +549,14 @@ def cmd_generate(args: argparse.Namespace) -> int:
         raw=args.raw,
         on_token=_print_trace_step if args.trace else None,
         on_text=_write_stdout if stream else None,
+        budget_aware=not args.no_budget,
+        **repetition_kwargs(args),
     )
     if stream:
         print(flush=True)
     if args.stats:
         _print_stats(res, setup)
+    report_budget(res, args.stats)
     if not res.complete:
         print(f"logitgate: finish_reason={res.finish_reason} (truncated)", file=sys.stderr)
         if not stream:
@@ -702,6 +709,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="each output token with its allowed-token count, on stderr as generated (default: off)",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr (default: off)")
+    add_generate_flags(p)
+    add_repetition_flags(p)
     p.add_argument("prompt", help="the user message (or, with --raw, the whole prompt)")
     p.set_defaults(func=cmd_generate)
 
@@ -731,6 +740,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--show", type=_int_at_least(0), default=20, metavar="N", help="allowed tokens to print (default: 20)"
     )
     p.set_defaults(func=cmd_debug)
+
+    add_budget_command(sub)
     return parser
 
 

@@ -743,6 +743,7 @@ class _Lowering:
         self.dropped: list[str] = []
         self.rules: dict[str, Node] = {}
         self.names: dict[frozenset[int], str] = {}
+        self.pointers: dict[str, str] = {}  # rule name -> JSON pointer(s) of the schema set it lowers
         self.work: list[tuple[frozenset[int], str]] = []
         self.facts_memo: dict[frozenset[int], tuple[_Facts | None, list[list[frozenset[int]]]]] = {}
         self.enc_memo: dict[Node, Node] = {}
@@ -857,6 +858,7 @@ class _Lowering:
                 raise LimitExceeded("max_automaton_states", self.limits.max_automaton_states, "too many schema rules")
             name = f"s{len(self.names)}"
             self.names[key] = name
+            self.pointers[name] = " & ".join(sorted({"#" + self.index.info[a][1] for a in key if a in self.index.info}))
             if leaf is not None:
                 self.leaf_names[leaf] = name
             self.work.append((key, name))
@@ -3645,12 +3647,16 @@ def schema_to_grammar(
     lenient: bool = False,
     oneof: str = "exact",
     check_empty: bool = True,
+    pointers: dict[str, str] | None = None,
 ) -> tuple[Grammar, list[str]]:
     """The grammar of JSON texts valid against ``schema``, and the dropped constraints.
 
     ``check_empty=False`` skips the (costly) search for an empty language here: the compiler
     passes it because the core finds an empty root language anyway, and only then asks this
     function again for the error with its JSON pointer.
+
+    ``pointers``, when given, receives the JSON pointer of each rule that lowers a schema (its
+    name to the pointers of the subschemas it lowers, joined by " & ").
 
     Options (see docs/json_schema.md): ``whitespace`` "flexible" (any JSON whitespace between
     tokens; with ``max_whitespace`` N, at most one newline then at most N spaces/tabs per gap)
@@ -3701,6 +3707,8 @@ def schema_to_grammar(
         if schema is True:
             return Grammar({"root": low.any_value(), **low.rules}), []
         grammar = low.run(check_empty)
+        if pointers is not None:
+            pointers.update(low.pointers)
     except (TypeError, AttributeError):
         # A schema passed as Python data may hold what JSON cannot (a set, an object, a
         # non-string key), which fails deep inside the lowering: looked for here, after the

@@ -1,0 +1,127 @@
+// Budget: how long the output still has to be. For a compiled grammar and a parser
+// configuration, the shortest completion (bytes that take the output to a full sentence), its
+// length in tokens of the vocabulary, and the token mask cut to a number of tokens left, so
+// that a generation with max_tokens N ends in a complete sentence whenever N allows one.
+//
+// Invariants and guarantees:
+// - ShortestPaths::dist(s) is the length of the shortest byte string from automaton state s to
+//   the end of its rule, a call costing its rule's shortest string (a Knuth-style Dijkstra over
+//   the automaton: calls are resolved once their rule's start and return state are settled).
+//   Every choice it records points at states settled earlier, so spelling a completion follows
+//   finitely many steps, on an explicit stack (no recursion).
+// - A configuration's shortest completion is the cheapest of its heads: the head's state's
+//   shortest string, then each frame's return state's, up the stack.
+// - Its cost in tokens is the fewest text tokens of the vocabulary that spell it (dynamic
+//   programming over the token trie: a real token sequence, which the matcher accepts), plus
+//   one EOS where the grammar does not end by itself after it. Never a byte count: bytes stand
+//   in only for completions longer than kMaxSpelledBytes, and only where every byte a
+//   completion may hold is a token by itself (then each byte is at most one token).
+// - RestrictMask keeps token t only when 1 + cost(config after t) <= tokens left; EOS costs one.
+//   A cheap bound first (ExactUpTo): when every allowed token leaves room, the mask is left as
+//   is, so the masks are exactly the plain ones unless the budget is tight.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "matcher.h"
+
+namespace logitgate {
+
+class ShortestPaths {
+ public:
+  static constexpr int64_t kInfinite = INT64_MAX / 4;
+  explicit ShortestPaths(const Automaton& a);
+  int64_t dist(int32_t s) const { return dist_[s]; }
+  // Appends the shortest string from s to the end of s's rule; false (out partly written) when
+  // it would pass max_bytes.
+  bool Spell(int32_t s, std::string* out, size_t max_bytes) const;
+  // An upper bound on how much the longest completion through any head can grow per byte read
+  // (kInfinite when it could not be bounded): see budget.cc.
+  int64_t growth_per_byte() const { return growth_per_byte_; }
+  // The bytes Spell can write (bit b of word b/64): the first byte of each edge's range.
+  const uint64_t* spelled_bytes() const { return spelled_bytes_; }
+
+ private:
+  enum Kind : uint8_t { kUnset, kEnd, kEpsilon, kByte, kCall };
+  struct Choice {
+    Kind kind = kUnset;
+    uint8_t byte = 0;
+    int32_t a = -1;  // kEpsilon: the kernel state; kByte: the target; kCall: the rule
+    int32_t b = -1;  // kCall: the return state
+  };
+  void ComputeDistances();
+  void ComputeGrowth();
+
+  const Automaton& a_;
+  std::vector<int64_t> dist_;
+  std::vector<Choice> choice_;
+  int64_t growth_per_byte_ = kInfinite;
+  uint64_t spelled_bytes_[4] = {0, 0, 0, 0};
+};
+
+class Budget {
+ public:
+  static constexpr int64_t kUnreachable = ShortestPaths::kInfinite;
+  // Completions longer than this are costed, not spelled (their tokens are bounded by bytes).
+  static constexpr size_t kMaxSpelledBytes = size_t{1} << 16;
+
+  explicit Budget(std::shared_ptr<const CompiledGrammar> grammar);
+
+  struct Cost {
+    int64_t bytes;   // the shortest completion's length in bytes
+    int64_t tokens;  // output tokens to finish: its fewest tokens, plus EOS where needed
+  };
+  // Thread-safe (one mutex per budget).
+  Cost CostOf(int32_t config);
+  // The shortest completion's bytes (empty when complete), and the tokens that spell it
+  // (EOS not included). Throws a LimitExceeded when it passes kMaxSpelledBytes.
+  std::string ShortestCompletion(int32_t config);
+  std::vector<int32_t> CompletionTokens(int32_t config);
+  // True when `token` (allowed by the matcher's plain mask) leaves room to finish within
+  // `remaining` tokens, itself included: the check of one drawn token (lg.generate cuts the
+  // mask only when it fails). The shortest completion's bytes bound its tokens first.
+  bool TokenFits(const Matcher& m, int32_t token, int64_t remaining);
+  // Clears from `words` (the matcher's plain mask) every token after which the output cannot
+  // finish within `remaining` tokens (this one included); returns how many were cleared.
+  int64_t RestrictMask(const Matcher& m, uint32_t* words, int64_t remaining);
+  // Tokens left from which RestrictMask leaves the mask of `config` as it is, given the
+  // longest allowed token (bytes): every allowed token leaves room (ShortestPaths::
+  // growth_per_byte over its bytes). kUnreachable when that cannot be bounded (some byte a
+  // completion may hold is no token by itself).
+  int64_t ExactFrom(int32_t config, int64_t longest_token);
+  // The longest text token set in `words` (bytes).
+  int64_t LongestToken(const uint32_t* words) const;
+  bool bytes_are_tokens() const { return bytes_are_tokens_; }
+  int64_t growth_per_byte() const { return paths_.growth_per_byte(); }
+
+ private:
+  struct Known {
+    int64_t bytes = -1, tokens = -1;
+    int64_t longest = -1;     // the longest completion through any head, in bytes
+    int64_t shortest = -1;    // the shortest one (set with `longest`)
+    int64_t max_after = -1;   // RestrictMask: the largest cost after one allowed token
+  };
+  Known& Entry(int32_t config);
+  // The cheapest head's (state, frame); Entry(config).longest is set on the way.
+  std::pair<int32_t, int32_t> BestHead(int32_t config);
+  int64_t FrameDistance(int32_t frame);
+  bool SpellLocked(int32_t config, std::string* out);
+  void CostLocked(int32_t config);
+  // Fewest tokens spelling `data` (dynamic programming over the trie); empty when none does.
+  std::vector<int32_t> FewestTokens(const std::string& data) const;
+  int32_t TrieChild(int32_t node, uint8_t b) const;
+
+  std::shared_ptr<const CompiledGrammar> grammar_;
+  ShortestPaths paths_;
+  bool bytes_are_tokens_ = false;
+  std::mutex mu_;
+  std::unordered_map<int32_t, Known> known_;
+  std::vector<int64_t> frame_dist_;  // by frame id; -1: not known yet
+};
+
+}  // namespace logitgate
