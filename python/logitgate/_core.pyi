@@ -3,6 +3,9 @@ without the GIL and may take milliseconds; the rest take nanoseconds to microsec
 
 from collections.abc import Sequence
 
+import numpy as np
+import numpy.typing as npt
+
 class Vocabulary:
     @property
     def width(self) -> int: ...
