@@ -185,6 +185,46 @@ def test_fill_masks_many_batches_of_every_size(vocab: lg.Vocabulary) -> None:
             time.sleep(0.002)
 
 
+_MANY_THREADS_SCRIPT = """
+import sys
+import numpy as np
+import logitgate as lg
+
+vocab = lg.Vocabulary.from_tokens([bytes([i]) for i in range(256)] + [b"</s>"], eos_ids=[256])
+grammar = lg.Compiler(vocab).compile_regex("[a-z]+")
+matchers = [grammar.matcher() for _ in range(64)]
+for i, m in enumerate(matchers):
+    assert m.accept_bytes(b"abc"[: i % 3])
+expected = lg.allocate_mask(vocab, batch=len(matchers))
+lg.fill_masks(matchers, expected, threads=1)
+bits = lg.allocate_mask(vocab, batch=len(matchers))
+for threads in (3, 4, 8, 64):
+    for k in range(int(sys.argv[1])):
+        n = 1 + k % len(matchers)
+        bits[:] = 0
+        lg.fill_masks(matchers[:n], bits[:n], threads=threads)
+        assert np.array_equal(bits[:n], expected[:n]), (threads, k)
+print("ok")
+"""
+
+
+def test_fill_masks_on_many_threads_never_hangs() -> None:
+    # Batches on 3 or more threads (the pool has several workers: some join a batch, some are
+    # still waking up when the caller has taken every row). Each batch must finish with every
+    # row filled as one thread fills it. In a subprocess, so that a hang fails the test.
+    import subprocess
+    import sys
+
+    site = ["-S"] if sys.flags.no_site else []  # (make sanitize runs Python without site)
+    run = subprocess.run(
+        [sys.executable, *site, "-c", _MANY_THREADS_SCRIPT, "1000"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr
+
+
 def test_bad_mask_buffers(vocab: lg.Vocabulary) -> None:
     m = lg.Compiler(vocab).compile_regex("a").matcher()
     with pytest.raises(ValueError, match="row"):
