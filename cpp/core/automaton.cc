@@ -757,6 +757,8 @@ void Automaton::ComputeKernels() {
 }
 
 void Automaton::MarkTailCalls() {
+  Flags pushed(rule_start_.size(), false);
+  int32_t n_pushed = 0;
   for (auto& calls : calls_) {
     for (CallEdge& c : calls) {
       bool only_end = true;
@@ -764,6 +766,83 @@ void Automaton::MarkTailCalls() {
         only_end = only_end && bytes_[*k].empty() && calls_[*k].empty();
       }
       c.tail = only_end;
+      if (!c.tail && !pushed[c.rule]) {
+        pushed[c.rule] = true;
+        ++n_pushed;
+      }
+    }
+  }
+  // A rule whose start needs h > 0 frames calls, with a push, a rule that needs h - 1 (or
+  // tail-calls one that needs h, which does): each level below the largest holds a rule
+  // called with a push, and a state needs at most one frame more than any rule start.
+  stack_need_bound_ = 1 + n_pushed;
+}
+
+// Stack need (Knuth's generalization of Dijkstra's algorithm, values settled in increasing
+// order from a bucket queue): need(s) is the least, over the ways to end s's rule, of the
+// largest number of frames pushed on the way. need(s) = 0 when s is final; need(t) through a
+// byte edge to t or a kernel state t; need(start(R)) through a tail call of R;
+// max(1 + need(start(R)), need(ret)) through a call of R returning to ret. Each of these is
+// at least each of its arguments, so a value settled from settled arguments is final. States
+// no run lands on (not entries, not kernel states) keep kNoStackNeed.
+void Automaton::ComputeStackNeed() const {
+  const int32_t n = num_states();
+  struct Call {
+    int32_t state, start, ret;
+    int32_t unsettled;  // arguments not settled yet
+  };
+  std::vector<Call> calls;
+  // rev(t): what depends on t's need: a state s (>= 0: need(s) <= need(t)) or a call (~index).
+  Rows<int32_t> rev(static_cast<size_t>(n));
+  for (int pass = 0; pass < 2; ++pass) {
+    auto depends = [&](int32_t t, int32_t on) { pass ? rev.Add(t, on) : rev.Count(t); };
+    for (int32_t s = 0; s < n; ++s) {
+      for (const ByteEdge& e : bytes_[s]) depends(e.target, s);
+      for (const int32_t* k = kernel_begin(s); k != kernel_end(s); ++k) {
+        if (*k != s) depends(*k, s);
+      }
+      for (const CallEdge& c : calls_[s]) {
+        const int32_t start = rule_start_[c.rule];
+        if (c.tail) {
+          depends(start, s);
+          continue;
+        }
+        const auto id = static_cast<int32_t>(calls.size());
+        if (pass) calls.push_back({s, start, c.ret, start == c.ret ? 1 : 2});
+        depends(start, ~id);
+        if (c.ret != start) depends(c.ret, ~id);
+      }
+    }
+    if (pass == 0) rev.Allocate();
+  }
+  stack_need_.assign(static_cast<size_t>(n), kNoStackNeed);
+  std::vector<std::vector<int32_t>> buckets(1);
+  auto offer = [&](int32_t s, int32_t need) {
+    if (need >= stack_need_[s]) return;
+    stack_need_[s] = need;
+    if (buckets.size() <= static_cast<size_t>(need)) buckets.resize(static_cast<size_t>(need) + 1);
+    buckets[static_cast<size_t>(need)].push_back(s);
+  };
+  for (int32_t s = 0; s < n; ++s) {
+    if (final_[s]) offer(s, 0);
+  }
+  Flags settled(static_cast<size_t>(n), false);
+  max_stack_need_ = 0;
+  for (size_t level = 0; level < buckets.size(); ++level) {
+    // (Offers at this level append to this bucket: index it, never hold a reference.)
+    for (size_t i = 0; i < buckets[level].size(); ++i) {
+      const int32_t t = buckets[level][i];
+      if (settled[t] || stack_need_[t] != static_cast<int32_t>(level)) continue;
+      settled[t] = true;
+      max_stack_need_ = static_cast<int32_t>(level);
+      for (const int32_t* d = rev.begin(t); d != rev.end(t); ++d) {
+        if (*d >= 0) {
+          offer(*d, static_cast<int32_t>(level));
+          continue;
+        }
+        Call& c = calls[static_cast<size_t>(~*d)];
+        if (--c.unsettled == 0) offer(c.state, std::max(1 + stack_need_[c.start], stack_need_[c.ret]));
+      }
     }
   }
 }

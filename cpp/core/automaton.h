@@ -21,6 +21,7 @@
 
 #include <array>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -90,6 +91,25 @@ class Automaton {
   // True when s starts a rule that reads any one plain character and may then end (a string's
   // character rule): a head there with return state r has capacity 1 + plain_capacity(r).
   bool starts_plain_character(int32_t s) const { return single_start_[s]; }
+  // Per state s, the fewest frames a run from s must push, at the deepest point, to end s's
+  // rule (0 when it can end without calling a rule that pushes a frame); kNoStackNeed for
+  // states no run lands on. A head at s whose frame is at depth d can complete within
+  // max_stack_depth iff d + need(s) <= max_stack_depth (and its frames' return states can, in
+  // turn). Never more than stack_need_bound(), so only outputs within that of the limit need
+  // it: computed on first use. Thread-safe.
+  static constexpr int32_t kNoStackNeed = INT32_MAX;
+  const std::vector<int32_t>& stack_need() const {
+    std::call_once(stack_need_once_, [this] { ComputeStackNeed(); });
+    return stack_need_;
+  }
+  // The largest need of any state.
+  int32_t max_stack_need() const {
+    stack_need();
+    return max_stack_need_;
+  }
+  // An upper bound of every stack need, known without computing them: one more than the
+  // number of rules some call pushes a frame for.
+  int32_t stack_need_bound() const { return stack_need_bound_; }
   // Kernel states of the epsilon closure of s (s itself included when it is a kernel state).
   const int32_t* kernel_begin(int32_t s) const { return kernel_.data() + kernel_offset_[s]; }
   const int32_t* kernel_end(int32_t s) const { return kernel_.data() + kernel_offset_[s + 1]; }
@@ -136,6 +156,7 @@ class Automaton {
   void Determinize();
   void ComputeKernels();
   void MarkTailCalls();
+  void ComputeStackNeed() const;
   void ComputeCharacterRules();
   void ComputeUniversal();
   void ComputePlainCapacity();
@@ -168,6 +189,10 @@ class Automaton {
   std::vector<std::array<uint64_t, 2>> char_ascii_;
   Flags char_utf8_;
   std::vector<int32_t> kernel_offset_, kernel_;
+  int32_t stack_need_bound_ = 0;
+  mutable std::once_flag stack_need_once_;
+  mutable std::vector<int32_t> stack_need_;
+  mutable int32_t max_stack_need_ = 0;
   std::vector<int32_t> plan_states_;                           // AddPlan's scratch
   int32_t byte_class_[256] = {};
   int32_t num_byte_classes_ = 1;

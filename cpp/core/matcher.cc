@@ -91,8 +91,30 @@ bool PlainOnly(const uint64_t* bytes) {
 std::atomic<int64_t> Matcher::split_walk_budget_{Matcher::kSplitWalkBudget};
 
 Matcher::Matcher(std::shared_ptr<const CompiledGrammar> grammar)
-    : grammar_(std::move(grammar)), parser_(grammar_->parser.get()) {
+    : grammar_(std::move(grammar)), store_(grammar_->parser.get()), parser_(store_.get()) {
   history_.push_back({parser_->initial(), false});
+}
+
+template <typename StepFn>
+auto Matcher::WithRoom(StepFn&& step) -> decltype(step()) {
+  for (int attempt = 0;; ++attempt) {
+    try {
+      if (attempt == 1) MoveTo(grammar_->parser.Renew(parser_));  // the grammar's fresh store
+      if (attempt == 2) MoveTo(parser_->Fresh());  // one of its own: other requests filled that one
+      return step();
+    } catch (const StoreFull&) {
+      if (attempt == 2) throw;  // this request alone needs more than a store holds
+    }
+  }
+}
+
+void Matcher::MoveTo(std::shared_ptr<Parser> store) {
+  std::vector<int32_t> configs(history_.size());
+  for (size_t i = 0; i < history_.size(); ++i) configs[i] = history_[i].config;
+  const std::vector<int32_t> moved = store->Adopt(*parser_, configs);  // (throws: nothing changed)
+  for (size_t i = 0; i < history_.size(); ++i) history_[i].config = moved[i];
+  store_ = std::move(store);
+  parser_ = store_.get();
 }
 
 int32_t Matcher::Advance(int32_t config, const std::string& data) {
@@ -117,7 +139,7 @@ bool Matcher::Accept(int32_t token) {
     return true;
   }
   if (!v.is_text(token)) return false;
-  int32_t next = Advance(current(), v.bytes(token));
+  const int32_t next = WithRoom([&] { return Advance(current(), v.bytes(token)); });
   if (next == Parser::kDead) return false;
   history_.push_back({next, false});
   return true;
@@ -125,7 +147,7 @@ bool Matcher::Accept(int32_t token) {
 
 bool Matcher::AcceptBytes(const std::string& data) {
   if (terminated()) return data.empty();
-  int32_t next = Advance(current(), data);
+  const int32_t next = WithRoom([&] { return Advance(current(), data); });
   if (next == Parser::kDead) return false;
   history_.push_back({next, false});
   return true;
@@ -141,8 +163,12 @@ void Matcher::Rollback(int64_t n) {
 }
 
 std::string Matcher::ForcedBytes(int64_t max_bytes) {
+  if (terminated()) return {};
+  return WithRoom([&] { return ForcedBytesInStore(max_bytes); });
+}
+
+std::string Matcher::ForcedBytesInStore(int64_t max_bytes) {
   std::string out;
-  if (terminated()) return out;
   int32_t config = current();
   while (static_cast<int64_t>(out.size()) < max_bytes && !parser_->accepting(config)) {
     int32_t only = -1, next = Parser::kDead;
@@ -926,6 +952,10 @@ bool Matcher::TryFillMaskFast(uint32_t* words) {
 
 void Matcher::FillMask(uint32_t* words) {
   if (TryFillMaskFast(words)) return;
+  WithRoom([&] { FillMaskInStore(words); });
+}
+
+void Matcher::FillMaskInStore(uint32_t* words) {
   const Vocabulary& v = *grammar_->vocab;
   const size_t n_words = static_cast<size_t>(v.mask_words());
   const int32_t config = current();

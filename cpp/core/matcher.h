@@ -1,7 +1,10 @@
 // Matcher: per-request state over one compiled grammar: the parser configuration after each
 // accepted step (for rollback), token masks, forced bytes. The heavy state (configurations,
 // transitions, memoized masks) lives in the grammar's shared Parser, so matchers are cheap
-// to create and fork, and what one request computes serves the next.
+// to create and fork, and what one request computes serves the next. When that store is full
+// the matcher moves its history to the grammar's fresh store and retries the step (see
+// SharedParser, WithRoom): max_configurations then fails a request only when a fresh store
+// cannot hold its own history and one more step.
 //
 // Mask semantics: token t is allowed iff its whole byte string keeps the output a viable
 // prefix (the configuration after it is not dead); EOS ids iff the output is a complete
@@ -23,7 +26,7 @@ namespace logitgate {
 struct CompiledGrammar {
   std::shared_ptr<const Vocabulary> vocab;
   std::shared_ptr<const Automaton> automaton;
-  std::shared_ptr<Parser> parser;  // shared, internally synchronized
+  SharedParser parser;  // the store new matchers start on; internally synchronized
   CoreLimits limits;
 };
 
@@ -70,6 +73,17 @@ class Matcher {
     int32_t config;
     bool terminated;
   };
+  // Runs `step` (which reads the state afresh: configuration ids change with the store). When
+  // the store is full, moves to the grammar's next store (SharedParser::Renew) and runs it
+  // again; when other requests fill that one too, to a fresh store of its own, so the step
+  // fails only if this request alone overflows a store.
+  template <typename StepFn>
+  auto WithRoom(StepFn&& step) -> decltype(step());
+  // Moves history_ into `store`.
+  void MoveTo(std::shared_ptr<Parser> store);
+  // The steps WithRoom retries.
+  void FillMaskInStore(uint32_t* words);
+  std::string ForcedBytesInStore(int64_t max_bytes);
   int32_t current() const { return history_.back().config; }
   bool terminated() const { return history_.back().terminated; }
   // Fills `words` (all of it) with the text tokens allowed from `config`.
@@ -175,7 +189,8 @@ class Matcher {
   int32_t Advance(int32_t config, const std::string& data);
 
   std::shared_ptr<const CompiledGrammar> grammar_;
-  Parser* parser_;  // owned by grammar_
+  std::shared_ptr<Parser> store_;  // the store history_'s configurations live in
+  Parser* parser_;                 // store_.get()
   std::vector<Step> history_;
   std::vector<int32_t> walk_config_;
   int32_t root_successor_ = Parser::kDead;

@@ -30,7 +30,10 @@ uint64_t HashHeads(const uint64_t* heads, uint32_t count, bool accepting) {
 }  // namespace
 
 Parser::Parser(std::shared_ptr<const Automaton> automaton, const CoreLimits& limits)
-    : automaton_(std::move(automaton)), limits_(limits), num_classes_(automaton_->num_byte_classes()) {
+    : automaton_(std::move(automaton)),
+      limits_(limits),
+      num_classes_(automaton_->num_byte_classes()),
+      last_safe_depth_(limits_.max_stack_depth - 1 - automaton_->stack_need_bound()) {
   max_blocks_ = (limits_.max_configurations + kBlockSize) / kBlockSize + 1;
   blocks_.reset(new std::atomic<Block*>[max_blocks_]);
   for (int64_t i = 0; i < max_blocks_; ++i) blocks_[i].store(nullptr, std::memory_order_relaxed);
@@ -55,6 +58,12 @@ Parser::Parser(std::shared_ptr<const Automaton> automaton, const CoreLimits& lim
   accepting_scratch_ = false;
   Closure(automaton_->root_start(), 0);
   initial_ = Intern(accepting_scratch_);
+  if (initial_ == kDead) {
+    throw CoreError::Limit("max_stack_depth", limits_.max_stack_depth,
+                           "every output of this grammar nests rules " +
+                               std::to_string(automaton_->stack_need()[automaton_->root_start()]) +
+                               " deep, past max_stack_depth");
+  }
 }
 
 Parser::~Parser() {
@@ -78,6 +87,15 @@ int64_t Parser::memory_bytes() const {
   return n + visited_.memory_bytes();
 }
 
+bool Parser::NearDepthLimitLocked(int64_t depth) {
+  if (depth <= last_safe_depth_) return false;
+  if (stack_need_ == nullptr) {
+    stack_need_ = automaton_->stack_need().data();
+    last_safe_depth_ = limits_.max_stack_depth - 1 - automaton_->max_stack_need();
+  }
+  return depth > last_safe_depth_;
+}
+
 int32_t Parser::PushFrame(int32_t ret, int32_t parent) {
   uint64_t key = Pack(ret, parent);
   auto it = frame_index_.find(key);
@@ -95,6 +113,11 @@ int32_t Parser::PushFrame(int32_t ret, int32_t parent) {
 // Adds to out_ every head reachable from (state, frame) without consuming a byte: epsilon
 // edges, rule calls (push) and rule ends (pop). Sets accepting_scratch_ when the root rule can
 // end with an empty stack. Finite because the automaton has no left recursion.
+//
+// Only heads that can still complete within max_stack_depth are kept (Automaton::stack_need),
+// so a configuration with a head is a viable prefix under the depth limit too: the mask
+// never allows a byte that nests deeper than the limit. Invariant: every frame's return
+// state can complete at its parent's depth, so a head's own need is all there is to check.
 void Parser::Closure(int32_t state0, int32_t frame0) {
   const Automaton& a = *automaton_;
   work_.clear();
@@ -103,8 +126,11 @@ void Parser::Closure(int32_t state0, int32_t frame0) {
     uint64_t item = work_.back();
     work_.pop_back();
     int32_t frame = FrameOf(item);
+    const bool near = NearDepthLimitLocked(frames_[frame].depth);
+    const int64_t room = limits_.max_stack_depth - frames_[frame].depth;  // frames it may still push
     for (const int32_t* k = a.kernel_begin(StateOf(item)); k != a.kernel_end(StateOf(item)); ++k) {
       int32_t s = *k;
+      if (near && stack_need_[s] > room) continue;  // every way to end s's rule nests too deep
       uint64_t head = Pack(s, frame);
       if (!visited_.Insert(head)) continue;
       if (!a.bytes(s).empty()) {
@@ -115,7 +141,12 @@ void Parser::Closure(int32_t state0, int32_t frame0) {
         }
       }
       for (const CallEdge& c : a.calls(s)) {
-        work_.push_back(Pack(a.rule_start(c.rule), c.tail ? frame : PushFrame(c.ret, frame)));
+        const int32_t start = a.rule_start(c.rule);
+        if (c.tail) {
+          work_.push_back(Pack(start, frame));
+        } else if (!near || (stack_need_[c.ret] <= room && 1 + static_cast<int64_t>(stack_need_[start]) <= room)) {
+          work_.push_back(Pack(start, PushFrame(c.ret, frame)));
+        }
       }
       if (a.is_final(s)) {
         if (frame == 0) {
@@ -126,6 +157,55 @@ void Parser::Closure(int32_t state0, int32_t frame0) {
       }
     }
   }
+}
+
+std::vector<int32_t> Parser::Adopt(const Parser& from, const std::vector<int32_t>& configs) {
+  // Read from `from` into a store-free form: frames as (return state, parent index), parents
+  // first, index 0 the empty stack; each distinct configuration as its heads (state, frame
+  // index) and its accepting bit.
+  std::vector<std::pair<int32_t, int32_t>> frames{{-1, -1}};
+  std::unordered_map<int32_t, int32_t> frame_index{{0, 0}}, config_index;
+  std::vector<int32_t> which(configs.size());  // index of configs[i] among the distinct ones
+  std::vector<uint64_t> heads;
+  std::vector<size_t> heads_end;
+  std::vector<uint8_t> accepting;
+  {
+    std::lock_guard<std::mutex> lock(from.mu_);
+    std::vector<int32_t> chain;
+    for (size_t i = 0; i < configs.size(); ++i) {
+      const auto [it, fresh] = config_index.emplace(configs[i], static_cast<int32_t>(heads_end.size()));
+      which[i] = it->second;
+      if (!fresh) continue;
+      const auto [offset, count] = from.config_heads_[configs[i]];
+      for (uint32_t k = 0; k < count; ++k) {
+        const uint64_t head = from.heads_[offset + k];
+        chain.clear();
+        for (int32_t f = FrameOf(head); frame_index.count(f) == 0; f = from.frames_[f].parent) chain.push_back(f);
+        for (auto f = chain.rbegin(); f != chain.rend(); ++f) {
+          const Frame& frame = from.frames_[*f];
+          frame_index.emplace(*f, static_cast<int32_t>(frames.size()));
+          frames.push_back({frame.ret, frame_index.at(frame.parent)});
+        }
+        heads.push_back(Pack(StateOf(head), frame_index.at(FrameOf(head))));
+      }
+      heads_end.push_back(heads.size());
+      accepting.push_back(from.accepting(configs[i]));
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<int32_t> frame_id(frames.size(), 0);
+  for (size_t j = 1; j < frames.size(); ++j) frame_id[j] = PushFrame(frames[j].first, frame_id[frames[j].second]);
+  std::vector<int32_t> config_id(heads_end.size());
+  for (size_t d = 0; d < heads_end.size(); ++d) {
+    out_.clear();
+    for (size_t k = d == 0 ? 0 : heads_end[d - 1]; k < heads_end[d]; ++k) {
+      out_.push_back(Pack(StateOf(heads[k]), frame_id[static_cast<size_t>(FrameOf(heads[k]))]));
+    }
+    config_id[d] = Intern(accepting[d] != 0);
+  }
+  std::vector<int32_t> ids(configs.size());
+  for (size_t i = 0; i < configs.size(); ++i) ids[i] = config_id[static_cast<size_t>(which[i])];
+  return ids;
 }
 
 size_t Parser::FindSlot(const uint64_t* heads, uint32_t count, bool accepting, uint64_t h) const {
@@ -148,8 +228,8 @@ int32_t Parser::Intern(bool accepting) {
   size_t slot = FindSlot(out_.data(), count, accepting, h);
   if (config_table_[slot] >= 0) return config_table_[slot];
   if (existing >= limits_.max_configurations) {
-    throw CoreError::Limit("max_configurations", limits_.max_configurations,
-                           "this grammar built too many parser configurations");
+    throw StoreFull(CoreError::Limit("max_configurations", limits_.max_configurations,
+                                     "one request needs more parser configurations than max_configurations"));
   }
   if (2 * (static_cast<size_t>(existing) + 1) > config_table_.size()) {
     // At most half full: rehash into twice the slots.
@@ -188,6 +268,9 @@ int32_t Parser::Intern(bool accepting) {
   int32_t capacity = 0;
   for (uint32_t i = 0; i < count; ++i) {
     const int32_t state = StateOf(out_[i]), frame = FrameOf(out_[i]);
+    // The automaton's capacities assume that no head on the way is dropped for its depth:
+    // near the limit the head guarantees nothing.
+    if (NearDepthLimitLocked(frames_[frame].depth)) continue;
     capacity = std::max(capacity, automaton_->plain_capacity(state));
     if (frame != 0 && automaton_->starts_plain_character(state)) {
       const int64_t through = 1 + static_cast<int64_t>(automaton_->plain_capacity(frames_[frame].ret));

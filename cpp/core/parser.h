@@ -14,6 +14,11 @@
 // publishing a mask take `mu_`. Storage is in fixed-size blocks that never move, so a
 // published pointer stays valid for the parser's lifetime. All memory is bounded by
 // CoreLimits (max_configurations, max_parse_heads, max_stack_depth, mask_cache_entries).
+//
+// A parser is one *store*: once it holds max_configurations configurations, interning one
+// more throws StoreFull. A compiled grammar then starts a fresh store (SharedParser::Renew)
+// and its matchers move their state over as they hit the full one (Adopt): the old store is
+// freed with its last matcher, so what earlier requests built never starves later ones.
 #pragma once
 
 #include <atomic>
@@ -28,6 +33,11 @@
 
 namespace logitgate {
 
+// The store is full: LimitExceeded(max_configurations) unless the matcher moves to a fresh one.
+struct StoreFull : CoreError {
+  explicit StoreFull(const CoreError& e) : CoreError(e) {}
+};
+
 class Parser {
  public:
   static constexpr int32_t kDead = 0;
@@ -39,6 +49,11 @@ class Parser {
   Parser& operator=(const Parser&) = delete;
 
   const Automaton& automaton() const { return *automaton_; }
+  // An empty store for the same automaton and limits.
+  std::shared_ptr<Parser> Fresh() const { return std::make_shared<Parser>(automaton_, limits_); }
+  // Interns here the configurations `configs` of store `from` (the same automaton's): their
+  // ids in this store, in order. Throws StoreFull when they do not fit. Thread-safe.
+  std::vector<int32_t> Adopt(const Parser& from, const std::vector<int32_t>& configs);
   int32_t initial() const { return initial_; }
   bool accepting(int32_t config) const { return Flags(config) & kAccepting; }
   // True when some byte can still be consumed.
@@ -167,6 +182,11 @@ class Parser {
   // else the empty slot where it belongs.
   size_t FindSlot(const uint64_t* heads, uint32_t count, bool accepting, uint64_t h) const;
   int32_t PushFrame(int32_t ret, int32_t parent);
+  // True when a head at this frame depth may be unable to complete within max_stack_depth
+  // (depth + 1 + the automaton's largest stack need passes it: the 1 for a character rule's
+  // frame, see Intern): then Closure checks each head's stack need (stack_need_, loaded here
+  // on first use). Far from the limit nothing is checked.
+  bool NearDepthLimitLocked(int64_t depth);
 
   std::shared_ptr<const Automaton> automaton_;
   CoreLimits limits_;
@@ -180,6 +200,8 @@ class Parser {
 
   // Everything below is guarded by mu_.
   mutable std::mutex mu_;
+  int64_t last_safe_depth_;  // NearDepthLimitLocked: the deepest frame depth known to be far
+  const int32_t* stack_need_ = nullptr;  // the automaton's, once a head came near the limit
   std::vector<Frame> frames_;
   std::unordered_map<uint64_t, int32_t> frame_index_;
   std::vector<uint64_t> heads_;
@@ -205,6 +227,35 @@ class Parser {
   std::vector<size_t> group_begin_, group_leaders_;
   StampSet visited_;
   bool accepting_scratch_ = false;
+};
+
+// The store a compiled grammar's new matchers start on. Renew replaces a full store by a
+// fresh one, once per full store (whoever asks first); matchers still on the old one keep it
+// alive until they move over or end. Thread-safe.
+class SharedParser {
+ public:
+  SharedParser& operator=(std::shared_ptr<Parser> parser) {
+    std::lock_guard<std::mutex> lock(mu_);
+    current_ = std::move(parser);
+    return *this;
+  }
+  std::shared_ptr<Parser> get() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return current_;
+  }
+  // `grammar.parser->num_configurations()`: the current store, kept alive for the call.
+  std::shared_ptr<Parser> operator->() const { return get(); }
+  // The store to move to from the full store `full`. (Const: compiled grammars are shared as
+  // const, and which store is current is not part of what a grammar means.)
+  std::shared_ptr<Parser> Renew(const Parser* full) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (current_.get() == full) current_ = full->Fresh();
+    return current_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::shared_ptr<Parser> current_;
 };
 
 }  // namespace logitgate

@@ -4,11 +4,16 @@
 // out one at a time (the caller's from the front, the workers' from the back), so uneven work
 // balances itself. A worker that finished a batch spins for a short while before it sleeps:
 // batch fills come once per decoding step, and waking a sleeping thread costs about as much as
-// a few mask fills. For the same reason the caller, once every index is taken, waits only
-// for the workers that joined the batch (a worker still waking up sits it out) and spins for
-// them before it sleeps.
+// a few mask fills. For the same reason the caller does not wait for workers that are still
+// waking up once every index is taken: it *closes* the batch, and a worker that arrives after
+// that sits the batch out.
+//
+// Per batch, under mu_: `joined_` workers joined it, `finished_` of them are done, and `closed_`
+// is set by the caller after its own share. No worker joins a closed batch, so once closed
+// `joined_` is final, and the batch is done exactly when closed_ && finished_ == joined_.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -40,32 +45,31 @@ class ThreadPool {
       std::lock_guard<std::mutex> lock(mu_);
       fn_ = &fn;
       range_.store(static_cast<uint64_t>(n));  // front 0, back n
-      active_ = std::min(threads - 1, workers_.size());
-      batch_done_.store(active_ == 0, std::memory_order_relaxed);
+      max_joined_ = threads - 1;
+      joined_ = finished_ = 0;
+      closed_ = false;
+      done_.store(false, std::memory_order_relaxed);
       error_ = nullptr;
       generation_.store(generation_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
     }
     cv_.notify_all();
-    Work(true);
+    Work(fn, true);
     {
-      // Every row is taken: workers that have not joined yet (still waking up) are not waited
-      // for; they sit this batch out (and never see fn_).
+      // Every index is taken: close the batch, so that the workers to wait for are known.
       std::lock_guard<std::mutex> lock(mu_);
-      if (joined_ < active_) active_ = joined_;
-      if (active_ == 0) {
-        joined_ = 0;
-        batch_done_.store(true, std::memory_order_relaxed);
-      }
+      closed_ = true;
+      if (finished_ == joined_) done_.store(true, std::memory_order_relaxed);
     }
-    // The workers that joined finish their last rows about when this thread does: spin for
-    // them a while rather than sleep at once (a futex wake-up costs 10-20 us, a whole small
-    // batch's work).
+    // The workers that joined finish their last indices about when this thread does: spin for
+    // them a while rather than sleep at once (a futex wake-up costs about as much as a whole
+    // small batch's work).
     const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinMicros);
-    while (!batch_done_.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < spin_until) {
+    while (!done_.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < spin_until) {
       for (int i = 0; i < 16; ++i) Pause();
     }
+    // Bounded: every joined worker is running fn on indices it took and finishes them.
     std::unique_lock<std::mutex> lock(mu_);
-    done_cv_.wait(lock, [&] { return active_ == 0; });
+    done_cv_.wait(lock, [&] { return finished_ == joined_; });
     fn_ = nullptr;
     if (error_) std::rethrow_exception(error_);
   }
@@ -83,8 +87,7 @@ class ThreadPool {
   // The caller takes indices from the front, workers from the back, until they meet: each
   // row tends to go to the same thread from one batch to the next (its mask row stays in that
   // core's cache), and uneven work still balances itself.
-  void Work(bool front) {
-    const std::function<void(size_t)>& fn = *fn_;  // read once: range_ is the only line written
+  void Work(const std::function<void(size_t)>& fn, bool front) {
     for (;;) {
       uint64_t r = range_.load(std::memory_order_relaxed);
       size_t i;
@@ -103,29 +106,28 @@ class ThreadPool {
       }
     }
   }
+
   void Loop() {
-    uint64_t seen = 0;
+    uint64_t seen = 0;  // the last batch this worker joined or sat out
     for (;;) {
       const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinMicros);
       while (generation_.load(std::memory_order_acquire) == seen && std::chrono::steady_clock::now() < spin_until) {
         for (int i = 0; i < 64; ++i) Pause();
       }
+      const std::function<void(size_t)>* fn;
       {
         std::unique_lock<std::mutex> lock(mu_);
-        if (generation_.load(std::memory_order_relaxed) != seen && joined_ >= active_) {
-          seen = generation_.load(std::memory_order_relaxed);  // a batch done without it: spin for the next
-          continue;
-        }
-        cv_.wait(lock, [&] { return generation_.load(std::memory_order_relaxed) != seen && joined_ < active_; });
+        cv_.wait(lock, [&] { return generation_.load(std::memory_order_relaxed) != seen; });
         seen = generation_.load(std::memory_order_relaxed);
+        if (closed_ || joined_ >= max_joined_) continue;  // closed or full: sit this batch out
         ++joined_;
+        fn = fn_;  // valid until the caller sees this worker finish
       }
-      Work(false);
+      Work(*fn, false);
       std::lock_guard<std::mutex> lock(mu_);
-      if (--active_ == 0) {
-        joined_ = 0;
-        batch_done_.store(true, std::memory_order_release);
-        done_cv_.notify_all();
+      if (++finished_ == joined_ && closed_) {
+        done_.store(true, std::memory_order_release);
+        done_cv_.notify_one();
       }
     }
   }
@@ -134,13 +136,17 @@ class ThreadPool {
   std::mutex mu_;
   std::condition_variable cv_, done_cv_;
   std::vector<std::thread> workers_;
-  const std::function<void(size_t)>* fn_ = nullptr;
   alignas(64) std::atomic<uint64_t> range_{0};  // indices not taken yet: front << 32 | back
   char range_pad_[64 - sizeof(std::atomic<uint64_t>)] = {};
-  size_t active_ = 0;  // workers taking part in the current batch that have not finished
-  size_t joined_ = 0;  // workers that have joined the current batch
-  std::atomic<bool> batch_done_{true};  // active_ == 0, for the caller's spin (set under mu_)
-  std::atomic<uint64_t> generation_{0};  // written under mu_, read by spinning workers
+  // The current batch; guarded by mu_.
+  const std::function<void(size_t)>* fn_ = nullptr;
+  size_t max_joined_ = 0;  // workers the batch may use (threads - 1)
+  size_t joined_ = 0;      // workers that joined it
+  size_t finished_ = 0;    // joined workers done with it
+  bool closed_ = true;     // the caller took its share: no more workers join
+  std::exception_ptr error_;
+  std::atomic<bool> done_{true};         // closed_ && finished_ == joined_, for the caller's spin
+  std::atomic<uint64_t> generation_{0};  // batches started; written under mu_, read by spinning workers
   static constexpr int kSpinMicros = 200;
   static void Pause() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -149,7 +155,6 @@ class ThreadPool {
     std::this_thread::yield();
 #endif
   }
-  std::exception_ptr error_;
 };
 
 }  // namespace logitgate

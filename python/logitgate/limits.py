@@ -19,11 +19,14 @@ class Limits:
             Frontends and the core walk trees with explicit stacks; this bounds their memory.
         max_repeat: largest bound in ``{m,n}``; bounded repetition is unrolled in the automaton.
         max_automaton_states: states of the compiled byte automaton (all rules together).
-        max_stack_depth: run-time rule nesting (e.g. JSON nesting depth) in one matcher.
+        max_stack_depth: run-time rule nesting (e.g. JSON nesting depth) in one output. The
+            mask enforces it: a token that would nest deeper is not allowed.
         max_parse_heads: simultaneous parse heads in one parser configuration (ambiguity bound).
-        max_configurations: distinct parser configurations one matcher may build (memory bound,
-            about 1 KiB each).
-        mask_cache_entries: masks memoized per compiled grammar (about vocab/8 bytes each).
+        max_configurations: parser configurations in one store of a compiled grammar (shared
+            by its matchers; memory bound). A full store is replaced by a fresh one and the
+            matchers move over, so it fails only a request whose own history plus one step
+            does not fit a fresh store.
+        mask_cache_entries: masks memoized per store (about vocab/8 bytes each).
     """
 
     max_source_bytes: int = 8 * 1024 * 1024

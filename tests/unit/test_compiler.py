@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import gc
+import json
+import random
 import threading
 import weakref
+from typing import Any
 
 import pytest
 
@@ -169,3 +172,69 @@ def test_to_ebnf_round_trips(compiler: lg.Compiler) -> None:
     g = compiler.compile_ebnf('root ::= "a" [b-c]{2,3} item*\nitem ::= "a" | "b"\n')
     again = compiler.compile_ebnf(g.to_ebnf())
     assert dict(again.grammar.rules) == dict(g.grammar.rules)
+
+
+_TREE_SCHEMA = {
+    "$defs": {
+        "node": {
+            "type": "object",
+            "properties": {
+                "label": {"type": "string", "maxLength": 1500},
+                "children": {"type": "array", "items": {"$ref": "#/$defs/node"}, "maxItems": 3},
+            },
+            "required": ["label", "children"],
+            "additionalProperties": False,
+        }
+    },
+    "$ref": "#/$defs/node",
+}
+
+
+def _tree(depth: int, rng: random.Random) -> bytes:
+    # A path `depth` nodes deep, at a random position among up to two leaf siblings per level:
+    # each document visits stacks (and so parser configurations) no earlier one did.
+    node: dict[str, Any] = {"label": "leaf", "children": []}
+    for i in range(depth):
+        kids: list[dict[str, Any]] = [{"label": "x", "children": []} for _ in range(rng.randrange(3))]
+        kids.insert(rng.randrange(len(kids) + 1), node)
+        node = {"label": f"node {i}", "children": kids}
+    return json.dumps(node, separators=(",", ":")).encode()
+
+
+def test_configuration_budget_is_per_request_not_per_grammar() -> None:
+    # One compiled grammar (the compiler's cache hands out the same one) serving requests of
+    # growing depth: together they build far more than max_configurations parser
+    # configurations (with the default limits the store filled after about 80 requests, and
+    # every later request failed). Full stores are replaced; requests in flight move over.
+    vocab = lg.Vocabulary.from_tokens([bytes([i]) for i in range(256)] + [b"</s>"], eos_ids=[256])
+    compiler = lg.Compiler(vocab)
+    rng = random.Random(0)
+    in_flight = []
+    for depth in range(130):
+        g = compiler.compile_json_schema(_TREE_SCHEMA)
+        m = g.matcher()
+        doc = _tree(depth, rng)
+        assert m.accept_bytes(doc[:-1]), depth
+        in_flight.append((m, doc[-1:]))
+        if len(in_flight) > 20:
+            old, rest = in_flight.pop(0)
+            assert old.accept_bytes(rest) and old.is_complete() and old.accept(256)
+    assert compiler.compile_json_schema(_TREE_SCHEMA) is g
+    bits = lg.allocate_mask(vocab)
+    for m, rest in in_flight:
+        m.fill_mask(bits)
+        assert m.accept_bytes(rest) and m.is_complete()
+        m.rollback(1)
+        assert m.accept_bytes(rest) and m.accept(256)
+
+
+def test_one_request_past_max_configurations_fails_alone() -> None:
+    vocab = lg.Vocabulary.from_tokens([bytes([i]) for i in range(256)] + [b"</s>"], eos_ids=[256])
+    compiler = lg.Compiler(vocab, limits=lg.Limits(max_configurations=2_000))
+    deep = _tree(60, random.Random(0))
+    with pytest.raises(lg.LimitExceeded) as e:
+        compiler.compile_json_schema(_TREE_SCHEMA).matcher().accept_bytes(deep)
+    assert e.value.limit == "max_configurations" and e.value.value == 2_000
+    for _ in range(3):
+        m = compiler.compile_json_schema(_TREE_SCHEMA).matcher()
+        assert m.accept_bytes(b'{"label":"a","children":[]}') and m.is_complete()

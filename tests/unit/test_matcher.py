@@ -125,13 +125,78 @@ def test_recursion_and_stack(vocab: lg.Vocabulary) -> None:
     assert m.accept_bytes(b"b") and m.is_complete() and m.is_terminated()
 
 
-def test_stack_depth_limit(vocab: lg.Vocabulary) -> None:
+def test_stack_depth_limit_is_in_the_mask(vocab: lg.Vocabulary) -> None:
+    # `root ::= "b" | "a" root "c"`: every "a" pushes a frame. At the limit the mask leaves out
+    # what would nest deeper, and accepting it is refused like any other disallowed input
+    # (no exception); what stays allowed can always be completed.
     g = Grammar({"root": Alt((Literal(b"b"), Seq((Literal(b"a"), Ref("root"), Literal(b"c")))))})
     compiler = lg.Compiler(vocab, limits=lg.Limits(max_stack_depth=50))
     m = compiler.compile_grammar(g).matcher()
-    with pytest.raises(lg.LimitExceeded) as e:
-        m.accept_bytes(b"a" * 100)
-    assert e.value.limit == "max_stack_depth" and e.value.value == 50
+    assert m.accept_bytes(b"a" * 47)
+    assert allowed(m, vocab) == {0, 1, 2, 4}  # a, b, ab, aaa (to depth 50)
+    assert m.accept_bytes(b"a")
+    assert allowed(m, vocab) == {0, 1, 2}  # "aaa" would reach depth 51
+    assert not m.accept(4) and m.accept_bytes(b"aa")
+    assert allowed(m, vocab) == {1}  # only "b"
+    assert not m.accept(0) and not m.accept_bytes(b"a") and m.num_accepted == 3
+    assert m.accept_bytes(b"b" + b"c" * 50) and m.is_complete()
+
+
+def test_stack_depth_limit_keeps_every_allowed_prefix_completable() -> None:
+    # `root ::= "(" "a" root ")" | "x"`: after "(" only "a" then a deeper root may follow, so at
+    # the limit "(" itself must be left out (not only the step that pushes the frame).
+    vocab = lg.Vocabulary.from_tokens([bytes([i]) for i in range(128)] + [b"(a", b"</s>"], eos_ids=[129])
+    for depth in (1, 5, 30):
+        compiler = lg.Compiler(vocab, limits=lg.Limits(max_stack_depth=depth))
+        m = compiler.compile_ebnf('root ::= "(" "a" root ")" | "x"\n').matcher()
+        bits = lg.allocate_mask(vocab)
+        for _ in range(depth):
+            m.fill_mask(bits)
+            assert mask_to_bool(bits[0], vocab.size)[[ord("("), 128]].all()
+            assert m.accept(128)
+        m.fill_mask(bits)
+        assert np.flatnonzero(mask_to_bool(bits[0], vocab.size)).tolist() == [ord("x")]
+        assert not m.accept(ord("(")) and not m.accept(128) and not m.accept_bytes(b"(")
+        assert m.accept_bytes(b"x" + b")" * depth) and m.is_complete()
+
+
+def test_stack_depth_limit_on_nested_json() -> None:
+    # Nested JSON arrays under a small limit: the deepest document allowed is accepted whole,
+    # and at its depth "[" is out of the mask and refused, with no exception on the way.
+    vocab = lg.Vocabulary.from_tokens([bytes([i]) for i in range(128)] + [b"[[", b"</s>"], eos_ids=[129])
+    deepest = {}
+    for limit in (12, 24):
+        compiler = lg.Compiler(vocab, limits=lg.Limits(max_stack_depth=limit))
+        m = compiler.compile_json_schema({}, whitespace="compact").matcher()
+        bits = lg.allocate_mask(vocab)
+        depth = 0
+        while True:
+            m.fill_mask(bits)
+            allowed_now = mask_to_bool(bits[0], vocab.size)
+            assert allowed_now[128] == (allowed_now[ord("[")] and m.fork().accept_bytes(b"[["))
+            if not allowed_now[ord("[")]:
+                break
+            assert m.accept(ord("["))
+            depth += 1
+        assert not m.accept(ord("[")) and not m.accept(128) and not m.accept_bytes(b"[")
+        assert allowed_now[ord("]")]
+        assert m.accept_bytes(b"]" * depth) and m.is_complete()
+        fresh = compiler.compile_json_schema({}, whitespace="compact").matcher()
+        assert fresh.accept_bytes(b"[" * depth + b"]" * depth) and fresh.is_complete()
+        assert not fresh.fork().accept_bytes(b"[" * (depth + 1))
+        deepest[limit] = depth
+    assert 0 < deepest[12] < deepest[24]
+
+
+def test_grammar_deeper_than_the_limit_fails_to_compile() -> None:
+    # Every output nests two rules deep (root calls r1, r1 calls r2): nothing fits depth 1.
+    vocab = lg.Vocabulary.from_tokens([b"a", b"b"])
+    grammar = 'root ::= "a" r1 "a"\nr1 ::= "b" r1 "b" | "c" r2 "c"\nr2 ::= "d" r2 "d" | "e"\n'
+    with pytest.raises(lg.LimitExceeded, match="2 deep") as e:
+        lg.Compiler(vocab, limits=lg.Limits(max_stack_depth=1)).compile_ebnf(grammar)
+    assert e.value.limit == "max_stack_depth" and e.value.value == 1
+    m = lg.Compiler(vocab, limits=lg.Limits(max_stack_depth=2)).compile_ebnf(grammar).matcher()
+    assert not m.fork().accept_bytes(b"acd") and m.accept_bytes(b"aceca") and m.is_complete()
 
 
 def test_tail_calls_do_not_deepen_the_stack(vocab: lg.Vocabulary) -> None:
@@ -185,6 +250,46 @@ def test_fill_masks_many_batches_of_every_size(vocab: lg.Vocabulary) -> None:
             assert np.array_equal(bits[i], expected[start + i]), (k, i)
         if k % 50 == 49:
             time.sleep(0.002)
+
+
+_MANY_THREADS_SCRIPT = """
+import sys
+import numpy as np
+import logitgate as lg
+
+vocab = lg.Vocabulary.from_tokens([bytes([i]) for i in range(256)] + [b"</s>"], eos_ids=[256])
+grammar = lg.Compiler(vocab).compile_regex("[a-z]+")
+matchers = [grammar.matcher() for _ in range(64)]
+for i, m in enumerate(matchers):
+    assert m.accept_bytes(b"abc"[: i % 3])
+expected = lg.allocate_mask(vocab, batch=len(matchers))
+lg.fill_masks(matchers, expected, threads=1)
+bits = lg.allocate_mask(vocab, batch=len(matchers))
+for threads in (3, 4, 8, 64):
+    for k in range(int(sys.argv[1])):
+        n = 1 + k % len(matchers)
+        bits[:] = 0
+        lg.fill_masks(matchers[:n], bits[:n], threads=threads)
+        assert np.array_equal(bits[:n], expected[:n]), (threads, k)
+print("ok")
+"""
+
+
+def test_fill_masks_on_many_threads_never_hangs() -> None:
+    # Batches on 3 or more threads (the pool has several workers: some join a batch, some are
+    # still waking up when the caller has taken every row). Each batch must finish with every
+    # row filled as one thread fills it. In a subprocess, so that a hang fails the test.
+    import subprocess
+    import sys
+
+    site = ["-S"] if sys.flags.no_site else []  # (make sanitize runs Python without site)
+    run = subprocess.run(
+        [sys.executable, *site, "-c", _MANY_THREADS_SCRIPT, "1000"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr
 
 
 def test_unicode_class_lowering_matches_python(vocab: lg.Vocabulary) -> None:
