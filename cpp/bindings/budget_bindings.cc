@@ -31,7 +31,7 @@ void BindBudget(nb::module_& m) {
           [](Budget& self, const Matcher& matcher) {
             if (matcher.eos_accepted()) return std::make_pair(int64_t{0}, int64_t{0});
             nb::gil_scoped_release release;
-            const Budget::Cost c = self.CostOf(matcher.configuration());
+            const Budget::Cost c = self.CostOf(matcher);
             return std::make_pair(c.bytes, c.tokens);
           },
           nb::arg("matcher"),
@@ -40,7 +40,7 @@ void BindBudget(nb::module_& m) {
       .def(
           "shortest_completion",
           [](Budget& self, const Matcher& matcher) {
-            std::string s = matcher.eos_accepted() ? std::string() : self.ShortestCompletion(matcher.configuration());
+            std::string s = matcher.eos_accepted() ? std::string() : self.ShortestCompletion(matcher);
             return nb::bytes(s.data(), s.size());
           },
           nb::arg("matcher"), "The bytes of the shortest completion (empty when complete).")
@@ -48,13 +48,13 @@ void BindBudget(nb::module_& m) {
           "completion_tokens",
           [](Budget& self, const Matcher& matcher) {
             if (matcher.eos_accepted()) return std::vector<int32_t>();
-            return self.CompletionTokens(matcher.configuration());
+            return self.CompletionTokens(matcher);
           },
           nb::arg("matcher"), "The fewest text tokens spelling the shortest completion (EOS not included).")
       .def(
           "exact_from",
           [](Budget& self, const Matcher& matcher, int64_t longest_token) {
-            return matcher.eos_accepted() ? int64_t{0} : self.ExactFrom(matcher.configuration(), longest_token);
+            return matcher.eos_accepted() ? int64_t{0} : self.ExactFrom(matcher, longest_token);
           },
           nb::arg("matcher"), nb::arg("longest_token"),
           "Tokens left from which restrict_mask leaves the mask unchanged when no allowed token is longer "

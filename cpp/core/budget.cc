@@ -201,6 +201,15 @@ Budget::Budget(std::shared_ptr<const CompiledGrammar> grammar)
 
 Budget::Known& Budget::Entry(int32_t config) { return known_[config]; }
 
+Parser& Budget::StoreLocked(const Matcher& m) {
+  if (store_ != m.store()) {
+    store_ = m.store();
+    known_.clear();
+    frame_dist_.clear();
+  }
+  return *store_;
+}
+
 int64_t Budget::FrameDistance(int32_t frame) {
   // Up the stack until a known frame (or the empty stack), then back down: no recursion.
   auto known = [&](int32_t f) { return static_cast<size_t>(f) < frame_dist_.size() && frame_dist_[f] >= 0; };
@@ -208,7 +217,7 @@ int64_t Budget::FrameDistance(int32_t frame) {
   if (known(frame)) return frame_dist_[static_cast<size_t>(frame)];
   std::vector<std::pair<int32_t, int32_t>> path;  // (frame, its return state)
   while (frame != 0 && !known(frame)) {
-    const auto [ret, parent] = grammar_->parser->FrameLink(frame);
+    const auto [ret, parent] = store_->FrameLink(frame);
     path.push_back({frame, ret});
     frame = parent;
   }
@@ -224,7 +233,7 @@ int64_t Budget::FrameDistance(int32_t frame) {
 std::pair<int32_t, int32_t> Budget::BestHead(int32_t config) {
   int64_t best = kUnreachable, longest = 0;
   std::pair<int32_t, int32_t> head{-1, -1};
-  for (const auto& h : grammar_->parser->Heads(config)) {
+  for (const auto& h : store_->Heads(config)) {
     const int64_t through = SatAdd(paths_.dist(h.first), FrameDistance(h.second));
     longest = std::max(longest, through);
     if (through < best) best = through, head = h;
@@ -236,12 +245,12 @@ std::pair<int32_t, int32_t> Budget::BestHead(int32_t config) {
 }
 
 bool Budget::SpellLocked(int32_t config, std::string* out) {
-  const Parser& p = *grammar_->parser;
+  const Parser& p = *store_;
   if (p.accepting(config)) return true;
   const auto [state, frame] = BestHead(config);
   if (state < 0 || !paths_.Spell(state, out, kMaxSpelledBytes)) return false;
   for (int32_t f = frame; f != 0;) {
-    const auto [ret, parent] = grammar_->parser->FrameLink(f);
+    const auto [ret, parent] = store_->FrameLink(f);
     if (!paths_.Spell(ret, out, kMaxSpelledBytes)) return false;
     f = parent;
   }
@@ -251,7 +260,7 @@ bool Budget::SpellLocked(int32_t config, std::string* out) {
 void Budget::CostLocked(int32_t config) {
   Known& k = Entry(config);
   if (k.tokens >= 0) return;
-  Parser& p = *grammar_->parser;
+  Parser& p = *store_;
   if (k.longest < 0) BestHead(config);
   if (p.accepting(config)) {
     k.bytes = 0;
@@ -274,23 +283,26 @@ void Budget::CostLocked(int32_t config) {
   k.tokens = ids.empty() && !text.empty() ? kUnreachable : static_cast<int64_t>(ids.size()) + (p.has_heads(end) ? 1 : 0);
 }
 
-Budget::Cost Budget::CostOf(int32_t config) {
+Budget::Cost Budget::CostOf(const Matcher& m) {
   std::lock_guard<std::mutex> lock(mu_);
+  StoreLocked(m);
+  const int32_t config = m.configuration();
   CostLocked(config);
   const Known& k = Entry(config);
   return {k.bytes, k.tokens};
 }
 
-std::string Budget::ShortestCompletion(int32_t config) {
+std::string Budget::ShortestCompletion(const Matcher& m) {
   std::lock_guard<std::mutex> lock(mu_);
+  StoreLocked(m);
   std::string text;
-  if (!SpellLocked(config, &text)) {
+  if (!SpellLocked(m.configuration(), &text)) {
     throw CoreError::Usage("the shortest completion is longer than " + std::to_string(kMaxSpelledBytes) + " bytes");
   }
   return text;
 }
 
-std::vector<int32_t> Budget::CompletionTokens(int32_t config) { return FewestTokens(ShortestCompletion(config)); }
+std::vector<int32_t> Budget::CompletionTokens(const Matcher& m) { return FewestTokens(ShortestCompletion(m)); }
 
 int32_t Budget::TrieChild(int32_t node, uint8_t b) const {
   const Vocabulary& v = *grammar_->vocab;
@@ -326,8 +338,10 @@ std::vector<int32_t> Budget::FewestTokens(const std::string& data) const {
   return ids;
 }
 
-int64_t Budget::ExactFrom(int32_t config, int64_t longest_token) {
+int64_t Budget::ExactFrom(const Matcher& m, int64_t longest_token) {
   std::lock_guard<std::mutex> lock(mu_);
+  StoreLocked(m);
+  const int32_t config = m.configuration();
   Known& k = Entry(config);
   if (k.longest < 0) BestHead(config);
   if (!bytes_are_tokens_ || paths_.growth_per_byte() >= kUnreachable) return kUnreachable;
@@ -350,8 +364,9 @@ int64_t Budget::LongestToken(const uint32_t* words) const {
 
 bool Budget::TokenFits(const Matcher& m, int32_t token, int64_t remaining) {
   const Vocabulary& v = *grammar_->vocab;
-  Parser& p = *grammar_->parser;
   if (m.eos_accepted()) return v.is_eos(token) && remaining >= 1;
+  std::lock_guard<std::mutex> lock(mu_);
+  Parser& p = StoreLocked(m);
   const int32_t config = m.configuration();
   if (v.is_eos(token)) return p.accepting(config) && remaining >= 1;
   if (!v.is_text(token)) return false;
@@ -360,7 +375,6 @@ bool Budget::TokenFits(const Matcher& m, int32_t token, int64_t remaining) {
     c = p.Next(c, b);
     if (c == Parser::kDead) return false;
   }
-  std::lock_guard<std::mutex> lock(mu_);
   Known& k = Entry(c);
   if (k.tokens < 0 && bytes_are_tokens_) {
     if (k.longest < 0) BestHead(c);
@@ -376,18 +390,19 @@ int64_t Budget::RestrictMask(const Matcher& m, uint32_t* words, int64_t remainin
   if (m.eos_accepted()) return 0;
   const int32_t config = m.configuration();
   // Cheapest first: the longest token of the vocabulary, the memo, then the longest allowed one.
-  if (remaining >= ExactFrom(config, grammar_->vocab->max_token_length())) return 0;
+  if (remaining >= ExactFrom(m, grammar_->vocab->max_token_length())) return 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    StoreLocked(m);
     const int64_t known_max = Entry(config).max_after;
     if (known_max >= 0) {
       if (remaining >= SatAdd(known_max, 1)) return 0;
     }
   }
-  if (remaining >= ExactFrom(config, LongestToken(words))) return 0;
+  if (remaining >= ExactFrom(m, LongestToken(words))) return 0;
   std::lock_guard<std::mutex> lock(mu_);
   const Vocabulary& v = *grammar_->vocab;
-  Parser& p = *grammar_->parser;
+  Parser& p = StoreLocked(m);
   int64_t cleared = 0, max_after = 0;
   auto decide = [&](int32_t t, int64_t after) {
     if (!(words[t >> 5] >> (t & 31) & 1)) return;  // not allowed anyway

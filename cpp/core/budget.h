@@ -76,12 +76,12 @@ class Budget {
     int64_t bytes;   // the shortest completion's length in bytes
     int64_t tokens;  // output tokens to finish: its fewest tokens, plus EOS where needed
   };
-  // Thread-safe (one mutex per budget).
-  Cost CostOf(int32_t config);
+  // Of the matcher's configuration. Thread-safe (one mutex per budget).
+  Cost CostOf(const Matcher& m);
   // The shortest completion's bytes (empty when complete), and the tokens that spell it
   // (EOS not included). Throws a LimitExceeded when it passes kMaxSpelledBytes.
-  std::string ShortestCompletion(int32_t config);
-  std::vector<int32_t> CompletionTokens(int32_t config);
+  std::string ShortestCompletion(const Matcher& m);
+  std::vector<int32_t> CompletionTokens(const Matcher& m);
   // True when `token` (allowed by the matcher's plain mask) leaves room to finish within
   // `remaining` tokens, itself included: the check of one drawn token (lg.generate cuts the
   // mask only when it fails). The shortest completion's bytes bound its tokens first.
@@ -93,7 +93,7 @@ class Budget {
   // longest allowed token (bytes): every allowed token leaves room (ShortestPaths::
   // growth_per_byte over its bytes). kUnreachable when that cannot be bounded (some byte a
   // completion may hold is no token by itself).
-  int64_t ExactFrom(int32_t config, int64_t longest_token);
+  int64_t ExactFrom(const Matcher& m, int64_t longest_token);
   // The longest text token set in `words` (bytes).
   int64_t LongestToken(const uint32_t* words) const;
   bool bytes_are_tokens() const { return bytes_are_tokens_; }
@@ -107,6 +107,9 @@ class Budget {
     int64_t max_after = -1;   // RestrictMask: the largest cost after one allowed token
   };
   Known& Entry(int32_t config);
+  // The matcher's store (configuration ids are a store's own, SharedParser): the memos below
+  // are of store_, and are dropped when a matcher on another store asks. Under mu_.
+  Parser& StoreLocked(const Matcher& m);
   // The cheapest head's (state, frame); Entry(config).longest is set on the way.
   std::pair<int32_t, int32_t> BestHead(int32_t config);
   int64_t FrameDistance(int32_t frame);
@@ -120,6 +123,7 @@ class Budget {
   ShortestPaths paths_;
   bool bytes_are_tokens_ = false;
   std::mutex mu_;
+  std::shared_ptr<Parser> store_;  // the store known_ and frame_dist_ describe
   std::unordered_map<int32_t, Known> known_;
   std::vector<int64_t> frame_dist_;  // by frame id; -1: not known yet
 };

@@ -54,6 +54,8 @@ class Matcher {
   // The parser configuration after the last accepted step (budget.h reads it), and whether
   // EOS was accepted.
   int32_t configuration() const { return current(); }
+  // The store configuration() lives in (it changes when a full store is replaced).
+  const std::shared_ptr<Parser>& store() const { return store_; }
   bool eos_accepted() const { return terminated(); }
   // Steps accepted since the start (EOS included).
   int64_t num_accepted() const { return static_cast<int64_t>(history_.size()) - 1; }

@@ -8,6 +8,7 @@ budget-cut masks, which must always end in a complete document within max_tokens
 from __future__ import annotations
 
 import itertools
+import json
 import random
 from typing import Any
 
@@ -349,3 +350,65 @@ def test_max_is_above_every_walk_on_a_bounded_schema(smollm2_vocab: Any) -> None
         assert len(text) <= tb.max_bytes and n <= tb.max_tokens
         longest = max(longest, len(text))
     assert longest > tb.min_bytes
+
+
+_TREE = {
+    "$defs": {
+        "node": {
+            "type": "object",
+            "properties": {
+                "label": {"type": "string", "maxLength": 40},
+                "children": {"type": "array", "items": {"$ref": "#/$defs/node"}, "maxItems": 3},
+            },
+            "required": ["label", "children"],
+            "additionalProperties": False,
+        }
+    },
+    "$ref": "#/$defs/node",
+}
+
+
+def _nested(depth: int, label: str) -> bytes:
+    doc = '{"label":"' + label + '","children":['
+    for i in range(depth):
+        doc += '{"label":"' + f"{label}{i}" + '","children":['
+    return doc.encode()
+
+
+def _tree(depth: int, rng: random.Random) -> bytes:
+    # A path `depth` deep among random leaf siblings: each document visits parser
+    # configurations no earlier one did, so the requests together fill stores.
+    node: dict[str, Any] = {"label": "leaf", "children": []}
+    for i in range(depth):
+        kids: list[dict[str, Any]] = [{"label": "x", "children": []} for _ in range(rng.randrange(3))]
+        kids.insert(rng.randrange(len(kids) + 1), node)
+        node = {"label": f"n{i}", "children": kids}
+    return json.dumps(node, separators=(",", ":")).encode()
+
+
+def test_costs_follow_a_matcher_onto_a_fresh_configuration_store() -> None:
+    # Configuration ids belong to one parser store; when other requests fill the grammar's
+    # store, a matcher moves to a fresh one with new ids. The budget's memo must describe the
+    # matcher's store, not the grammar's first: every cost equals a fresh grammar's.
+    vocab = lg.Vocabulary.from_tokens([bytes([i]) for i in range(256)] + [b"</s>"], eos_ids=[256])
+    shared = lg.Compiler(vocab, limits=lg.Limits(max_configurations=1_500)).compile_json_schema(_TREE)
+    core = budget_core(shared)
+    m = shared.matcher()
+    assert m.accept_bytes(_nested(2, "a"))
+    before = tuple(core.cost(m))
+    fresh = lg.Compiler(vocab).compile_json_schema(_TREE)
+    rng = random.Random(0)
+    sizes = []
+    for k in range(60):  # other requests fill the store; full stores are replaced
+        prefix = _tree(k % 20, rng)[:-3]
+        other, reference = shared.matcher(), fresh.matcher()
+        assert other.accept_bytes(prefix) and reference.accept_bytes(prefix)
+        assert tuple(core.cost(other)) == tuple(budget_core(fresh).cost(reference)), k
+        sizes.append(shared._core.num_configurations)
+    assert any(b < a for a, b in itertools.pairwise(sizes))  # (a store was replaced)
+    assert m.accept_bytes(b'{"label":"b","children":[')  # may move m to another store
+    m2 = fresh.matcher()
+    assert m2.accept_bytes(_nested(2, "a") + b'{"label":"b","children":[')
+    assert tuple(core.cost(m)) == tuple(budget_core(fresh).cost(m2))
+    assert tuple(core.shortest_completion(m)) == tuple(budget_core(fresh).shortest_completion(m2))
+    assert before[0] < core.cost(m)[0]
