@@ -338,7 +338,7 @@ def use_model_once() -> None:
     from logitgate.models import load_default_model
 
     loaded = load_default_model(quiet=True)
-    logitgate.models.load_model = lambda path=None, dtype=None, quiet=False: loaded  # type: ignore[assignment]
+    logitgate.models.load_model = lambda path=None, dtype=None, quiet=False, tokenizer=None: loaded  # type: ignore[assignment]
 
 
 def main(argv: list[str]) -> int:

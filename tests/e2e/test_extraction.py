@@ -30,7 +30,7 @@ def cli_model() -> Any:
         pytest.skip(str(e))
     loaded = load_default_model(quiet=True)
     patch = pytest.MonkeyPatch()
-    patch.setattr(logitgate.models, "load_model", lambda path=None, dtype=None, quiet=False: loaded)
+    patch.setattr(logitgate.models, "load_model", lambda path=None, dtype=None, quiet=False, tokenizer=None: loaded)
     yield loaded
     patch.undo()
 
