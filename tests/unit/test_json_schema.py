@@ -12,6 +12,7 @@ import random
 import re
 from typing import Any
 
+import jsonschema
 import pytest
 
 import logitgate as lg
@@ -844,6 +845,59 @@ def test_draft04_integer_excludes_zero_fractions() -> None:
         assert compiler.compile_json_schema(schema).matcher().accept_bytes(b"9")
 
 
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "integer"},
+        {"type": "integer", "minimum": -3, "maximum": 3},
+        {"type": "integer", "minimum": 0},
+        {"type": "integer", "multipleOf": 3},
+        {"type": "integer", "multipleOf": 3, "maximum": 9},
+        {"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer"},
+    ],
+)
+def test_integer_negative_zero_is_zero(token_level: Any, schema: dict[str, Any]) -> None:
+    # "-0" parses to 0, an integer under every draft: accepted wherever 0 is valid.
+    g = token_level.compiler.compile_json_schema(schema)
+    assert token_level.accepts(g, "-0") and token_level.accepts(g, "0")
+    assert not token_level.accepts(g, "-00") and not token_level.accepts(g, "-")
+    positive = token_level.compiler.compile_json_schema({**schema, "minimum": 1})
+    assert not token_level.accepts(positive, "-0") and not token_level.accepts(positive, "0")
+
+
+def test_id_is_an_identifier_only_in_draft_04(token_level: Any) -> None:
+    # Without "$schema" the document follows 2020-12, where "id" is no keyword: a nested draft-04
+    # "id" leaves the base URI alone, so the pointers below resolve from the document's root
+    # (Github_medium/o44063; jsonschema resolves them the same way).
+    lemon = {
+        "$schema": "http://json-schema.org/draft-04/schema",
+        "id": "schema/lemon",
+        "definitions": {"uuid": {"type": "string"}},
+        "properties": {"u": {"$ref": "#/definitions/lemon/definitions/uuid"}},
+    }
+    schema = {"definitions": {"lemon": lemon}, "properties": {"lemon": {"$ref": "#/definitions/lemon"}}}
+    g = token_level.compiler.compile_json_schema(schema)
+    assert token_level.accepts(g, '{"lemon": {"u": "x"}}') and not token_level.accepts(g, '{"lemon": {"u": 1}}')
+    # Declared draft-04, "id" is the base URI of its subschema (and "$ref" resolves against it).
+    draft4 = {
+        "$schema": "http://json-schema.org/draft-04/schema#",
+        "definitions": {
+            "a": {
+                "id": "http://example.com/a.json",
+                "definitions": {"b": {"type": "integer"}},
+                "properties": {"v": {"$ref": "#/definitions/b"}},
+            }
+        },
+        "properties": {"a": {"$ref": "http://example.com/a.json"}},
+    }
+    g = token_level.compiler.compile_json_schema(draft4)
+    assert token_level.accepts(g, '{"a": {"v": 1}}') and not token_level.accepts(g, '{"a": {"v": "x"}}')
+    cases = [(schema, {"lemon": {"u": "x"}}, {"lemon": {"u": 1}}), (draft4, {"a": {"v": 1}}, {"a": {"v": "x"}})]
+    for document, valid, invalid in cases:
+        validator = jsonschema.validators.validator_for(document)(document)
+        assert validator.is_valid(valid) and not validator.is_valid(invalid)
+
+
 _DETERMINISM_SCHEMAS = [
     {
         "type": "object",
@@ -1095,9 +1149,9 @@ def test_ref_aliases_lower_as_their_targets(compiler: lg.Compiler) -> None:
 
 
 def test_dead_choices_are_dropped_before_lowering(compiler: lg.Compiler) -> None:
-    # Negated requirements split into "not an object, or an object without the key": under an
-    # object-only context the first choice is dead, and so is any choice that requires a key
-    # another conjunct forbids. Both are dropped when the choices are made, not lowered.
+    # Under an object-only context, a choice that requires a key another conjunct forbids is
+    # dead (dependencies and negated requirements make many): dropped when the choices are
+    # made, not lowered.
     from logitgate.frontends.json_schema import _productive
 
     props = {k: {"type": "integer"} for k in "abcd"}

@@ -421,6 +421,9 @@ class _Index:
 
     def __init__(self, root: Any, limits: Limits) -> None:
         self.root = root
+        # "id" names a resource only in drafts 03 and 04 (as "$id" from draft-06 on): elsewhere,
+        # a nested draft-04 "id" is an unknown keyword, and the root's "$schema" decides.
+        legacy_id = _legacy_draft(root)
         self.info: dict[int, tuple[Any, str, str]] = {}  # atom -> (schema, pointer, base uri)
         self.atoms: dict[int, int] = {}  # id(schema) -> atom
         self.resources: dict[str, tuple[Any, str]] = {}  # uri without fragment -> (schema, pointer)
@@ -441,8 +444,8 @@ class _Index:
             if not isinstance(node, dict):
                 continue
             # (Most schema objects have no id and no anchor: two lookups tell.)
-            if "$id" in node or "id" in node:
-                sid = node.get("$id", node.get("id") if "$schema" not in node or "$id" not in node else None)
+            if "$id" in node or (legacy_id and "id" in node):
+                sid = node.get("$id", node.get("id"))
                 if isinstance(sid, str) and not (node.get("id") is sid and isinstance(node.get("type"), dict)):
                     url, frag = urllib.parse.urldefrag(urllib.parse.urljoin(base, sid))
                     if (url and url != base) or ptr == "":
@@ -738,8 +741,7 @@ class _Lowering:
         self.oneof_anyof = oneof == "anyof"
         # Draft-04 (and 03) count only integer literals as "integer" (9.0 is a number there);
         # from draft-06 on, any number with a zero fraction is an integer.
-        declared = root.get("$schema", "") if isinstance(root, dict) else ""
-        self.integer_fraction_ok = not (isinstance(declared, str) and re.search(r"draft-0[34]", declared))
+        self.integer_fraction_ok = not _legacy_draft(root)
         self.dropped: list[str] = []
         self.rules: dict[str, Node] = {}
         self.names: dict[frozenset[int], str] = {}
@@ -1129,12 +1131,13 @@ class _Lowering:
     def _negate_group(
         self, s: dict[str, Any], sptr: str, sbase: str, group: tuple[str, ...], ptr: str, base: str
     ) -> list[list[int]] | None:
+        """¬group as alternatives. A keyword that applies to one JSON type holds vacuously for
+        the others, so its complement lies within its own type ("not required" is an object
+        without the key; a string is never in it). Only "type", "const" and "enum" constrain
+        every type, and only their complements reach into other types."""
         synth = self.index.synth
         key = id(s)
         kw = group[0]
-
-        def outside(*tys: str) -> list[int]:
-            return [self._types_atom(_ALL_TYPES - set(tys), ptr, base)]
 
         def sub(k: str, *more: str | int) -> int:
             return self.sub(s[k] if not more else _dig(s[k], more), _ptr_join(sptr, k, *more), sbase)
@@ -1153,7 +1156,11 @@ class _Lowering:
             vals = [s["const"]] if kw == "const" else s["enum"]
             if not isinstance(vals, list):
                 raise SchemaError("enum must be an array", pointer=_ptr_join(sptr, "enum"))
-            return [[synth(("ne", key, kw), {"$lg_not_enum": vals}, ptr, base)]]
+            if not any(isinstance(v, (list, dict)) for v in vals):
+                return [[synth(("ne", key, kw), {"$lg_not_enum": vals}, ptr, base)]]
+            if kw == "const":
+                return self._not_compound(vals[0], ptr, base)
+            return self._not_enum_compound(vals, ptr, base)
         if kw == "$lg_not_enum":
             return [[synth(("e", key), {"enum": s["$lg_not_enum"]}, ptr, base)]]
         if kw == "required":
@@ -1162,9 +1169,7 @@ class _Lowering:
                 raise SchemaError("required must be an array of strings", pointer=_ptr_join(sptr, "required"))
             if not req:
                 return []
-            return [outside("object")] + [
-                [synth(("nreq", n), {"$lg_types": ["object"], "properties": {n: False}}, ptr, base)] for n in req
-            ]
+            return [[synth(("nreq", n), {"$lg_types": ["object"], "properties": {n: False}}, ptr, base)] for n in req]
         flips = {
             "minimum": ("exclusiveMaximum", "num"),
             "maximum": ("exclusiveMinimum", "num"),
@@ -1191,7 +1196,7 @@ class _Lowering:
                 if kw in ("minimum", "maximum") and s.get(flag) is True:
                     other = "maximum" if kw == "minimum" else "minimum"  # draft-04: ¬(x > v) = x <= v
                 inside = synth(("nb", key, kw), {"$lg_types": ["integer", "fraction"], other: v}, ptr, base)
-                return [outside("integer", "fraction"), [inside]]
+                return [[inside]]
             n = math.ceil(v) if kw.startswith("min") else math.floor(v)
             if kw.startswith("min"):
                 if n <= 0:
@@ -1199,14 +1204,14 @@ class _Lowering:
                 inside = synth(("nb", key, kw), {"$lg_types": [ty], other: n - 1}, ptr, base)
             else:
                 inside = synth(("nb", key, kw), {"$lg_types": [ty], other: n + 1}, ptr, base)
-            return [outside(ty), [inside]]
+            return [[inside]]
         if kw == "properties":
             if "patternProperties" in s or s.get("additionalProperties", True) is not True:
                 return None
             props = s.get("properties", {})
             if not isinstance(props, dict):
                 raise SchemaError("properties must be an object", pointer=_ptr_join(sptr, "properties"))
-            alts = [outside("object")]
+            alts = []
             for k in props:
                 a = self.sub(props[k], _ptr_join(sptr, "properties", k), sbase)
                 if a == 0:
@@ -1222,7 +1227,7 @@ class _Lowering:
                         )
                     ]
                 )
-            return alts if len(alts) > 1 else []
+            return alts
         if kw == "prefixItems":
             if "prefixItems" in s or isinstance(s.get("items"), list):
                 return None
@@ -1230,20 +1235,14 @@ class _Lowering:
             if a == 0:
                 return []
             na = self._not_atom(a, ptr, base)
-            return [
-                outside("array"),
-                [synth(("nitems", key), {"$lg_types": ["array"], "contains": self._embed(na)}, ptr, base)],
-            ]
+            return [[synth(("nitems", key), {"$lg_types": ["array"], "contains": self._embed(na)}, ptr, base)]]
         if kw == "contains":
             if "contains" not in s:
                 return []
             if "minContains" in s or "maxContains" in s or "contains" not in s:
                 return None
             na = self._not_atom(sub("contains"), ptr, base)
-            return [
-                outside("array"),
-                [synth(("ncont", key), {"$lg_types": ["array"], "items": self._embed(na)}, ptr, base)],
-            ]
+            return [[synth(("ncont", key), {"$lg_types": ["array"], "items": self._embed(na)}, ptr, base)]]
         if kw == "if":
             if "if" not in s or ("then" not in s and "else" not in s):
                 return []
@@ -1280,6 +1279,60 @@ class _Lowering:
         if kw == "not":
             return [[sub("not")]]
         return None
+
+    def _not_compound(self, v: Any, ptr: str, base: str) -> list[list[int]] | None:
+        """¬const v for an array or object ``v``: another type, or the same type differing in
+        size, in a missing key, or in one member (each member's own ¬const is a sub-schema, so
+        nesting is lowered set by set). None (refused) when ``v`` has no hash key or too many
+        alternatives."""
+        synth = self.index.synth
+        vk = _json_key(v)
+        if vk is None:
+            return None
+        if isinstance(v, list):
+            ty, n = "array", len(v)
+            alts = [] if n == 0 else [[synth(("ne<", ty, n), {"$lg_types": [ty], "maxItems": n - 1}, ptr, base)]]
+            alts.append([synth(("ne>", ty, n), {"$lg_types": [ty], "minItems": n + 1}, ptr, base)])
+            for i, x in enumerate(v):
+                item = {"not": {"const": x}}
+                shape = {"$lg_types": [ty], "minItems": i + 1, "prefixItems": [True] * i + [item]}
+                alts.append([synth(("ne@", vk, i), shape, ptr, base)])
+        else:
+            ty, n = "object", len(v)
+            alts = [[synth(("nreq", k), {"$lg_types": [ty], "properties": {k: False}}, ptr, base)] for k in v]
+            alts.append([synth(("ne>", ty, n), {"$lg_types": [ty], "minProperties": n + 1}, ptr, base)])
+            for k, x in v.items():
+                shape = {"$lg_types": [ty], "required": [k], "properties": {k: {"not": {"const": x}}}}
+                alts.append([synth(("ne@", vk, k), shape, ptr, base)])
+        if len(alts) >= _MAX_BRANCHES:
+            return None
+        return [[self._types_atom(_ALL_TYPES - {ty}, ptr, base)], *alts]
+
+    def _not_enum_compound(self, vals: list[Any], ptr: str, base: str) -> list[list[int]] | None:
+        """¬enum with array or object values, split by type: scalars outside the scalar values,
+        arrays unequal to every listed array (a conjunction of their ¬const), objects alike."""
+        scalars = [v for v in vals if not isinstance(v, (list, dict))]
+        kinds = {"array": list, "object": dict}
+        scalar_types = sorted(_ALL_TYPES - set(kinds))
+        skey = _json_key(scalars)
+        if skey is None:
+            return None
+        out = [[self.index.synth(("ne", skey), {"$lg_types": scalar_types, "$lg_not_enum": scalars}, ptr, base)]]
+        for ty, cls in kinds.items():
+            conj = [self._types_atom([ty], ptr, base)]
+            branches = 1
+            for v in vals:
+                if isinstance(v, cls):
+                    alts = self._not_compound(v, ptr, base)
+                    if alts is None:
+                        return None
+                    branches *= len(alts) - 1  # the other-type alternative dies under `ty`
+                    const = self.index.synth(("const", _json_key(v)), {"const": v}, ptr, base)
+                    conj.append(self._not_atom(const, ptr, base))
+            if branches > _MAX_BRANCHES:
+                return None
+            out.append(conj)
+        return out
 
     def _negatable(self, atom: int, depth: int = 0) -> bool:
         """Static check that _negation(atom) will not need an unsupported complement."""
@@ -1852,10 +1905,10 @@ class _Lowering:
             return _EMPTY_LANG
         pure, disj = exp
         if disj:
-            # Alternatives that only restrict the type (negations make them: not required
-            # is "not an object, or an object without the key") die under a context of
-            # other types: dropped before distribution, not lowered to empty sets one by one
-            # (Github_hard/o58639: 89 of its 206 sets).
+            # Alternatives that only restrict the type (negations make them: not type, and
+            # not const of an object is "not an object, or an object unequal to it") die
+            # under a context of other types: dropped before distribution, not lowered to
+            # empty sets one by one.
             types = self._declared_types(pure)
             if len(types) < len(_ALL_TYPES):
                 disj = [[alt for alt in alts if not self._types_only_outside(alt, types)] for alts in disj]
@@ -2186,6 +2239,8 @@ class _Lowering:
                         cur = x + 1
                 if cur is None or hi is None or cur <= hi:
                     pieces.append(_int_range(cur, hi))
+                if (lo is None or lo <= 0) and (hi is None or hi >= 0) and 0 not in excl:
+                    pieces.append(Literal(b"-0"))  # zero's other spelling (_int_range has one)
                 return _alt(p for p in pieces if not _is_empty(p)) if pieces else _EMPTY_LANG
 
             if plain and not excl and self.integer_fraction_ok:
@@ -2202,7 +2257,8 @@ class _Lowering:
                 return _int_range(lo, hi)
             values = range(first, hi + 1, modulus)
             xs = {int(x) for x in excluded}
-            return _alt(Literal(str(v).encode()) for v in values if v not in xs) if values else _EMPTY_LANG
+            spelled = [str(v) for v in values if v not in xs] + (["-0"] if 0 in values and 0 not in xs else [])
+            return _alt(Literal(s.encode()) for s in spelled) if spelled else _EMPTY_LANG
         if excl or modulus > 1000:
             self.unsupported("multipleOf", "open-ended multipleOf over 1000 or with exclusions", "")
             return _int_range(lo, hi)
@@ -2257,6 +2313,8 @@ class _Lowering:
             a = 1 if hi is None else max(1, -hi)
             if b is None or a <= b:
                 alts.append(_seq([Literal(b"-"), mags(a, b)]))
+        if (lo is None or lo <= 0) and (hi is None or hi >= 0):
+            alts.append(Literal(b"-0"))
         return _alt([x for x in alts if not _is_empty(x)])
 
     def _mod_after(self, k: int, d: int, width: int) -> Node:
@@ -3614,6 +3672,12 @@ def _narrow_types(types: set[str], d: dict[str, Any], ptr: str) -> None:
         types.intersection_update(allowed)
     if "$lg_types" in d:
         types.intersection_update(d["$lg_types"])
+
+
+def _legacy_draft(root: Any) -> bool:
+    """Whether the document declares draft-03 or draft-04 (its root's "$schema")."""
+    declared = root.get("$schema", "") if isinstance(root, dict) else ""
+    return isinstance(declared, str) and re.search(r"draft-0[34]", declared) is not None
 
 
 def _closure(types: Iterable[str]) -> set[str]:
