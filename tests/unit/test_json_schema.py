@@ -264,6 +264,14 @@ CASES: list[tuple[str, Any, list[Any], list[Any]]] = [
     ),
     ("propertyNames", {"propertyNames": {"maxLength": 3}}, [{}, {"abc": 1}], [{"abcd": 1}]),
     ("propertyNames-enum", {"propertyNames": {"enum": ["a", "b"]}}, [{"a": 1, "b": 2}], [{"c": 1}]),
+    # A pattern whose language starts with a literal (Github_medium/o84199's "^value").
+    (
+        "propertyNames-anchored-pattern",
+        {"properties": {"v": {"propertyNames": {"pattern": "^val"}}}},
+        [{"v": {}}, {"v": {"value": 1}}, {"v": {"val": [], "valx": 2}}],
+        [{"v": {"xval": 1}}, {"v": {"value": 1, "v": 2}}],
+    ),
+    ("propertyNames-exact-pattern", {"propertyNames": {"pattern": "^k$"}}, [{}, {"k": 0}], [{"kk": 0}]),
     (
         "min-max-properties",
         {"minProperties": 1, "maxProperties": 2},

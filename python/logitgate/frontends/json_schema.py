@@ -2608,6 +2608,14 @@ class _Lowering:
         return hit
 
     def emit_string(self, f: _Facts) -> Node:
+        if not (f.patterns or f.formats or f.min_len or f.max_len is not None):
+            if not any(isinstance(v, str) for v in f.not_enum):
+                return self.any_string()
+        body = self.string_contents(f)
+        return _EMPTY_LANG if _is_empty(body) else _seq([Literal(b'"'), body, Literal(b'"')])
+
+    def string_contents(self, f: _Facts) -> Node:
+        """The encoded text between a string's quotes (a key's, too) under the string facts."""
         if f.max_len is not None and f.min_len > f.max_len:
             self._contradiction(f, "", "minLength > maxLength")
             return _EMPTY_LANG
@@ -2628,12 +2636,10 @@ class _Lowering:
             if excluded:
                 if f.min_len or f.max_len is not None:
                     self.unsupported("not", "excluding strings under length bounds is not lowered", "")
-                complement = StringExcept(tuple(sorted(set(excluded))), self.string_tail())
-                return _seq([Literal(b'"'), complement, Literal(b'"')])
+                return StringExcept(tuple(sorted(set(excluded))), self.string_tail())
             if f.min_len == 0 and f.max_len is None:
-                return self.any_string()
-            body = self.bounded(self.char_rule(), f.min_len, f.max_len)
-            return _seq([Literal(b'"'), body, Literal(b'"')])
+                return Repeat(self.char_rule(), 0, None)
+            return self.bounded(self.char_rule(), f.min_len, f.max_len)
         node, kw, ptr = contents[0]
         encoded: Node | None = None
         if len(contents) > 1:
@@ -2668,7 +2674,7 @@ class _Lowering:
         if _is_empty(node) or _is_empty(encoded):
             self._contradiction(f, ptr, f"{kw} and length bounds leave no string")
             return _EMPTY_LANG
-        return _seq([Literal(b'"'), self.encode(node) if encoded is None else encoded, Literal(b'"')])
+        return self.encode(node) if encoded is None else encoded
 
     def intersect_by_derivatives(self, nodes: list[Node]) -> Node | None:
         """Encoded content of ``nodes[0] ∩ nodes[1] ∩ ...`` (grammar/derivatives.py): one rule per
@@ -3298,12 +3304,7 @@ class _Lowering:
                         self.unsupported("propertyNames", "length-bounded names besides listed properties", "")
                         return _EMPTY_LANG
                     sf.not_enum = list(nf.not_enum)
-                node = self.emit_string(sf)
-                if isinstance(node, Seq) and node.items and node.items[0] == Literal(b'"'):
-                    return _seq(node.items[1:-1])
-                if isinstance(node, Ref):  # the plain string rule
-                    return Repeat(self.char_rule(), 0, None)
-                return node if _is_empty(node) else _EMPTY_LANG
+                return self.string_contents(sf)
         if cp_node is not None:
             return self.encode(cp_node)
         if not known:
