@@ -90,6 +90,38 @@ CASES: list[tuple[str, Any, list[Any], list[Any]]] = [
         [["x", 1], [5], []],
     ),
     ("contains-vacuous", {"type": "array", "contains": {"required": ["a"]}}, [[1], [{"a": 1}]], [[], [{}], [{"b": 2}]]),
+    # several contains, and contains with a prefix, each count exact
+    (
+        "contains-twice",
+        {"type": "array", "allOf": [{"contains": {"type": "string"}, "maxContains": 1}, {"contains": {"minimum": 3}}]},
+        [["x"], [1, "a"], ["a", 5]],
+        [[3], ["a", "b"], [], [1, 2]],
+    ),
+    (
+        "contains-after-prefix",
+        {"type": "array", "prefixItems": [{"type": "integer"}], "contains": {"type": "string"}, "maxContains": 1},
+        [[1, "a"], [1, "a", 2]],
+        [["a"], [1], [1, "a", "b"], ["a", "b"]],
+    ),
+    # complements of counted contains, of a prefix, and a oneOf of those
+    (
+        "not-contains-counts",
+        {"not": {"contains": {"type": "string"}, "minContains": 2, "maxContains": 3}},
+        [[], ["a"], ["a", "b", "c", "d"], [1, "a"]],
+        [1, "s", ["a", "b"], ["a", 1, "b", "c"]],
+    ),
+    (
+        "not-prefixItems",
+        {"not": {"prefixItems": [{"type": "integer"}, {"type": "string"}]}},
+        [["a"], [1, 2], ["a", "b"]],
+        [[], [1], [1, "a"], [1, "a", None], 5],
+    ),
+    (
+        "oneOf-contains-counts",
+        {"oneOf": [{"contains": {"const": 1}, "maxContains": 1}, {"minItems": 2}]},
+        [[1], [2, 3], [1, 1, 2], [1, 1]],
+        [[1, 2], 5, [], [2]],
+    ),
     (
         "maxContains-zero",
         {"type": "array", "contains": {"required": ["a"]}, "minContains": 0, "maxContains": 0},

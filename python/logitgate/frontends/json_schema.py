@@ -36,7 +36,7 @@ import math
 import re
 import urllib.parse
 from collections.abc import Callable, Hashable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any, TypeVar
 
@@ -1229,9 +1229,22 @@ class _Lowering:
                 )
             return alts
         if kw == "prefixItems":
-            if "prefixItems" in s or isinstance(s.get("items"), list):
-                return None
-            a = sub("items") if "items" in s else 0
+            pkw, rkw = ("items", "additionalItems") if isinstance(s.get("items"), list) else ("prefixItems", "items")
+            a = sub(rkw) if rkw in s else 0
+            if pkw in s:
+                if a != 0 or not isinstance(s[pkw], list):
+                    return None  # an item beyond the prefix failing its schema: no exact form
+                alts = []
+                for i in range(len(s[pkw])):
+                    na = self._not_atom(sub(pkw, i), ptr, base)
+                    if na != _FALSE:  # ¬true
+                        shape = {
+                            "$lg_types": ["array"],
+                            "minItems": i + 1,
+                            "prefixItems": [True] * i + [self._embed(na)],
+                        }
+                        alts.append([synth(("nprefix", key, i), shape, ptr, base)])
+                return alts
             if a == 0:
                 return []
             na = self._not_atom(a, ptr, base)
@@ -1239,10 +1252,21 @@ class _Lowering:
         if kw == "contains":
             if "contains" not in s:
                 return []
-            if "minContains" in s or "maxContains" in s or "contains" not in s:
-                return None
-            na = self._not_atom(sub("contains"), ptr, base)
-            return [[synth(("ncont", key), {"$lg_types": ["array"], "items": self._embed(na)}, ptr, base)]]
+            cmin = _count_keyword(s, "minContains", sptr)
+            cmax = _count_keyword(s, "maxContains", sptr)
+            cmin = 1 if cmin is None else cmin
+            contains = self._embed(sub("contains"))
+            alts = []
+            if cmin == 1:  # no item matches
+                na = self._not_atom(sub("contains"), ptr, base)
+                alts.append([synth(("ncont", key), {"$lg_types": ["array"], "items": self._embed(na)}, ptr, base)])
+            elif cmin > 1:
+                fewer = {"$lg_types": ["array"], "contains": contains, "minContains": 0, "maxContains": cmin - 1}
+                alts.append([synth(("ncont<", key), fewer, ptr, base)])
+            if cmax is not None:
+                more = {"$lg_types": ["array"], "contains": contains, "minContains": cmax + 1}
+                alts.append([synth(("ncont>", key), more, ptr, base)])
+            return alts
         if kw == "if":
             if "if" not in s or ("then" not in s and "else" not in s):
                 return []
@@ -1375,19 +1399,22 @@ class _Lowering:
                         self._negatable(self.sub(v, _ptr_join(sptr, k, n), sbase), depth + 1) for n, v in s[k].items()
                     ):
                         return False
-                elif k == "items":
-                    if (
-                        isinstance(s[k], list)
-                        or "prefixItems" in s
-                        or not self._negatable(self.sub(s[k], _ptr_join(sptr, k), sbase), depth + 1)
-                    ):
-                        return False
+                elif k in ("items", "prefixItems", "additionalItems"):
+                    # As _negate_group: a prefix is complementable when nothing follows it.
+                    pkw, rkw = (
+                        ("items", "additionalItems") if isinstance(s.get("items"), list) else ("prefixItems", "items")
+                    )
+                    if k == pkw:
+                        if s.get(rkw, True) is not True or not all(
+                            self._negatable(self.sub(x, _ptr_join(sptr, k, i), sbase), depth + 1)
+                            for i, x in enumerate(s[k])
+                        ):
+                            return False
+                    elif k == rkw and pkw not in s:
+                        if not self._negatable(self.sub(s[k], _ptr_join(sptr, k), sbase), depth + 1):
+                            return False
                 elif k == "contains":
-                    if (
-                        "minContains" in s
-                        or "maxContains" in s
-                        or not self._negatable(self.sub(s[k], _ptr_join(sptr, k), sbase), depth + 1)
-                    ):
+                    if not self._negatable(self.sub(s[k], _ptr_join(sptr, k), sbase), depth + 1):
                         return False
                 elif k == "if":
                     for part in ("if", "then", "else"):
@@ -1414,10 +1441,6 @@ class _Lowering:
                     "format",
                     "patternProperties",
                     "additionalProperties",
-                    "prefixItems",
-                    "additionalItems",
-                    "minContains",
-                    "maxContains",
                     "propertyNames",
                     "dependentRequired",
                     "dependentSchemas",
@@ -2920,57 +2943,68 @@ class _Lowering:
     def emit_contains(
         self, f: _Facts, positions: list[frozenset[int] | None], rest: frozenset[int] | None, lo: int, hi: int | None
     ) -> Node:
-        if len(f.contains) > 1 or positions:
-            self.unsupported("contains", "several contains, or contains with prefixItems", f.contains[0][3])
-            return self._array_plain(lo, hi, rest)
-        atom, cmin, cmax, ptr = f.contains[0]
-        if rest is None:
-            return _EMPTY_LANG if cmin > 0 else _seq([Literal(b"["), self.ws(), Literal(b"]")])
-        item = rest
-        matched = self.atoms_ref(item | {atom})
-        if cmax is not None:
-            unmatched = self.atoms_ref(item | {self._not_atom(atom, ptr, "")})
-        else:
-            unmatched = self.atoms_ref(item)
-        cap_c = cmin if cmax is None else cmax + 1
-        if cmax is not None and cmax < cmin:
+        """Arrays that count, per ``contains`` schema, the items matching it. A state is (counts,
+        n, started): each count capped one past its maxContains (at its minContains without one),
+        n exact while the item bounds or the prefix positions need it. An item takes a set S of
+        the contains schemas: it satisfies those and, for each other one with a maximum, its
+        complement, so those counts are exact; a contains without a maximum is not complemented
+        (an item counted as unmatched may match: its count falls short, never passes wrongly)."""
+        conts = f.contains
+        if not positions and rest is None:
+            return _EMPTY_LANG if any(c[1] > 0 for c in conts) else _seq([Literal(b"["), self.ws(), Literal(b"]")])
+        if any(cmax is not None and cmax < cmin for _, cmin, cmax, _ in conts):
             return _EMPTY_LANG
-        need_n = hi if hi is not None else lo
-        if (cap_c + 1) * (need_n + 1) > 20000:
+        ptr = conts[0][3]
+        caps = [cmin if cmax is None else cmax + 1 for _, cmin, cmax, _ in conts]
+        need_n = hi if hi is not None else max(lo, len(positions))
+        choices = 1 << len(conts)
+        if math.prod(c + 1 for c in caps) * (need_n + 1) * choices > 20000 * 2:
             self.unsupported("contains", "counting state space too large", ptr)
-            return self._array_plain(lo, hi, rest)
+            return self.emit_array(replace(f, contains=[]))
         ws = self.ws()
         sep = self.comma()
         base = f"ct{len(self.rules)}_"
+        negated = [self._not_atom(atom, cptr, "") if cmax is not None else 0 for atom, _, cmax, cptr in conts]
+        items: dict[tuple[int, int], Node] = {}
 
-        # state (c, n, started): c matched count (capped at cap_c), n items so far (capped at need_n)
-        def name(c: int, n: int, started: bool) -> str:
-            return f"{base}{c}_{n}_{int(started)}"
+        def item(n: int, chosen: int) -> Node | None:
+            """The item at position n matching exactly the contains in bit set ``chosen``."""
+            at = positions[n] if n < len(positions) else rest
+            if at is None:
+                return None
+            key = (min(n, len(positions)), chosen)
+            if key not in items:
+                picked = {conts[j][0] if chosen >> j & 1 else negated[j] for j in range(len(conts))}
+                items[key] = self.atoms_ref(at | picked)
+            return items[key]
 
-        states = [(c, n, s) for c in range(cap_c + 1) for n in range(need_n + 1) for s in (False, True)]
-        for c, n, s in states:
-            alts: list[Node] = []
-            ok_c = c >= cmin and (cmax is None or c <= cmax)
-            ok_n = n >= lo
-            if ok_c and ok_n:
-                alts.append(_seq([ws, Literal(b"]")]))
-            can_more = hi is None or n < hi
-            if can_more:
-                lead = sep if s else ws
-                n2 = min(n + 1, need_n)
-                c_m = min(c + 1, cap_c)
-                if cmax is None or c + 1 <= cmax:
-                    alts.append(_seq([lead, matched, Ref(name(c_m, n2, True))]))
-                alts.append(_seq([lead, unmatched, Ref(name(c, n2, True))]))
-            self.rules[name(c, n, s)] = _alt(alts) if alts else _EMPTY_LANG
-        return _seq([Literal(b"["), Ref(name(0, 0, False))])
+        def name(cs: tuple[int, ...], n: int, started: bool) -> str:
+            return f"{base}{'_'.join(map(str, cs))}_{n}_{int(started)}"
 
-    def _array_plain(self, lo: int, hi: int | None, rest: frozenset[int] | None) -> Node:
-        if rest is None:
-            return _seq([Literal(b"["), self.ws(), Literal(b"]")])
-        f = _Facts(min_items=lo, max_items=hi)
-        f.arrs = [_ArrPart(prefix=[], items=next(iter(rest)) if len(rest) == 1 else None)]
-        return self.emit_array(f)
+        for cs in itertools.product(*(range(c + 1) for c in caps)):
+            for n in range(need_n + 1):
+                for s in (False, True):
+                    alts: list[Node] = []
+                    if n >= lo and all(
+                        c >= cmin and (cmax is None or c <= cmax)
+                        for c, (_, cmin, cmax, _) in zip(cs, conts, strict=True)
+                    ):
+                        alts.append(_seq([ws, Literal(b"]")]))
+                    if hi is None or n < hi:
+                        lead = sep if s else ws
+                        for chosen in range(choices - 1, -1, -1):
+                            bumped = [c + (chosen >> j & 1) for j, c in enumerate(cs)]
+                            if any(
+                                b > cmax for b, (_, _, cmax, _) in zip(bumped, conts, strict=True) if cmax is not None
+                            ):
+                                continue
+                            node = item(n, chosen)
+                            if node is None:
+                                break
+                            nxt = tuple(min(b, cap) for b, cap in zip(bumped, caps, strict=True))
+                            alts.append(_seq([lead, node, Ref(name(nxt, min(n + 1, need_n), True))]))
+                    self.rules[name(cs, n, s)] = _alt(alts) if alts else _EMPTY_LANG
+        return _seq([Literal(b"["), Ref(name((0,) * len(conts), 0, False))])
 
     # objects --------------------------------------------------------------------------------
 
