@@ -30,7 +30,7 @@ from tests.soundness.oracle import (
 import logitgate as lg
 
 # Items another branch is fixing; a case of an item not listed here must pass.
-OPEN_ITEMS = {1, 2, 3, 4, 5, 6}
+OPEN_ITEMS = {5}
 ITEM_REASONS = {**KNOWN_ITEMS, 6: "issue 22 item 6: over-constraint (-0 integers, draft-04 id)"}
 
 
@@ -63,10 +63,12 @@ def test_regression(case: dict[str, Any]) -> None:
 
 def test_fast_slice() -> None:
     """1,200 random schemas from fixed seeds: no crash, no invalid output, no over-constraint."""
-    report = run(1200, seed=2026, walks=8, instances=3, shrink_s=5.0)
+    # Unshrunk: shrinking is time-bounded, so what it leaves (and which item that looks like)
+    # depends on the machine's load; the failures as found do not.
+    report = run(1200, seed=2026, walks=8, instances=3, shrink_s=0.0)
     c = report.counts
     assert c["compiled"] > 500 and c["walks"] > 5 * c["compiled"] and c["instances"] > c["compiled"]
-    unknown = [f for f in report.failures if known_item(f) is None]
+    unknown = [f for f in report.failures if known_item(f) not in OPEN_ITEMS]
     assert not unknown, "\n".join(reproducer(f) for f in unknown)
     if report.failures:
         items = sorted({known_item(f) for f in report.failures})

@@ -733,6 +733,7 @@ class _Lowering:
         self.limits = limits
         self.index = _Index(root, limits)
         self.approx_memo: dict[frozenset[int], _Facts | None] = {}
+        self.branch_types: dict[frozenset[int], frozenset[str]] = {}  # _branch_types
         self.compact = whitespace == "compact"
         self.max_ws = max_whitespace
         self.order_any = property_order == "any"
@@ -1928,15 +1929,16 @@ class _Lowering:
             return _EMPTY_LANG
         pure, disj = exp
         if disj:
-            # Alternatives that only restrict the type (negations make them: not type, and
-            # not const of an object is "not an object, or an object unequal to it") die
-            # under a context of other types: dropped before distribution, not lowered to
-            # empty sets one by one.
+            # Alternatives whose own type keywords exclude the context's types die (negations
+            # make many: "not minimum" is a number below it, useless under type: string):
+            # dropped before distribution, and so are choices whose alternatives' types are
+            # disjoint, not lowered to empty sets one by one.
             types = self._declared_types(pure)
-            if len(types) < len(_ALL_TYPES):
-                disj = [[alt for alt in alts if not self._types_only_outside(alt, types)] for alts in disj]
-                if not all(disj):
-                    return _EMPTY_LANG
+            typed = [[(alt, types & self._branch_types(alt)) for alt in alts] for alts in disj]
+            typed = [[(alt, ts) for alt, ts in alts if ts] for alts in typed]
+            if not all(typed):
+                return _EMPTY_LANG
+            disj = [[alt for alt, _ in alts] for alts in typed]
             total = 1
             for alts in disj:
                 total *= len(alts)
@@ -1948,9 +1950,10 @@ class _Lowering:
             # Distribute: one branch set per choice. The pure atoms are re-expanded in each branch
             # without their disjunctions: wrap them as "pure-only" synthetic conjuncts.
             pure_atoms = [self._pure_only(a) for a in pure]
-            combos: list[frozenset[int]] = [frozenset(pure_atoms)]
-            for alts in disj:
-                combos = [c | alt for c in combos for alt in alts]
+            choices: list[tuple[frozenset[int], set[str]]] = [(frozenset(pure_atoms), types)]
+            for alts_types in typed:
+                choices = [(c | alt, ts & ats) for c, ts in choices for alt, ats in alts_types if ts & ats]
+            combos = [c for c, _ in choices]
             if types <= {"object"}:
                 # Objects only: a choice that requires a key another forbids is empty
                 # (dependencies and their negations make many; each cost a lowering).
@@ -1965,23 +1968,27 @@ class _Lowering:
             self.empty_reasons.append(f.empty_reason)
         return node
 
-    def _declared_types(self, pure: list[int]) -> set[str]:
-        """The types the "type" keywords (and synthetic type sets) of ``pure`` allow."""
-        types = set(_ALL_TYPES)
-        for a in pure:
-            d, ptr, _ = self.schema_of(a)
-            _narrow_types(types, d, ptr)
-        return types
+    def _branch_types(self, alt: frozenset[int]) -> set[str]:
+        """The types a branch's conjuncts (its negations expanded, so "not minimum" is a number)
+        allow; their own disjunctions are not looked into. Memoized: a branch recurs in every
+        set that distributes it."""
+        hit = self.branch_types.get(alt)
+        if hit is None:
+            exp = self.expand(alt)
+            hit = self.branch_types[alt] = frozenset(self._declared_types(exp[0]) if exp is not None else ())
+        return set(hit)
 
-    def _types_only_outside(self, alt: frozenset[int], types: set[str]) -> bool:
-        """Whether ``alt`` is synthetic type sets only, none of whose types is in ``types``."""
-        allowed = set(_ALL_TYPES)
-        for a in alt:
-            d = self.index.info[a][0] if a > 0 else None
-            if d is None or len(d) != 1 or "$lg_types" not in d:
-                return False
-            allowed &= set(d["$lg_types"])
-        return allowed.isdisjoint(types)
+    def _declared_types(self, atoms: Iterable[int]) -> set[str]:
+        """The types the "type" keywords (and synthetic type sets) of ``atoms`` themselves allow
+        (empty with false among them)."""
+        types = set(_ALL_TYPES)
+        for a in atoms:
+            if a == _FALSE:
+                return set()
+            if a > 0:
+                d, ptr, _ = self.schema_of(a)
+                _narrow_types(types, d, ptr)
+        return types
 
     def _requires_forbidden(self, combo: frozenset[int]) -> bool:
         """Whether a conjunct of ``combo`` requires a key that another forbids ("properties":
