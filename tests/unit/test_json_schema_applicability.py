@@ -68,7 +68,25 @@ CASES: list[tuple[str, Any, list[Any], list[Any]]] = [
     ("not-items", {"not": {"items": {"type": "string"}}}, [[1], ["a", 1]], [1, [], ["a"], {}]),
     ("not-contains", {"not": {"contains": {"type": "string"}}}, [[], [1]], [1, ["a"], "a"]),
     ("not-exclusiveMaximum", {"not": {"exclusiveMaximum": 0}}, [0, 1, 0.5], ["s", -1, True]),
+    (
+        "not-dependentRequired",
+        {"not": {"dependentRequired": {"a": ["b", "c"]}}},
+        [{"a": 1}, {"a": 1, "b": 2}],
+        [1, {}, {"b": 1}, {"a": 1, "b": 1, "c": 1}],
+    ),
+    (
+        "not-dependentSchemas",
+        {"not": {"dependentSchemas": {"a": {"properties": {"b": {"type": "integer"}}}}}},
+        [{"a": 1, "b": "x"}],
+        [{"a": 1}, {"a": 1, "b": 2}, {"b": "x"}, "s"],
+    ),
     # oneOf counts vacuous matches
+    (
+        "oneOf-dependentRequired",
+        {"oneOf": [{"dependentRequired": {"a": ["b"]}}, {"required": ["c"]}]},
+        [{}, {"a": 1, "b": 1}, {"a": 1, "c": 1}],
+        [{"c": 1}, 5, {"a": 1}],
+    ),
     (
         "oneOf-required",
         {"oneOf": [{"required": ["a"]}, {"required": ["b"]}]},

@@ -1280,6 +1280,27 @@ class _Lowering:
             return alts
         if kw == "uniqueItems":
             return [] if s["uniqueItems"] is not True else None
+        if kw in ("dependentRequired", "dependentSchemas", "dependencies"):
+            # An object holding the name and missing a required one, or failing the schema.
+            spec = s[kw]
+            if not isinstance(spec, dict):
+                raise SchemaError(f"{kw} must be an object", pointer=_ptr_join(sptr, kw))
+            alts = []
+            for name, dep in spec.items():
+                if isinstance(dep, list) and kw != "dependentSchemas":
+                    if not all(isinstance(x, str) for x in dep):
+                        raise SchemaError(f"{kw} values must be arrays of strings", pointer=_ptr_join(sptr, kw, name))
+                    for d in dep:
+                        shape = {"$lg_types": ["object"], "required": [name], "properties": {d: False}}
+                        alts.append([synth(("ndep", name, d), shape, ptr, base)])
+                elif kw != "dependentRequired" and isinstance(dep, (dict, bool)):
+                    na = self._not_atom(sub(kw, name), ptr, base)
+                    if na != _FALSE:
+                        has = synth(("has", name), {"$lg_types": ["object"], "required": [name]}, ptr, base)
+                        alts.append([has, na])
+                else:
+                    raise SchemaError(f"bad {kw} entry", pointer=_ptr_join(sptr, kw, name))
+            return alts
         if kw == "$ref":
             t, tptr, tbase = self.index.resolve(s["$ref"], sbase, _ptr_join(sptr, "$ref"))
             return [[self._not_atom(self.sub(t, tptr, tbase), ptr, base)]]
@@ -1436,6 +1457,13 @@ class _Lowering:
                 elif k == "uniqueItems":
                     if s[k] is True:
                         return False
+                elif k in ("dependentSchemas", "dependencies"):
+                    if not isinstance(s[k], dict) or not all(
+                        self._negatable(self.sub(v, _ptr_join(sptr, k, n), sbase), depth + 1)
+                        for n, v in s[k].items()
+                        if not isinstance(v, list)
+                    ):
+                        return False
                 elif k in (
                     "multipleOf",
                     "pattern",
@@ -1443,9 +1471,6 @@ class _Lowering:
                     "patternProperties",
                     "additionalProperties",
                     "propertyNames",
-                    "dependentRequired",
-                    "dependentSchemas",
-                    "dependencies",
                     "unevaluatedProperties",
                     "unevaluatedItems",
                     "$dynamicRef",
