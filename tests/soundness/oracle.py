@@ -494,7 +494,11 @@ def _valid_instances(schema: Any, v: Any, rng: random.Random, tries: int, keep: 
         try:
             if v.is_valid(x):
                 found.append(x)
-        except Exception:  # jsonschema on e.g. a pattern it cannot compile: not our verdict
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException:
+            # jsonschema on e.g. a pattern it cannot compile, or recursing without end through a
+            # "$ref" loop (which rpds reports as a PanicException, a BaseException): not our verdict.
             continue
         if len(found) >= keep:
             break
