@@ -86,7 +86,7 @@ fuzz: $(BUILD_STAMP)
 # schema), MINUTES (a time cap); RECORD=1 appends the failures to tests/soundness/regressions.json.
 SCHEMAS ?= 20000
 SEED ?= 0
-WALKS ?= 20
+WALKS ?= 24
 soundness: $(PYC_STAMP)
 	$(BIN)/python -m tests.soundness.oracle --schemas $(SCHEMAS) --seed $(SEED) --walks $(WALKS) \
 		$(if $(MINUTES),--minutes $(MINUTES)) $(if $(RECORD),--record)

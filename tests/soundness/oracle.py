@@ -222,10 +222,13 @@ def judge_output(schema: Any, text: bytes, v: Any = None) -> str | None:
     for value in values:
         try:
             err = next(iter(v.iter_errors(value)), None)
-        except RecursionError:  # jsonschema recurses per nesting level: a deep output is not judged
-            return "unjudged: nested too deeply for the validator"
         except (OverflowError, ValueError) as e:  # a number beyond doubles parses as inf (multipleOf fails)
             return f"unjudged: validator error {e}"
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as e:  # jsonschema recurses per nesting level: a deep output is not judged
+            # (RecursionError, or pyo3's PanicException, a BaseException, when the Rust internals hit it)
+            return f"unjudged: too deep for the validator ({type(e).__name__})"
         if err is not None:
             return f"invalid: /{'/'.join(map(str, err.absolute_path))}: {err.message}"[:300]
     if len(values) > 1:
@@ -319,6 +322,8 @@ def departure(schema: Any, value: Any) -> str | None:
                 props = d.get("properties") if isinstance(d.get("properties"), dict) else {}
                 if isinstance(pats, dict) and any(k not in props and not any(re.search(p, k) for p in pats) for k in v):
                     return "patternProperties: a key matching no pattern"
+                if isinstance(pats, dict) and len(pats) > 1 and any(k not in props for k in v):
+                    return "patternProperties: several patterns that may match one key"
             stack.extend((x, _children(schema, applied, k, True)) for k, x in v.items())
         elif isinstance(v, list):
             stack.extend((x, _children(schema, applied, i, True)) for i, x in enumerate(v))
@@ -360,7 +365,9 @@ def shrink(schema: Any, still_fails: Any, budget_s: float = 20.0) -> Any:
                 break
             try:
                 ok = still_fails(cand)
-            except Exception:
+            except (KeyboardInterrupt, SystemExit):
+                raise
+            except BaseException:  # a candidate jsonschema cannot evaluate (see judge_output)
                 ok = False
             if ok:
                 schema, progress = cand, True
@@ -454,6 +461,7 @@ class Report:
     refusals: Counter[str] = field(default_factory=Counter)
     departures: Counter[str] = field(default_factory=Counter)
     failures: list[dict[str, Any]] = field(default_factory=list)
+    slowest: list[tuple[float, str]] = field(default_factory=list)  # (seconds, schema), the 3 slowest
 
     def summary(self) -> str:
         c = self.counts
@@ -462,10 +470,12 @@ class Report:
             f" ({', '.join(f'{k} {v}' for k, v in self.refusals.most_common())})",
             f"walks completed {c['walks']} (truncated {c['truncated']}), invalid outputs {c['invalid']},"
             f" not JSON {c['not_json']}, duplicate listed keys {c['duplicate_key']}, stuck {c['stuck']},"
-            f" mask/accept mismatches {c['mask_mismatch']}, not judged (too deep, inf) {c['unjudged']}",
+            f" mask/accept mismatches {c['mask_mismatch']}, not judged (too deep, inf) {c['unjudged']},"
+            f" schemas over their time budget {c['over_budget']}",
             f"valid instances fed {c['instances']}, over-constraint rejections {c['over_constraint']},"
             f" departures {sum(self.departures.values())} ({dict(self.departures)}),"
             f" false empty {c['false_empty']}, crashes {c['crash']}",
+            f"slowest schemas: {', '.join(f'{t:.1f} s {js[:120]}' for t, js in self.slowest)}",
         ]
         return "\n".join(lines)
 
@@ -496,9 +506,7 @@ def _valid_instances(schema: Any, v: Any, rng: random.Random, tries: int, keep: 
                 found.append(x)
         except (KeyboardInterrupt, SystemExit):
             raise
-        except BaseException:
-            # jsonschema on e.g. a pattern it cannot compile, or recursing without end through a
-            # "$ref" loop (which rpds reports as a PanicException, a BaseException): not our verdict.
+        except BaseException:  # jsonschema too deep or beyond doubles: not a verdict (see judge_output)
             continue
         if len(found) >= keep:
             break
@@ -516,8 +524,30 @@ def check_schema(
     max_steps: int = 400,
     soft: int = 40,
     shrink_s: float = 20.0,
+    budget_s: float = 30.0,
 ) -> None:
-    """Compiles ``schema``, walks it and feeds it valid instances; updates ``report``."""
+    """Compiles ``schema``, walks it and feeds it valid instances (no new walk or instance after
+    ``budget_s``); updates ``report``."""
+    start = time.monotonic()
+    deadline = start + budget_s
+    _check_schema(schema, options, seed, report, walks, instances, max_steps, soft, shrink_s, deadline)
+    elapsed = time.monotonic() - start
+    if len(report.slowest) < 3 or elapsed > report.slowest[-1][0]:
+        report.slowest = sorted([*report.slowest, (elapsed, json.dumps(schema))], reverse=True)[:3]
+
+
+def _check_schema(
+    schema: Any,
+    options: dict[str, Any],
+    seed: int,
+    report: Report,
+    walks: int,
+    instances: int,
+    max_steps: int,
+    soft: int,
+    shrink_s: float,
+    deadline: float,
+) -> None:
     rng = random.Random(seed)
     nrng = np.random.default_rng(seed)
     bits = lg.allocate_mask(compiler().vocab)
@@ -556,6 +586,9 @@ def check_schema(
         return
     c["compiled"] += 1
     for _ in range(walks):
+        if time.monotonic() > deadline:
+            c["over_budget"] += 1
+            return
         try:
             text, outcome = walk(g, nrng, bits, max_steps, soft)
         except lg.LogitgateError as e:
@@ -580,6 +613,9 @@ def check_schema(
     if options.get("strict"):
         return  # strict=True forbids unlisted properties: a different language than jsonschema's
     for value in _valid_instances(schema, v, rng, 30, instances):
+        if time.monotonic() > deadline:
+            c["over_budget"] += 1
+            return
         text = spelling(value, options, rng)
         c["instances"] += 1
         why = feed(g, text, bits)
@@ -655,7 +691,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--schemas", type=int, default=20_000, help="schemas to generate (default 20000)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--minutes", type=float, default=None, help="stop after this long")
-    ap.add_argument("--walks", type=int, default=20, help="walks per compiled schema")
+    ap.add_argument("--walks", type=int, default=24, help="walks per compiled schema")
     ap.add_argument("--instances", type=int, default=4, help="valid instances fed per compiled schema")
     ap.add_argument("--out", default=None, help="write the failures (reproducers) to this JSON file")
     ap.add_argument("--record", action="store_true", help=f"append the failures to {REGRESSIONS.name}")

@@ -25,7 +25,7 @@ STRINGS = ("", "a", "b", "x", "ab", "ba", "aa", "xa", "abc", "é")
 NUMBERS = (-2, -1, 0, 1, 2, 3, 5, 0.5, -0.5, 1.5, 2.25)
 BOUNDS = (-1, 0, 1, 2, 3, 0.5, 1.5)
 PATTERNS = ("^a", "b$", "^[ab]*$", "x", "^[a-c]+$", "^.$", "^(a|ba)$")
-NAME_PATTERNS = ("^x", "^[ab]$", "c")
+NAME_PATTERNS = ("^x", "^[ab]$", "c", "^[ab]", "^(c|dd)$")
 FORMATS = ("date", "ipv4", "email")
 FORMAT_SAMPLES = ("2024-02-29", "1.2.3.4", "a@b.co")
 TYPES = ("null", "boolean", "integer", "number", "string", "array", "object")
@@ -39,6 +39,7 @@ class SchemaGen:
         self.max_depth = max_depth
         self.draft07 = False
         self.defs: list[str] = []
+        self.guarded = False  # under a member or item: a recursion through the root consumes input
 
     # -- values --------------------------------------------------------------------------------
     def value(self, depth: int = 0) -> Any:
@@ -69,9 +70,11 @@ class SchemaGen:
         self.defs = []
         defs: dict[str, Any] = {}
         if r.random() < 0.15:
+            self.guarded = False  # a definition refers to earlier ones, and to the root under a member or item
             for name in ("p", "q")[: r.randint(1, 2)]:
                 defs[name] = self.schema(self.max_depth - 1)
                 self.defs.append(name)
+        self.guarded = False
         root = self.schema(0)
         if not isinstance(root, dict):
             root = {"allOf": [root]}
@@ -104,7 +107,7 @@ class SchemaGen:
             (self._xof("anyOf"), 1),
             (self._xof("allOf"), 0.8),
             (self._if, 1),
-            (self._ref, 0.4 if self.defs or depth > 0 else 0),
+            (self._ref, 0.4 if self.defs or self.guarded else 0),
         ]
         funcs = [g for g, _ in groups]
         weights = [w for _, w in groups]
@@ -158,6 +161,7 @@ class SchemaGen:
 
     def _array(self, s: dict[str, Any], depth: int) -> None:
         r = self.rng
+        guarded, self.guarded = self.guarded, True
         x = r.random()
         if x < 0.4:
             s["items"] = self.schema(depth + 1)
@@ -176,10 +180,13 @@ class SchemaGen:
             s[kw] = r.randint(0, 3)
         if r.random() < 0.1:
             s["uniqueItems"] = True
+        self.guarded = guarded
 
     def _contains(self, s: dict[str, Any], depth: int) -> None:
         r = self.rng
+        guarded, self.guarded = self.guarded, True
         s["contains"] = self.schema(depth + 1)
+        self.guarded = guarded
         if self.draft07:
             return
         for kw in r.sample(("minContains", "maxContains"), r.randint(0, 2)):
@@ -187,6 +194,7 @@ class SchemaGen:
 
     def _object(self, s: dict[str, Any], depth: int) -> None:
         r = self.rng
+        guarded, self.guarded = self.guarded, True
         if r.random() < 0.8:
             names = sorted(r.sample(NAMES, r.randint(1, 3)))
             s["properties"] = {n: self.schema(depth + 1) for n in names}
@@ -198,9 +206,10 @@ class SchemaGen:
         elif x < 0.3:
             s["additionalProperties"] = self.schema(depth + 1)
         if r.random() < 0.15:
-            s["patternProperties"] = {r.choice(NAME_PATTERNS): self.schema(depth + 1)}
+            s["patternProperties"] = {p: self.schema(depth + 1) for p in r.sample(NAME_PATTERNS, r.choice((1, 1, 2)))}
         for kw in r.sample(("minProperties", "maxProperties"), r.choice((0, 0, 1, 2))):
             s[kw] = r.randint(0, 3)
+        self.guarded = guarded
 
     def _property_names(self, s: dict[str, Any], depth: int) -> None:
         r = self.rng
@@ -260,8 +269,8 @@ class SchemaGen:
     def _ref(self, s: dict[str, Any], depth: int) -> None:
         if self.defs and self.rng.random() < 0.8:
             s["$ref"] = f"#/{'definitions' if self.draft07 else '$defs'}/{self.rng.choice(self.defs)}"
-        elif depth > 0:
-            s["$ref"] = "#"  # recursion through the root
+        elif self.guarded:
+            s["$ref"] = "#"  # recursion through the root, under a member or item
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -378,6 +387,8 @@ class InstanceGen:
             if k.get("propertyNames"):
                 pn = k["propertyNames"]
                 names += [n for n in pn.get("enum", [pn.get("const")]) if isinstance(n, str) and r.random() < 0.5]
+            if k.get("patternProperties") and r.random() < 0.6:
+                names.append(r.choice(("a", "b", "c", "x", "xa", "cc", "dd", "ab")))
             if k.get("additionalProperties") is not False and r.random() < 0.3:
                 names.append(r.choice(("x", "xy", "b", "d")))
             value: dict[str, Any] = {}

@@ -1219,3 +1219,116 @@ def test_python_data_that_is_not_json_is_a_schema_error(
     with pytest.raises(lg.SchemaError) as e:
         compiler.compile_json_schema(schema)
     assert e.value.pointer == pointer and what in str(e.value)
+
+
+# Duplicate keys (issue 22 item 5). A parser keeps one occurrence of a repeated key, so a text
+# that repeats one is a smaller object than its members suggest: where the keys form a finite set
+# (listed properties, a propertyNames enum, a pattern with a finite language) no key repeats, and
+# where they are open minProperties is lowered only while one occurrence per additional key is
+# enough, refused beyond.
+DUPLICATE_KEY_CASES: list[tuple[Any, str, str]] = [  # schema, a text repeating a key, a valid text
+    ({"type": "object", "minProperties": 1, "propertyNames": {"enum": ["a", "b"]}}, '{"a":1,"a":2}', '{"a":2}'),
+    ({"propertyNames": {"const": "b"}}, '{"b":1,"b":2}', '{"b":2}'),
+    ({"propertyNames": {"enum": ["a", "c"]}, "minProperties": 2}, '{"a":1,"a":2}', '{"c":1,"a":2}'),
+    (
+        {"propertyNames": {"enum": ["a", "c"]}, "additionalProperties": {"type": "integer"}},
+        '{"c":1,"a":2,"c":3}',
+        '{"a":2,"c":3}',
+    ),
+    (
+        {"patternProperties": {"^[ab]$": {"type": "integer"}}, "additionalProperties": False},
+        '{"b":1,"b":2}',
+        '{"b":1,"a":2}',
+    ),
+    ({"patternProperties": {"^(x|yz)$": {}}, "minProperties": 2}, '{"yz":1,"yz":2}', '{"yz":1,"x":2}'),
+    (
+        {"type": "object", "properties": {"a": {}}, "required": ["a"], "minProperties": 2},
+        '{"a":1,"a":2}',
+        '{"a":1,"b":2}',
+    ),
+]
+
+
+@pytest.mark.parametrize("schema, repeated, valid", DUPLICATE_KEY_CASES)
+def test_finite_key_sets_never_repeat_a_key(compiler: lg.Compiler, schema: Any, repeated: str, valid: str) -> None:
+    g = compiler.compile_json_schema(schema, whitespace="compact")
+    assert not accepts(g, repeated) and accepts(g, valid)
+
+
+def test_finite_key_sets_keep_their_values_and_order(compiler: lg.Compiler) -> None:
+    g = compiler.compile_json_schema(
+        {"propertyNames": {"enum": ["a", "b", "c"]}, "additionalProperties": {"type": "integer"}, "minProperties": 2}
+    )
+    assert accepts(g, '{"c": 1, "a": 2}') and accepts(g, '{"b": 1, "a": 2, "c": 3}')
+    assert not accepts(g, '{"a": 1}') and not accepts(g, '{"a": 1, "d": 2}') and not accepts(g, '{"a": "s", "b": 1}')
+    g = compiler.compile_json_schema({"patternProperties": {"^[ab]$": {"type": "integer"}, "^c": {"type": "string"}}})
+    assert accepts(g, '{"b": 1, "a": 2, "cc": "x", "cd": "y"}')
+    assert not accepts(g, '{"a": "x"}') and not accepts(g, '{"cc": 1}')
+
+
+def test_min_properties_over_open_keys(compiler: lg.Compiler) -> None:
+    # One key beyond the required members: one occurrence is one distinct key, so it stays exact.
+    g = compiler.compile_json_schema({"type": "object", "minProperties": 1})
+    assert accepts(g, '{"a": 1}') and accepts(g, '{"a": 1, "a": 2}') and not accepts(g, "{}")
+    g = compiler.compile_json_schema({"properties": {"a": {}}, "required": ["a"], "minProperties": 2})
+    assert accepts(g, '{"a": 1, "x": 2}') and not accepts(g, '{"a": 1}')
+    # maxProperties counts occurrences, an upper bound on distinct keys: exact for distinct keys.
+    g = compiler.compile_json_schema({"type": "object", "maxProperties": 2})
+    assert accepts(g, '{"x": 1, "y": 2}') and not accepts(g, '{"x": 1, "y": 2, "z": 3}')
+    # Two distinct additional keys cannot be told from one key twice: refused, naming the keyword.
+    for schema, pointer in [
+        ({"type": "object", "minProperties": 2}, "/minProperties"),
+        (
+            {"properties": {"p": {"minProperties": 3, "additionalProperties": {"type": "string"}}}},
+            "/properties/p/minProperties",
+        ),
+        ({"propertyNames": {"maxLength": 2}, "minProperties": 2}, "/minProperties"),
+    ]:
+        with pytest.raises(lg.UnsupportedSchemaError) as e:
+            compiler.compile_json_schema(schema)
+        assert (e.value.keyword, e.value.pointer, e.value.code) == ("minProperties", pointer, "schema-unsupported")
+    g = compiler.compile_json_schema({"type": "object", "minProperties": 2}, lenient=True)
+    assert g.dropped == (
+        "/minProperties: minProperties: counts distinct keys, and the names of additional properties may repeat",
+    )
+    assert accepts(g, '{"a": 1}') and not accepts(g, "{}")
+
+
+def _token_ids(vocab: Any, text: bytes) -> list[int]:
+    """A tokenization of ``text`` (greedy longest match over the vocabulary's text tokens)."""
+    by_bytes: dict[bytes, int] = {}
+    for i in range(vocab.size):
+        tb = vocab.token_bytes(i)
+        if tb and i not in vocab.special_ids:
+            by_bytes.setdefault(tb, i)
+    longest = max(len(b) for b in by_bytes)
+    ids, pos = [], 0
+    while pos < len(text):
+        n = next(n for n in range(min(longest, len(text) - pos), 0, -1) if text[pos : pos + n] in by_bytes)
+        ids.append(by_bytes[text[pos : pos + n]])
+        pos += n
+    return ids
+
+
+def _mask_allows(g: lg.CompiledGrammar, vocab: Any, ids: list[int]) -> bool:
+    """Every token allowed by the mask when it comes, then EOS."""
+    from logitgate.masks import mask_to_bool
+
+    m, bits = g.matcher(), lg.allocate_mask(vocab)
+    for tid in [*ids, vocab.eos_ids[0]]:
+        m.fill_mask(bits, 0)
+        if not mask_to_bool(bits[0], vocab.size)[tid]:
+            return False
+        if tid != vocab.eos_ids[0]:
+            assert m.accept(tid)
+    return True
+
+
+def test_duplicate_keys_token_level_smollm2(smollm2_vocab: Any) -> None:
+    compiler = lg.Compiler(smollm2_vocab)
+    for schema, repeated, valid in DUPLICATE_KEY_CASES:
+        g = compiler.compile_json_schema(schema, whitespace="compact")
+        assert not _mask_allows(g, smollm2_vocab, _token_ids(smollm2_vocab, repeated.encode())), (schema, repeated)
+        assert _mask_allows(g, smollm2_vocab, _token_ids(smollm2_vocab, valid.encode())), (schema, valid)
+    with pytest.raises(lg.UnsupportedSchemaError):
+        compiler.compile_json_schema({"type": "object", "minProperties": 2})

@@ -592,6 +592,7 @@ class _Facts:
     required: list[str] = field(default_factory=list)
     names: list[int] = field(default_factory=list)  # propertyNames atoms
     min_props: int = 0
+    min_props_ptr: str = ""  # pointer of the minProperties that set min_props
     max_props: int | None = None
     arrs: list[_ArrPart] = field(default_factory=list)
     min_items: int = 0
@@ -1346,7 +1347,9 @@ class _Lowering:
         else:
             ty, n = "object", len(v)
             alts = [[synth(("nreq", k), {"$lg_types": [ty], "properties": {k: False}}, ptr, base)] for k in v]
-            alts.append([synth(("ne>", ty, n), {"$lg_types": [ty], "minProperties": n + 1}, ptr, base)])
+            # All of the keys and one more (with them required, minProperties counts exactly).
+            extra = {"$lg_types": [ty], "required": list(v), "minProperties": n + 1}
+            alts.append([synth(("ne>", ty, *sorted(v)), extra, ptr, base)])
             for k, x in v.items():
                 shape = {"$lg_types": [ty], "required": [k], "properties": {k: {"not": {"const": x}}}}
                 alts.append([synth(("ne@", vk, k), shape, ptr, base)])
@@ -1699,8 +1702,8 @@ class _Lowering:
         if "propertyNames" in d:
             f.names.append(self.sub(d["propertyNames"], _ptr_join(ptr, "propertyNames"), base))
         cv = _count_keyword(d, "minProperties", ptr)
-        if cv is not None:
-            f.min_props = max(f.min_props, cv)
+        if cv is not None and cv > f.min_props:
+            f.min_props, f.min_props_ptr = cv, _ptr_join(ptr, "minProperties")
         cv = _count_keyword(d, "maxProperties", ptr)
         if cv is not None:
             f.max_props = cv if f.max_props is None else min(f.max_props, cv)
@@ -3052,6 +3055,15 @@ class _Lowering:
         for part in parts:
             order.update(dict.fromkeys(part.order))
         order.update(dict.fromkeys(f.required))
+        has_addl = any(p.additional is not None for p in f.objs)
+        has_pats = any(p.patterns for p in f.objs)
+        allow_other = not (self.strict and not has_addl and not has_pats)
+        # Keys beyond the listed ones that form a finite set (a propertyNames enum, a pattern with
+        # a finite language) are members as well: each at most once, so never a duplicate key.
+        enumerated: frozenset[str] | None = frozenset()
+        if allow_other:
+            finite_names, enumerated = self._finite_other_names(f, order)
+            order.update(dict.fromkeys(finite_names))
         required_names = set(f.required)
         names_atoms = frozenset(f.names)
         members: list[tuple[str, Node, bool]] = []  # name, member node, required
@@ -3079,13 +3091,10 @@ class _Lowering:
             members.append((k, member, k in required_names))
             idents.append((k, value))
         known = list(order)
-        # "Other" members: keys outside the known names.
+        # "Other" members: keys outside the known names (none when they were all enumerated).
         others: list[Node] = []
-        has_addl = any(p.additional is not None for p in f.objs)
-        has_pats = any(p.patterns for p in f.objs)
-        allow_other = not (self.strict and not has_addl and not has_pats)
-        if allow_other:
-            for branch_key, branch_val in self._other_branches(f, known):
+        if allow_other and enumerated is not None:
+            for branch_key, branch_val in self._other_branches(f, known, enumerated):
                 if _is_empty(branch_key) or _is_empty(branch_val):
                     continue
                 others.append(_seq([Literal(b'"'), branch_key, Literal(b'"'), ws, Literal(b":"), ws, branch_val]))
@@ -3107,6 +3116,16 @@ class _Lowering:
         if hi is not None and n_req > hi:
             self._contradiction(f, "", "more required properties than maxProperties")
             return _EMPTY_LANG
+        # Other keys may repeat a name, and the grammar counts occurrences: an upper bound on
+        # distinct keys, so maxProperties stays exact. minProperties is exact while it asks for
+        # at most one key beyond the required members (one occurrence is one distinct key).
+        if other is not None and lo > n_req + 1:
+            self.unsupported(
+                "minProperties",
+                "counts distinct keys, and the names of additional properties may repeat",
+                f.min_props_ptr,
+            )
+            lo = n_req + 1
         counting = lo > 0 or hi is not None
         cap = (hi + 1) if hi is not None else lo
         # Schema order is defined only when every member comes from one "properties" object;
@@ -3299,8 +3318,41 @@ class _Lowering:
         top = self.any_order_objects[memo_key] = _seq([Literal(b"{"), Ref(rname(0, False, 0)), ws, Literal(b"}")])
         return top
 
-    def _other_branches(self, f: _Facts, known: list[str]) -> list[tuple[Node, Node]]:
-        """(key content, value) pairs for keys outside ``known``."""
+    def _finite_other_names(self, f: _Facts, known: dict[str, None]) -> tuple[list[str], frozenset[str] | None]:
+        """Names outside ``known`` that the keys beyond the listed ones are drawn from when that set
+        is finite: every name of a propertyNames enum (then no other key remains: None), or the
+        strings of patterns with a finite language (at most 64 ASCII names, matching no other
+        pattern; those patterns are returned, for _other_branches to skip)."""
+        if f.names:
+            nf = self.approx_facts(frozenset(f.names))
+            if nf is not None and nf.enum is not None:
+                return [v for v in nf.enum if isinstance(v, str) and v not in known], None
+            return [], frozenset()
+        pats = [(p, pptr) for part in f.objs for p, _, pptr in part.patterns]
+        names: list[str] = []
+        enumerated: set[str] = set()
+        for p, _ in pats:
+            strings = self._pattern_strings(p)
+            if strings is None or not all(x.isascii() and "\n" not in x and "\r" not in x for x in strings):
+                continue
+            if any(self._py_search(q, x, qptr) for q, qptr in pats if q != p for x in strings):
+                continue
+            names.extend(x for x in strings if x not in known)
+            enumerated.add(p)
+        return names, frozenset(enumerated)
+
+    def _pattern_strings(self, pattern: str) -> list[str] | None:
+        """The strings a (search-semantics) pattern matches when they are at most 64, else None."""
+        try:
+            node, _ = regex_to_node(pattern, self.limits, anchored_search=True)
+        except (GrammarError, LimitExceeded):
+            return None
+        strings = _finite_strings(node, 64)
+        return None if strings is None else list(dict.fromkeys(strings))
+
+    def _other_branches(self, f: _Facts, known: list[str], enumerated: frozenset[str]) -> list[tuple[Node, Node]]:
+        """(key content, value) pairs for keys outside ``known`` (patterns in ``enumerated`` left out:
+        their names are known)."""
         names_atoms = frozenset(f.names)
         parts_with_pats = [p for p in f.objs if p.patterns]
         out: list[tuple[Node, Node]] = []
@@ -3310,7 +3362,7 @@ class _Lowering:
                 return []
             key = self._key_language(names_atoms, known, None)
             return [(key, self.atoms_ref(value_atoms))]
-        all_pats = [(p, pat) for p in f.objs for pat in p.patterns]
+        all_pats = [(p, pat) for p in f.objs for pat in p.patterns if pat[0] not in enumerated]
         overlapping = _overlapping_atoms([(pattern, atom) for _, (pattern, atom, _) in all_pats])
         for part, (pattern, atom, pptr) in all_pats:
             vals = {atom} | overlapping(pattern)
@@ -3391,6 +3443,52 @@ class _Lowering:
 # ---------------------------------------------------------------------------------------------
 # Node utilities (recursion bounded: nodes come from our own construction or the regex frontend,
 # whose depth is bounded by Limits.max_nesting).
+
+
+def _finite_strings(node: Node, limit: int) -> list[str] | None:
+    """The strings of a code-point-level node's language when it is finite and has at most
+    ``limit`` of them (repetition counted), else None."""
+    if type(node) is Literal:
+        try:
+            return [node.value.decode("utf-8")]
+        except UnicodeDecodeError:
+            return None
+    if type(node) is CharClass:
+        if node.negated or sum(b - a + 1 for a, b in node.ranges) > limit:
+            return None
+        return [chr(c) for a, b in node.ranges for c in range(a, b + 1)]
+    if type(node) is Alt:
+        out: list[str] = []
+        for item in node.items:
+            sub = _finite_strings(item, limit - len(out))
+            if sub is None:
+                return None
+            out.extend(sub)
+        return out if len(out) <= limit else None
+    if type(node) is Seq:
+        acc = [""]
+        for item in node.items:
+            sub = _finite_strings(item, limit)
+            if sub is None or len(acc) * len(sub) > limit:
+                return None
+            acc = [x + y for x in acc for y in sub]
+        return acc
+    if type(node) is Repeat and node.max is not None:
+        sub = _finite_strings(node.item, limit)
+        if sub is None:
+            return None
+        out, level = [], [""]
+        for n in range(node.max + 1):
+            if n >= node.min:
+                out.extend(level)
+            if len(out) > limit:
+                return None
+            if n < node.max:
+                if len(level) * len(sub) > limit:
+                    return None
+                level = [x + y for x in level for y in sub]
+        return out
+    return None
 
 
 class _Nfa:
