@@ -2314,7 +2314,7 @@ class _Lowering:
                 self.unsupported("multipleOf", f"{count} multiples in range (max 4096)", "")
                 return _int_range(lo, hi)
             values = range(first, hi + 1, modulus)
-            xs = {int(x) for x in excluded}
+            xs = {int(x) for x in excluded if x.denominator == 1}  # a fraction excludes no integer
             spelled = [str(v) for v in values if v not in xs] + (["-0"] if 0 in values and 0 not in xs else [])
             return _alt(Literal(s.encode()) for s in spelled) if spelled else _EMPTY_LANG
         if excl or modulus > 1000:
