@@ -10,7 +10,7 @@ PYC_STAMP := $(VENV)/.pyc-stamp
 CORE_SOURCES := $(shell find cpp -name '*.cc' -o -name '*.h') CMakeLists.txt pyproject.toml
 PY_SOURCES := $(shell find python -name '*.py')
 
-.PHONY: demo test test-all lint sanitize bench walk-bench fuzz clean
+.PHONY: demo test test-all lint sanitize bench walk-bench fuzz soundness clean
 
 # torch is pinned to the local CPU wheel first, so nothing can pull a CUDA build later.
 $(DEPS_STAMP): pyproject.toml
@@ -80,6 +80,16 @@ fuzz: $(BUILD_STAMP)
 	$(BIN)/python tests/fuzz/fuzz_gbnf.py --minutes 10
 	$(BIN)/python tests/fuzz/fuzz_regex.py --minutes 10
 	$(BIN)/python tests/fuzz/fuzz_core.py --minutes 10
+
+# The soundness oracle's long run (tests/soundness/oracle.py): random schemas, random walks through
+# their masks judged by jsonschema, valid instances fed back. SCHEMAS, SEED, WALKS (per compiled
+# schema), MINUTES (a time cap); RECORD=1 appends the failures to tests/soundness/regressions.json.
+SCHEMAS ?= 20000
+SEED ?= 0
+WALKS ?= 24
+soundness: $(PYC_STAMP)
+	$(BIN)/python -m tests.soundness.oracle --schemas $(SCHEMAS) --seed $(SEED) --walks $(WALKS) \
+		$(if $(MINUTES),--minutes $(MINUTES)) $(if $(RECORD),--record)
 
 clean:
 	rm -rf build $(VENV)

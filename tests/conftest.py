@@ -63,3 +63,13 @@ def gemma3_vocab() -> Any:
     import logitgate as lg
 
     return lg.Vocabulary.from_huggingface(tokenizers.Tokenizer.from_file(str(GEMMA3_TOKENIZER)))
+
+
+@pytest.fixture(scope="session", params=["bytes", "smollm2"])
+def token_level(request: pytest.FixtureRequest) -> Any:
+    """A :class:`tests.unit.token_level.TokenLevel` on the byte vocabulary, then on SmolLM2."""
+    from tests.unit.token_level import TokenLevel, byte_vocabulary
+
+    if request.param == "bytes":
+        return TokenLevel(byte_vocabulary())
+    return TokenLevel(request.getfixturevalue("smollm2_vocab"))

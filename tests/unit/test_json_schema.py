@@ -12,6 +12,7 @@ import random
 import re
 from typing import Any
 
+import jsonschema
 import pytest
 
 import logitgate as lg
@@ -263,6 +264,14 @@ CASES: list[tuple[str, Any, list[Any], list[Any]]] = [
     ),
     ("propertyNames", {"propertyNames": {"maxLength": 3}}, [{}, {"abc": 1}], [{"abcd": 1}]),
     ("propertyNames-enum", {"propertyNames": {"enum": ["a", "b"]}}, [{"a": 1, "b": 2}], [{"c": 1}]),
+    # A pattern whose language starts with a literal (Github_medium/o84199's "^value").
+    (
+        "propertyNames-anchored-pattern",
+        {"properties": {"v": {"propertyNames": {"pattern": "^val"}}}},
+        [{"v": {}}, {"v": {"value": 1}}, {"v": {"val": [], "valx": 2}}],
+        [{"v": {"xval": 1}}, {"v": {"value": 1, "v": 2}}],
+    ),
+    ("propertyNames-exact-pattern", {"propertyNames": {"pattern": "^k$"}}, [{}, {"k": 0}], [{"kk": 0}]),
     (
         "min-max-properties",
         {"minProperties": 1, "maxProperties": 2},
@@ -901,6 +910,59 @@ def test_draft04_integer_excludes_zero_fractions() -> None:
         assert compiler.compile_json_schema(schema).matcher().accept_bytes(b"9")
 
 
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "integer"},
+        {"type": "integer", "minimum": -3, "maximum": 3},
+        {"type": "integer", "minimum": 0},
+        {"type": "integer", "multipleOf": 3},
+        {"type": "integer", "multipleOf": 3, "maximum": 9},
+        {"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer"},
+    ],
+)
+def test_integer_negative_zero_is_zero(token_level: Any, schema: dict[str, Any]) -> None:
+    # "-0" parses to 0, an integer under every draft: accepted wherever 0 is valid.
+    g = token_level.compiler.compile_json_schema(schema)
+    assert token_level.accepts(g, "-0") and token_level.accepts(g, "0")
+    assert not token_level.accepts(g, "-00") and not token_level.accepts(g, "-")
+    positive = token_level.compiler.compile_json_schema({**schema, "minimum": 1})
+    assert not token_level.accepts(positive, "-0") and not token_level.accepts(positive, "0")
+
+
+def test_id_is_an_identifier_only_in_draft_04(token_level: Any) -> None:
+    # Without "$schema" the document follows 2020-12, where "id" is no keyword: a nested draft-04
+    # "id" leaves the base URI alone, so the pointers below resolve from the document's root
+    # (Github_medium/o44063; jsonschema resolves them the same way).
+    lemon = {
+        "$schema": "http://json-schema.org/draft-04/schema",
+        "id": "schema/lemon",
+        "definitions": {"uuid": {"type": "string"}},
+        "properties": {"u": {"$ref": "#/definitions/lemon/definitions/uuid"}},
+    }
+    schema = {"definitions": {"lemon": lemon}, "properties": {"lemon": {"$ref": "#/definitions/lemon"}}}
+    g = token_level.compiler.compile_json_schema(schema)
+    assert token_level.accepts(g, '{"lemon": {"u": "x"}}') and not token_level.accepts(g, '{"lemon": {"u": 1}}')
+    # Declared draft-04, "id" is the base URI of its subschema (and "$ref" resolves against it).
+    draft4 = {
+        "$schema": "http://json-schema.org/draft-04/schema#",
+        "definitions": {
+            "a": {
+                "id": "http://example.com/a.json",
+                "definitions": {"b": {"type": "integer"}},
+                "properties": {"v": {"$ref": "#/definitions/b"}},
+            }
+        },
+        "properties": {"a": {"$ref": "http://example.com/a.json"}},
+    }
+    g = token_level.compiler.compile_json_schema(draft4)
+    assert token_level.accepts(g, '{"a": {"v": 1}}') and not token_level.accepts(g, '{"a": {"v": "x"}}')
+    cases = [(schema, {"lemon": {"u": "x"}}, {"lemon": {"u": 1}}), (draft4, {"a": {"v": 1}}, {"a": {"v": "x"}})]
+    for document, valid, invalid in cases:
+        validator = jsonschema.validators.validator_for(document)(document)
+        assert validator.is_valid(valid) and not validator.is_valid(invalid)
+
+
 _DETERMINISM_SCHEMAS = [
     {
         "type": "object",
@@ -1152,9 +1214,9 @@ def test_ref_aliases_lower_as_their_targets(compiler: lg.Compiler) -> None:
 
 
 def test_dead_choices_are_dropped_before_lowering(compiler: lg.Compiler) -> None:
-    # Negated requirements split into "not an object, or an object without the key": under an
-    # object-only context the first choice is dead, and so is any choice that requires a key
-    # another conjunct forbids. Both are dropped when the choices are made, not lowered.
+    # Under an object-only context, a choice that requires a key another conjunct forbids is
+    # dead (dependencies and negated requirements make many): dropped when the choices are
+    # made, not lowered.
     from logitgate.frontends.json_schema import _productive
 
     props = {k: {"type": "integer"} for k in "abcd"}
@@ -1181,6 +1243,22 @@ def test_dead_choices_are_dropped_before_lowering(compiler: lg.Compiler) -> None
     assert "required property 'a' is forbidden" in str(e.value) and e.value.pointer == "/dependencies/a"
 
 
+def test_branches_of_other_types_are_dropped_before_lowering(compiler: lg.Compiler) -> None:
+    # Negated type-specific keywords are branches of their own type ("not minimum" is a number
+    # below it): under type: string they and every choice holding them are dropped, not lowered.
+    # (With a "$ref": "#" loop through such choices, a random schema built 5,700 rules in 40 s.)
+    branches = [{"not": {"minimum": 1}}, {"not": {"maxItems": 1}}, {"maxLength": 3}]
+    schema = {
+        "type": "string",
+        "anyOf": branches,
+        "allOf": [{"anyOf": [{"not": {"required": ["a"]}}, {"minLength": 1}]}],
+    }
+    grammar, _ = schema_to_grammar(schema, limits=lg.Limits())
+    assert len([k for k in grammar.rules if re.fullmatch(r"s\d+", k)]) == 2  # the root and one string set
+    g = compiler.compile_json_schema(schema)
+    assert accepts(g, '"abc"') and not accepts(g, '""') and not accepts(g, '"abcd"') and not accepts(g, "0")
+
+
 @pytest.mark.parametrize(
     ("schema", "pointer", "what"),
     [
@@ -1198,3 +1276,116 @@ def test_python_data_that_is_not_json_is_a_schema_error(
     with pytest.raises(lg.SchemaError) as e:
         compiler.compile_json_schema(schema)
     assert e.value.pointer == pointer and what in str(e.value)
+
+
+# Duplicate keys (issue 22 item 5). A parser keeps one occurrence of a repeated key, so a text
+# that repeats one is a smaller object than its members suggest: where the keys form a finite set
+# (listed properties, a propertyNames enum, a pattern with a finite language) no key repeats, and
+# where they are open minProperties is lowered only while one occurrence per additional key is
+# enough, refused beyond.
+DUPLICATE_KEY_CASES: list[tuple[Any, str, str]] = [  # schema, a text repeating a key, a valid text
+    ({"type": "object", "minProperties": 1, "propertyNames": {"enum": ["a", "b"]}}, '{"a":1,"a":2}', '{"a":2}'),
+    ({"propertyNames": {"const": "b"}}, '{"b":1,"b":2}', '{"b":2}'),
+    ({"propertyNames": {"enum": ["a", "c"]}, "minProperties": 2}, '{"a":1,"a":2}', '{"c":1,"a":2}'),
+    (
+        {"propertyNames": {"enum": ["a", "c"]}, "additionalProperties": {"type": "integer"}},
+        '{"c":1,"a":2,"c":3}',
+        '{"a":2,"c":3}',
+    ),
+    (
+        {"patternProperties": {"^[ab]$": {"type": "integer"}}, "additionalProperties": False},
+        '{"b":1,"b":2}',
+        '{"b":1,"a":2}',
+    ),
+    ({"patternProperties": {"^(x|yz)$": {}}, "minProperties": 2}, '{"yz":1,"yz":2}', '{"yz":1,"x":2}'),
+    (
+        {"type": "object", "properties": {"a": {}}, "required": ["a"], "minProperties": 2},
+        '{"a":1,"a":2}',
+        '{"a":1,"b":2}',
+    ),
+]
+
+
+@pytest.mark.parametrize("schema, repeated, valid", DUPLICATE_KEY_CASES)
+def test_finite_key_sets_never_repeat_a_key(compiler: lg.Compiler, schema: Any, repeated: str, valid: str) -> None:
+    g = compiler.compile_json_schema(schema, whitespace="compact")
+    assert not accepts(g, repeated) and accepts(g, valid)
+
+
+def test_finite_key_sets_keep_their_values_and_order(compiler: lg.Compiler) -> None:
+    g = compiler.compile_json_schema(
+        {"propertyNames": {"enum": ["a", "b", "c"]}, "additionalProperties": {"type": "integer"}, "minProperties": 2}
+    )
+    assert accepts(g, '{"c": 1, "a": 2}') and accepts(g, '{"b": 1, "a": 2, "c": 3}')
+    assert not accepts(g, '{"a": 1}') and not accepts(g, '{"a": 1, "d": 2}') and not accepts(g, '{"a": "s", "b": 1}')
+    g = compiler.compile_json_schema({"patternProperties": {"^[ab]$": {"type": "integer"}, "^c": {"type": "string"}}})
+    assert accepts(g, '{"b": 1, "a": 2, "cc": "x", "cd": "y"}')
+    assert not accepts(g, '{"a": "x"}') and not accepts(g, '{"cc": 1}')
+
+
+def test_min_properties_over_open_keys(compiler: lg.Compiler) -> None:
+    # One key beyond the required members: one occurrence is one distinct key, so it stays exact.
+    g = compiler.compile_json_schema({"type": "object", "minProperties": 1})
+    assert accepts(g, '{"a": 1}') and accepts(g, '{"a": 1, "a": 2}') and not accepts(g, "{}")
+    g = compiler.compile_json_schema({"properties": {"a": {}}, "required": ["a"], "minProperties": 2})
+    assert accepts(g, '{"a": 1, "x": 2}') and not accepts(g, '{"a": 1}')
+    # maxProperties counts occurrences, an upper bound on distinct keys: exact for distinct keys.
+    g = compiler.compile_json_schema({"type": "object", "maxProperties": 2})
+    assert accepts(g, '{"x": 1, "y": 2}') and not accepts(g, '{"x": 1, "y": 2, "z": 3}')
+    # Two distinct additional keys cannot be told from one key twice: refused, naming the keyword.
+    for schema, pointer in [
+        ({"type": "object", "minProperties": 2}, "/minProperties"),
+        (
+            {"properties": {"p": {"minProperties": 3, "additionalProperties": {"type": "string"}}}},
+            "/properties/p/minProperties",
+        ),
+        ({"propertyNames": {"maxLength": 2}, "minProperties": 2}, "/minProperties"),
+    ]:
+        with pytest.raises(lg.UnsupportedSchemaError) as e:
+            compiler.compile_json_schema(schema)
+        assert (e.value.keyword, e.value.pointer, e.value.code) == ("minProperties", pointer, "schema-unsupported")
+    g = compiler.compile_json_schema({"type": "object", "minProperties": 2}, lenient=True)
+    assert g.dropped == (
+        "/minProperties: minProperties: counts distinct keys, and the names of additional properties may repeat",
+    )
+    assert accepts(g, '{"a": 1}') and not accepts(g, "{}")
+
+
+def _token_ids(vocab: Any, text: bytes) -> list[int]:
+    """A tokenization of ``text`` (greedy longest match over the vocabulary's text tokens)."""
+    by_bytes: dict[bytes, int] = {}
+    for i in range(vocab.size):
+        tb = vocab.token_bytes(i)
+        if tb and i not in vocab.special_ids:
+            by_bytes.setdefault(tb, i)
+    longest = max(len(b) for b in by_bytes)
+    ids, pos = [], 0
+    while pos < len(text):
+        n = next(n for n in range(min(longest, len(text) - pos), 0, -1) if text[pos : pos + n] in by_bytes)
+        ids.append(by_bytes[text[pos : pos + n]])
+        pos += n
+    return ids
+
+
+def _mask_allows(g: lg.CompiledGrammar, vocab: Any, ids: list[int]) -> bool:
+    """Every token allowed by the mask when it comes, then EOS."""
+    from logitgate.masks import mask_to_bool
+
+    m, bits = g.matcher(), lg.allocate_mask(vocab)
+    for tid in [*ids, vocab.eos_ids[0]]:
+        m.fill_mask(bits, 0)
+        if not mask_to_bool(bits[0], vocab.size)[tid]:
+            return False
+        if tid != vocab.eos_ids[0]:
+            assert m.accept(tid)
+    return True
+
+
+def test_duplicate_keys_token_level_smollm2(smollm2_vocab: Any) -> None:
+    compiler = lg.Compiler(smollm2_vocab)
+    for schema, repeated, valid in DUPLICATE_KEY_CASES:
+        g = compiler.compile_json_schema(schema, whitespace="compact")
+        assert not _mask_allows(g, smollm2_vocab, _token_ids(smollm2_vocab, repeated.encode())), (schema, repeated)
+        assert _mask_allows(g, smollm2_vocab, _token_ids(smollm2_vocab, valid.encode())), (schema, valid)
+    with pytest.raises(lg.UnsupportedSchemaError):
+        compiler.compile_json_schema({"type": "object", "minProperties": 2})

@@ -36,7 +36,7 @@ import math
 import re
 import urllib.parse
 from collections.abc import Callable, Hashable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any, TypeVar
 
@@ -421,6 +421,9 @@ class _Index:
 
     def __init__(self, root: Any, limits: Limits) -> None:
         self.root = root
+        # "id" names a resource only in drafts 03 and 04 (as "$id" from draft-06 on): elsewhere,
+        # a nested draft-04 "id" is an unknown keyword, and the root's "$schema" decides.
+        legacy_id = _legacy_draft(root)
         self.info: dict[int, tuple[Any, str, str]] = {}  # atom -> (schema, pointer, base uri)
         self.atoms: dict[int, int] = {}  # id(schema) -> atom
         self.resources: dict[str, tuple[Any, str]] = {}  # uri without fragment -> (schema, pointer)
@@ -441,8 +444,8 @@ class _Index:
             if not isinstance(node, dict):
                 continue
             # (Most schema objects have no id and no anchor: two lookups tell.)
-            if "$id" in node or "id" in node:
-                sid = node.get("$id", node.get("id") if "$schema" not in node or "$id" not in node else None)
+            if "$id" in node or (legacy_id and "id" in node):
+                sid = node.get("$id", node.get("id"))
                 if isinstance(sid, str) and not (node.get("id") is sid and isinstance(node.get("type"), dict)):
                     url, frag = urllib.parse.urldefrag(urllib.parse.urljoin(base, sid))
                     if (url and url != base) or ptr == "":
@@ -589,6 +592,7 @@ class _Facts:
     required: list[str] = field(default_factory=list)
     names: list[int] = field(default_factory=list)  # propertyNames atoms
     min_props: int = 0
+    min_props_ptr: str = ""  # pointer of the minProperties that set min_props
     max_props: int | None = None
     arrs: list[_ArrPart] = field(default_factory=list)
     min_items: int = 0
@@ -730,6 +734,7 @@ class _Lowering:
         self.limits = limits
         self.index = _Index(root, limits)
         self.approx_memo: dict[frozenset[int], _Facts | None] = {}
+        self.branch_types: dict[frozenset[int], frozenset[str]] = {}  # _branch_types
         self.compact = whitespace == "compact"
         self.max_ws = max_whitespace
         self.order_any = property_order == "any"
@@ -738,8 +743,7 @@ class _Lowering:
         self.oneof_anyof = oneof == "anyof"
         # Draft-04 (and 03) count only integer literals as "integer" (9.0 is a number there);
         # from draft-06 on, any number with a zero fraction is an integer.
-        declared = root.get("$schema", "") if isinstance(root, dict) else ""
-        self.integer_fraction_ok = not (isinstance(declared, str) and re.search(r"draft-0[34]", declared))
+        self.integer_fraction_ok = not _legacy_draft(root)
         self.dropped: list[str] = []
         self.rules: dict[str, Node] = {}
         self.names: dict[frozenset[int], str] = {}
@@ -1140,12 +1144,13 @@ class _Lowering:
     def _negate_group(
         self, s: dict[str, Any], sptr: str, sbase: str, group: tuple[str, ...], ptr: str, base: str
     ) -> list[list[int]] | None:
+        """¬group as alternatives. A keyword that applies to one JSON type holds vacuously for
+        the others, so its complement lies within its own type ("not required" is an object
+        without the key; a string is never in it). Only "type", "const" and "enum" constrain
+        every type, and only their complements reach into other types."""
         synth = self.index.synth
         key = id(s)
         kw = group[0]
-
-        def outside(*tys: str) -> list[int]:
-            return [self._types_atom(_ALL_TYPES - set(tys), ptr, base)]
 
         def sub(k: str, *more: str | int) -> int:
             return self.sub(s[k] if not more else _dig(s[k], more), _ptr_join(sptr, k, *more), sbase)
@@ -1164,7 +1169,11 @@ class _Lowering:
             vals = [s["const"]] if kw == "const" else s["enum"]
             if not isinstance(vals, list):
                 raise SchemaError("enum must be an array", pointer=_ptr_join(sptr, "enum"))
-            return [[synth(("ne", key, kw), {"$lg_not_enum": vals}, ptr, base)]]
+            if not any(isinstance(v, (list, dict)) for v in vals):
+                return [[synth(("ne", key, kw), {"$lg_not_enum": vals}, ptr, base)]]
+            if kw == "const":
+                return self._not_compound(vals[0], ptr, base)
+            return self._not_enum_compound(vals, ptr, base)
         if kw == "$lg_not_enum":
             return [[synth(("e", key), {"enum": s["$lg_not_enum"]}, ptr, base)]]
         if kw == "required":
@@ -1173,9 +1182,7 @@ class _Lowering:
                 raise SchemaError("required must be an array of strings", pointer=_ptr_join(sptr, "required"))
             if not req:
                 return []
-            return [outside("object")] + [
-                [synth(("nreq", n), {"$lg_types": ["object"], "properties": {n: False}}, ptr, base)] for n in req
-            ]
+            return [[synth(("nreq", n), {"$lg_types": ["object"], "properties": {n: False}}, ptr, base)] for n in req]
         flips = {
             "minimum": ("exclusiveMaximum", "num"),
             "maximum": ("exclusiveMinimum", "num"),
@@ -1202,7 +1209,7 @@ class _Lowering:
                 if kw in ("minimum", "maximum") and s.get(flag) is True:
                     other = "maximum" if kw == "minimum" else "minimum"  # draft-04: ¬(x > v) = x <= v
                 inside = synth(("nb", key, kw), {"$lg_types": ["integer", "fraction"], other: v}, ptr, base)
-                return [outside("integer", "fraction"), [inside]]
+                return [[inside]]
             n = math.ceil(v) if kw.startswith("min") else math.floor(v)
             if kw.startswith("min"):
                 if n <= 0:
@@ -1210,14 +1217,14 @@ class _Lowering:
                 inside = synth(("nb", key, kw), {"$lg_types": [ty], other: n - 1}, ptr, base)
             else:
                 inside = synth(("nb", key, kw), {"$lg_types": [ty], other: n + 1}, ptr, base)
-            return [outside(ty), [inside]]
+            return [[inside]]
         if kw == "properties":
             if "patternProperties" in s or s.get("additionalProperties", True) is not True:
                 return None
             props = s.get("properties", {})
             if not isinstance(props, dict):
                 raise SchemaError("properties must be an object", pointer=_ptr_join(sptr, "properties"))
-            alts = [outside("object")]
+            alts = []
             for k in props:
                 a = self.sub(props[k], _ptr_join(sptr, "properties", k), sbase)
                 if a == 0:
@@ -1233,28 +1240,46 @@ class _Lowering:
                         )
                     ]
                 )
-            return alts if len(alts) > 1 else []
+            return alts
         if kw == "prefixItems":
-            if "prefixItems" in s or isinstance(s.get("items"), list):
-                return None
-            a = sub("items") if "items" in s else 0
+            pkw, rkw = ("items", "additionalItems") if isinstance(s.get("items"), list) else ("prefixItems", "items")
+            a = sub(rkw) if rkw in s else 0
+            if pkw in s:
+                if a != 0 or not isinstance(s[pkw], list):
+                    return None  # an item beyond the prefix failing its schema: no exact form
+                alts = []
+                for i in range(len(s[pkw])):
+                    na = self._not_atom(sub(pkw, i), ptr, base)
+                    if na != _FALSE:  # ¬true
+                        shape = {
+                            "$lg_types": ["array"],
+                            "minItems": i + 1,
+                            "prefixItems": [True] * i + [self._embed(na)],
+                        }
+                        alts.append([synth(("nprefix", key, i), shape, ptr, base)])
+                return alts
             if a == 0:
                 return []
             na = self._not_atom(a, ptr, base)
-            return [
-                outside("array"),
-                [synth(("nitems", key), {"$lg_types": ["array"], "contains": self._embed(na)}, ptr, base)],
-            ]
+            return [[synth(("nitems", key), {"$lg_types": ["array"], "contains": self._embed(na)}, ptr, base)]]
         if kw == "contains":
             if "contains" not in s:
                 return []
-            if "minContains" in s or "maxContains" in s or "contains" not in s:
-                return None
-            na = self._not_atom(sub("contains"), ptr, base)
-            return [
-                outside("array"),
-                [synth(("ncont", key), {"$lg_types": ["array"], "items": self._embed(na)}, ptr, base)],
-            ]
+            cmin = _count_keyword(s, "minContains", sptr)
+            cmax = _count_keyword(s, "maxContains", sptr)
+            cmin = 1 if cmin is None else cmin
+            contains = self._embed(sub("contains"))
+            alts = []
+            if cmin == 1:  # no item matches
+                na = self._not_atom(sub("contains"), ptr, base)
+                alts.append([synth(("ncont", key), {"$lg_types": ["array"], "items": self._embed(na)}, ptr, base)])
+            elif cmin > 1:
+                fewer = {"$lg_types": ["array"], "contains": contains, "minContains": 0, "maxContains": cmin - 1}
+                alts.append([synth(("ncont<", key), fewer, ptr, base)])
+            if cmax is not None:
+                more = {"$lg_types": ["array"], "contains": contains, "minContains": cmax + 1}
+                alts.append([synth(("ncont>", key), more, ptr, base)])
+            return alts
         if kw == "if":
             if "if" not in s or ("then" not in s and "else" not in s):
                 return []
@@ -1267,6 +1292,27 @@ class _Lowering:
             return alts
         if kw == "uniqueItems":
             return [] if s["uniqueItems"] is not True else None
+        if kw in ("dependentRequired", "dependentSchemas", "dependencies"):
+            # An object holding the name and missing a required one, or failing the schema.
+            spec = s[kw]
+            if not isinstance(spec, dict):
+                raise SchemaError(f"{kw} must be an object", pointer=_ptr_join(sptr, kw))
+            alts = []
+            for name, dep in spec.items():
+                if isinstance(dep, list) and kw != "dependentSchemas":
+                    if not all(isinstance(x, str) for x in dep):
+                        raise SchemaError(f"{kw} values must be arrays of strings", pointer=_ptr_join(sptr, kw, name))
+                    for d in dep:
+                        shape = {"$lg_types": ["object"], "required": [name], "properties": {d: False}}
+                        alts.append([synth(("ndep", name, d), shape, ptr, base)])
+                elif kw != "dependentRequired" and isinstance(dep, (dict, bool)):
+                    na = self._not_atom(sub(kw, name), ptr, base)
+                    if na != _FALSE:
+                        has = synth(("has", name), {"$lg_types": ["object"], "required": [name]}, ptr, base)
+                        alts.append([has, na])
+                else:
+                    raise SchemaError(f"bad {kw} entry", pointer=_ptr_join(sptr, kw, name))
+            return alts
         if kw == "$ref":
             t, tptr, tbase = self.index.resolve(s["$ref"], sbase, _ptr_join(sptr, "$ref"))
             return [[self._not_atom(self.sub(t, tptr, tbase), ptr, base)]]
@@ -1291,6 +1337,62 @@ class _Lowering:
         if kw == "not":
             return [[sub("not")]]
         return None
+
+    def _not_compound(self, v: Any, ptr: str, base: str) -> list[list[int]] | None:
+        """¬const v for an array or object ``v``: another type, or the same type differing in
+        size, in a missing key, or in one member (each member's own ¬const is a sub-schema, so
+        nesting is lowered set by set). None (refused) when ``v`` has no hash key or too many
+        alternatives."""
+        synth = self.index.synth
+        vk = _json_key(v)
+        if vk is None:
+            return None
+        if isinstance(v, list):
+            ty, n = "array", len(v)
+            alts = [] if n == 0 else [[synth(("ne<", ty, n), {"$lg_types": [ty], "maxItems": n - 1}, ptr, base)]]
+            alts.append([synth(("ne>", ty, n), {"$lg_types": [ty], "minItems": n + 1}, ptr, base)])
+            for i, x in enumerate(v):
+                item = {"not": {"const": x}}
+                shape = {"$lg_types": [ty], "minItems": i + 1, "prefixItems": [True] * i + [item]}
+                alts.append([synth(("ne@", vk, i), shape, ptr, base)])
+        else:
+            ty, n = "object", len(v)
+            alts = [[synth(("nreq", k), {"$lg_types": [ty], "properties": {k: False}}, ptr, base)] for k in v]
+            # All of the keys and one more (with them required, minProperties counts exactly).
+            extra = {"$lg_types": [ty], "required": list(v), "minProperties": n + 1}
+            alts.append([synth(("ne>", ty, *sorted(v)), extra, ptr, base)])
+            for k, x in v.items():
+                shape = {"$lg_types": [ty], "required": [k], "properties": {k: {"not": {"const": x}}}}
+                alts.append([synth(("ne@", vk, k), shape, ptr, base)])
+        if len(alts) >= _MAX_BRANCHES:
+            return None
+        return [[self._types_atom(_ALL_TYPES - {ty}, ptr, base)], *alts]
+
+    def _not_enum_compound(self, vals: list[Any], ptr: str, base: str) -> list[list[int]] | None:
+        """¬enum with array or object values, split by type: scalars outside the scalar values,
+        arrays unequal to every listed array (a conjunction of their ¬const), objects alike."""
+        scalars = [v for v in vals if not isinstance(v, (list, dict))]
+        kinds = {"array": list, "object": dict}
+        scalar_types = sorted(_ALL_TYPES - set(kinds))
+        skey = _json_key(scalars)
+        if skey is None:
+            return None
+        out = [[self.index.synth(("ne", skey), {"$lg_types": scalar_types, "$lg_not_enum": scalars}, ptr, base)]]
+        for ty, cls in kinds.items():
+            conj = [self._types_atom([ty], ptr, base)]
+            branches = 1
+            for v in vals:
+                if isinstance(v, cls):
+                    alts = self._not_compound(v, ptr, base)
+                    if alts is None:
+                        return None
+                    branches *= len(alts) - 1  # the other-type alternative dies under `ty`
+                    const = self.index.synth(("const", _json_key(v)), {"const": v}, ptr, base)
+                    conj.append(self._not_atom(const, ptr, base))
+            if branches > _MAX_BRANCHES:
+                return None
+            out.append(conj)
+        return out
 
     def _negatable(self, atom: int, depth: int = 0) -> bool:
         """Static check that _negation(atom) will not need an unsupported complement."""
@@ -1333,19 +1435,22 @@ class _Lowering:
                         self._negatable(self.sub(v, _ptr_join(sptr, k, n), sbase), depth + 1) for n, v in s[k].items()
                     ):
                         return False
-                elif k == "items":
-                    if (
-                        isinstance(s[k], list)
-                        or "prefixItems" in s
-                        or not self._negatable(self.sub(s[k], _ptr_join(sptr, k), sbase), depth + 1)
-                    ):
-                        return False
+                elif k in ("items", "prefixItems", "additionalItems"):
+                    # As _negate_group: a prefix is complementable when nothing follows it.
+                    pkw, rkw = (
+                        ("items", "additionalItems") if isinstance(s.get("items"), list) else ("prefixItems", "items")
+                    )
+                    if k == pkw:
+                        if s.get(rkw, True) is not True or not all(
+                            self._negatable(self.sub(x, _ptr_join(sptr, k, i), sbase), depth + 1)
+                            for i, x in enumerate(s[k])
+                        ):
+                            return False
+                    elif k == rkw and pkw not in s:
+                        if not self._negatable(self.sub(s[k], _ptr_join(sptr, k), sbase), depth + 1):
+                            return False
                 elif k == "contains":
-                    if (
-                        "minContains" in s
-                        or "maxContains" in s
-                        or not self._negatable(self.sub(s[k], _ptr_join(sptr, k), sbase), depth + 1)
-                    ):
+                    if not self._negatable(self.sub(s[k], _ptr_join(sptr, k), sbase), depth + 1):
                         return False
                 elif k == "if":
                     for part in ("if", "then", "else"):
@@ -1366,20 +1471,20 @@ class _Lowering:
                 elif k == "uniqueItems":
                     if s[k] is True:
                         return False
+                elif k in ("dependentSchemas", "dependencies"):
+                    if not isinstance(s[k], dict) or not all(
+                        self._negatable(self.sub(v, _ptr_join(sptr, k, n), sbase), depth + 1)
+                        for n, v in s[k].items()
+                        if not isinstance(v, list)
+                    ):
+                        return False
                 elif k in (
                     "multipleOf",
                     "pattern",
                     "format",
                     "patternProperties",
                     "additionalProperties",
-                    "prefixItems",
-                    "additionalItems",
-                    "minContains",
-                    "maxContains",
                     "propertyNames",
-                    "dependentRequired",
-                    "dependentSchemas",
-                    "dependencies",
                     "unevaluatedProperties",
                     "unevaluatedItems",
                     "$dynamicRef",
@@ -1608,8 +1713,8 @@ class _Lowering:
         if "propertyNames" in d:
             f.names.append(self.sub(d["propertyNames"], _ptr_join(ptr, "propertyNames"), base))
         cv = _count_keyword(d, "minProperties", ptr)
-        if cv is not None:
-            f.min_props = max(f.min_props, cv)
+        if cv is not None and cv > f.min_props:
+            f.min_props, f.min_props_ptr = cv, _ptr_join(ptr, "minProperties")
         cv = _count_keyword(d, "maxProperties", ptr)
         if cv is not None:
             f.max_props = cv if f.max_props is None else min(f.max_props, cv)
@@ -1863,15 +1968,16 @@ class _Lowering:
             return _EMPTY_LANG
         pure, disj = exp
         if disj:
-            # Alternatives that only restrict the type (negations make them: not required
-            # is "not an object, or an object without the key") die under a context of
-            # other types: dropped before distribution, not lowered to empty sets one by one
-            # (Github_hard/o58639: 89 of its 206 sets).
+            # Alternatives whose own type keywords exclude the context's types die (negations
+            # make many: "not minimum" is a number below it, useless under type: string):
+            # dropped before distribution, and so are choices whose alternatives' types are
+            # disjoint, not lowered to empty sets one by one.
             types = self._declared_types(pure)
-            if len(types) < len(_ALL_TYPES):
-                disj = [[alt for alt in alts if not self._types_only_outside(alt, types)] for alts in disj]
-                if not all(disj):
-                    return _EMPTY_LANG
+            typed = [[(alt, types & self._branch_types(alt)) for alt in alts] for alts in disj]
+            typed = [[(alt, ts) for alt, ts in alts if ts] for alts in typed]
+            if not all(typed):
+                return _EMPTY_LANG
+            disj = [[alt for alt, _ in alts] for alts in typed]
             total = 1
             for alts in disj:
                 total *= len(alts)
@@ -1883,9 +1989,10 @@ class _Lowering:
             # Distribute: one branch set per choice. The pure atoms are re-expanded in each branch
             # without their disjunctions: wrap them as "pure-only" synthetic conjuncts.
             pure_atoms = [self._pure_only(a) for a in pure]
-            combos: list[frozenset[int]] = [frozenset(pure_atoms)]
-            for alts in disj:
-                combos = [c | alt for c in combos for alt in alts]
+            choices: list[tuple[frozenset[int], set[str]]] = [(frozenset(pure_atoms), types)]
+            for alts_types in typed:
+                choices = [(c | alt, ts & ats) for c, ts in choices for alt, ats in alts_types if ts & ats]
+            combos = [c for c, _ in choices]
             if types <= {"object"}:
                 # Objects only: a choice that requires a key another forbids is empty
                 # (dependencies and their negations make many; each cost a lowering).
@@ -1900,23 +2007,27 @@ class _Lowering:
             self.empty_reasons.append(f.empty_reason)
         return node
 
-    def _declared_types(self, pure: list[int]) -> set[str]:
-        """The types the "type" keywords (and synthetic type sets) of ``pure`` allow."""
-        types = set(_ALL_TYPES)
-        for a in pure:
-            d, ptr, _ = self.schema_of(a)
-            _narrow_types(types, d, ptr)
-        return types
+    def _branch_types(self, alt: frozenset[int]) -> set[str]:
+        """The types a branch's conjuncts (its negations expanded, so "not minimum" is a number)
+        allow; their own disjunctions are not looked into. Memoized: a branch recurs in every
+        set that distributes it."""
+        hit = self.branch_types.get(alt)
+        if hit is None:
+            exp = self.expand(alt)
+            hit = self.branch_types[alt] = frozenset(self._declared_types(exp[0]) if exp is not None else ())
+        return set(hit)
 
-    def _types_only_outside(self, alt: frozenset[int], types: set[str]) -> bool:
-        """Whether ``alt`` is synthetic type sets only, none of whose types is in ``types``."""
-        allowed = set(_ALL_TYPES)
-        for a in alt:
-            d = self.index.info[a][0] if a > 0 else None
-            if d is None or len(d) != 1 or "$lg_types" not in d:
-                return False
-            allowed &= set(d["$lg_types"])
-        return allowed.isdisjoint(types)
+    def _declared_types(self, atoms: Iterable[int]) -> set[str]:
+        """The types the "type" keywords (and synthetic type sets) of ``atoms`` themselves allow
+        (empty with false among them)."""
+        types = set(_ALL_TYPES)
+        for a in atoms:
+            if a == _FALSE:
+                return set()
+            if a > 0:
+                d, ptr, _ = self.schema_of(a)
+                _narrow_types(types, d, ptr)
+        return types
 
     def _requires_forbidden(self, combo: frozenset[int]) -> bool:
         """Whether a conjunct of ``combo`` requires a key that another forbids ("properties":
@@ -2197,6 +2308,8 @@ class _Lowering:
                         cur = x + 1
                 if cur is None or hi is None or cur <= hi:
                     pieces.append(_int_range(cur, hi))
+                if (lo is None or lo <= 0) and (hi is None or hi >= 0) and 0 not in excl:
+                    pieces.append(Literal(b"-0"))  # zero's other spelling (_int_range has one)
                 return _alt(p for p in pieces if not _is_empty(p)) if pieces else _EMPTY_LANG
 
             if plain and not excl and self.integer_fraction_ok:
@@ -2212,8 +2325,9 @@ class _Lowering:
                 self.unsupported("multipleOf", f"{count} multiples in range (max 4096)", "")
                 return _int_range(lo, hi)
             values = range(first, hi + 1, modulus)
-            xs = {int(x) for x in excluded}
-            return _alt(Literal(str(v).encode()) for v in values if v not in xs) if values else _EMPTY_LANG
+            xs = {int(x) for x in excluded if x.denominator == 1}  # a fraction excludes no integer
+            spelled = [str(v) for v in values if v not in xs] + (["-0"] if 0 in values and 0 not in xs else [])
+            return _alt(Literal(s.encode()) for s in spelled) if spelled else _EMPTY_LANG
         if excl or modulus > 1000:
             self.unsupported("multipleOf", "open-ended multipleOf over 1000 or with exclusions", "")
             return _int_range(lo, hi)
@@ -2268,6 +2382,8 @@ class _Lowering:
             a = 1 if hi is None else max(1, -hi)
             if b is None or a <= b:
                 alts.append(_seq([Literal(b"-"), mags(a, b)]))
+        if (lo is None or lo <= 0) and (hi is None or hi >= 0):
+            alts.append(Literal(b"-0"))
         return _alt([x for x in alts if not _is_empty(x)])
 
     def _mod_after(self, k: int, d: int, width: int) -> Node:
@@ -2561,6 +2677,14 @@ class _Lowering:
         return hit
 
     def emit_string(self, f: _Facts) -> Node:
+        if not (f.patterns or f.formats or f.min_len or f.max_len is not None):
+            if not any(isinstance(v, str) for v in f.not_enum):
+                return self.any_string()
+        body = self.string_contents(f)
+        return _EMPTY_LANG if _is_empty(body) else _seq([Literal(b'"'), body, Literal(b'"')])
+
+    def string_contents(self, f: _Facts) -> Node:
+        """The encoded text between a string's quotes (a key's, too) under the string facts."""
         if f.max_len is not None and f.min_len > f.max_len:
             self._contradiction(f, "", "minLength > maxLength")
             return _EMPTY_LANG
@@ -2581,12 +2705,10 @@ class _Lowering:
             if excluded:
                 if f.min_len or f.max_len is not None:
                     self.unsupported("not", "excluding strings under length bounds is not lowered", "")
-                complement = StringExcept(tuple(sorted(set(excluded))), self.string_tail())
-                return _seq([Literal(b'"'), complement, Literal(b'"')])
+                return StringExcept(tuple(sorted(set(excluded))), self.string_tail())
             if f.min_len == 0 and f.max_len is None:
-                return self.any_string()
-            body = self.bounded(self.char_rule(), f.min_len, f.max_len)
-            return _seq([Literal(b'"'), body, Literal(b'"')])
+                return Repeat(self.char_rule(), 0, None)
+            return self.bounded(self.char_rule(), f.min_len, f.max_len)
         node, kw, ptr = contents[0]
         encoded: Node | None = None
         if len(contents) > 1:
@@ -2621,7 +2743,7 @@ class _Lowering:
         if _is_empty(node) or _is_empty(encoded):
             self._contradiction(f, ptr, f"{kw} and length bounds leave no string")
             return _EMPTY_LANG
-        return _seq([Literal(b'"'), self.encode(node) if encoded is None else encoded, Literal(b'"')])
+        return self.encode(node) if encoded is None else encoded
 
     def intersect_by_derivatives(self, nodes: list[Node]) -> Node | None:
         """Encoded content of ``nodes[0] ∩ nodes[1] ∩ ...`` (grammar/derivatives.py): one rule per
@@ -2867,57 +2989,68 @@ class _Lowering:
     def emit_contains(
         self, f: _Facts, positions: list[frozenset[int] | None], rest: frozenset[int] | None, lo: int, hi: int | None
     ) -> Node:
-        if len(f.contains) > 1 or positions:
-            self.unsupported("contains", "several contains, or contains with prefixItems", f.contains[0][3])
-            return self._array_plain(lo, hi, rest)
-        atom, cmin, cmax, ptr = f.contains[0]
-        if rest is None:
-            return _EMPTY_LANG if cmin > 0 else _seq([Literal(b"["), self.ws(), Literal(b"]")])
-        item = rest
-        matched = self.atoms_ref(item | {atom})
-        if cmax is not None:
-            unmatched = self.atoms_ref(item | {self._not_atom(atom, ptr, "")})
-        else:
-            unmatched = self.atoms_ref(item)
-        cap_c = cmin if cmax is None else cmax + 1
-        if cmax is not None and cmax < cmin:
+        """Arrays that count, per ``contains`` schema, the items matching it. A state is (counts,
+        n, started): each count capped one past its maxContains (at its minContains without one),
+        n exact while the item bounds or the prefix positions need it. An item takes a set S of
+        the contains schemas: it satisfies those and, for each other one with a maximum, its
+        complement, so those counts are exact; a contains without a maximum is not complemented
+        (an item counted as unmatched may match: its count falls short, never passes wrongly)."""
+        conts = f.contains
+        if not positions and rest is None:
+            return _EMPTY_LANG if any(c[1] > 0 for c in conts) else _seq([Literal(b"["), self.ws(), Literal(b"]")])
+        if any(cmax is not None and cmax < cmin for _, cmin, cmax, _ in conts):
             return _EMPTY_LANG
-        need_n = hi if hi is not None else lo
-        if (cap_c + 1) * (need_n + 1) > 20000:
+        ptr = conts[0][3]
+        caps = [cmin if cmax is None else cmax + 1 for _, cmin, cmax, _ in conts]
+        need_n = hi if hi is not None else max(lo, len(positions))
+        choices = 1 << len(conts)
+        if math.prod(c + 1 for c in caps) * (need_n + 1) * choices > 20000 * 2:
             self.unsupported("contains", "counting state space too large", ptr)
-            return self._array_plain(lo, hi, rest)
+            return self.emit_array(replace(f, contains=[]))
         ws = self.ws()
         sep = self.comma()
         base = f"ct{len(self.rules)}_"
+        negated = [self._not_atom(atom, cptr, "") if cmax is not None else 0 for atom, _, cmax, cptr in conts]
+        items: dict[tuple[int, int], Node] = {}
 
-        # state (c, n, started): c matched count (capped at cap_c), n items so far (capped at need_n)
-        def name(c: int, n: int, started: bool) -> str:
-            return f"{base}{c}_{n}_{int(started)}"
+        def item(n: int, chosen: int) -> Node | None:
+            """The item at position n matching exactly the contains in bit set ``chosen``."""
+            at = positions[n] if n < len(positions) else rest
+            if at is None:
+                return None
+            key = (min(n, len(positions)), chosen)
+            if key not in items:
+                picked = {conts[j][0] if chosen >> j & 1 else negated[j] for j in range(len(conts))}
+                items[key] = self.atoms_ref(at | picked)
+            return items[key]
 
-        states = [(c, n, s) for c in range(cap_c + 1) for n in range(need_n + 1) for s in (False, True)]
-        for c, n, s in states:
-            alts: list[Node] = []
-            ok_c = c >= cmin and (cmax is None or c <= cmax)
-            ok_n = n >= lo
-            if ok_c and ok_n:
-                alts.append(_seq([ws, Literal(b"]")]))
-            can_more = hi is None or n < hi
-            if can_more:
-                lead = sep if s else ws
-                n2 = min(n + 1, need_n)
-                c_m = min(c + 1, cap_c)
-                if cmax is None or c + 1 <= cmax:
-                    alts.append(_seq([lead, matched, Ref(name(c_m, n2, True))]))
-                alts.append(_seq([lead, unmatched, Ref(name(c, n2, True))]))
-            self.rules[name(c, n, s)] = _alt(alts) if alts else _EMPTY_LANG
-        return _seq([Literal(b"["), Ref(name(0, 0, False))])
+        def name(cs: tuple[int, ...], n: int, started: bool) -> str:
+            return f"{base}{'_'.join(map(str, cs))}_{n}_{int(started)}"
 
-    def _array_plain(self, lo: int, hi: int | None, rest: frozenset[int] | None) -> Node:
-        if rest is None:
-            return _seq([Literal(b"["), self.ws(), Literal(b"]")])
-        f = _Facts(min_items=lo, max_items=hi)
-        f.arrs = [_ArrPart(prefix=[], items=next(iter(rest)) if len(rest) == 1 else None)]
-        return self.emit_array(f)
+        for cs in itertools.product(*(range(c + 1) for c in caps)):
+            for n in range(need_n + 1):
+                for s in (False, True):
+                    alts: list[Node] = []
+                    if n >= lo and all(
+                        c >= cmin and (cmax is None or c <= cmax)
+                        for c, (_, cmin, cmax, _) in zip(cs, conts, strict=True)
+                    ):
+                        alts.append(_seq([ws, Literal(b"]")]))
+                    if hi is None or n < hi:
+                        lead = sep if s else ws
+                        for chosen in range(choices - 1, -1, -1):
+                            bumped = [c + (chosen >> j & 1) for j, c in enumerate(cs)]
+                            if any(
+                                b > cmax for b, (_, _, cmax, _) in zip(bumped, conts, strict=True) if cmax is not None
+                            ):
+                                continue
+                            node = item(n, chosen)
+                            if node is None:
+                                break
+                            nxt = tuple(min(b, cap) for b, cap in zip(bumped, caps, strict=True))
+                            alts.append(_seq([lead, node, Ref(name(nxt, min(n + 1, need_n), True))]))
+                    self.rules[name(cs, n, s)] = _alt(alts) if alts else _EMPTY_LANG
+        return _seq([Literal(b"["), Ref(name((0,) * len(conts), 0, False))])
 
     # objects --------------------------------------------------------------------------------
 
@@ -2933,6 +3066,15 @@ class _Lowering:
         for part in parts:
             order.update(dict.fromkeys(part.order))
         order.update(dict.fromkeys(f.required))
+        has_addl = any(p.additional is not None for p in f.objs)
+        has_pats = any(p.patterns for p in f.objs)
+        allow_other = not (self.strict and not has_addl and not has_pats)
+        # Keys beyond the listed ones that form a finite set (a propertyNames enum, a pattern with
+        # a finite language) are members as well: each at most once, so never a duplicate key.
+        enumerated: frozenset[str] | None = frozenset()
+        if allow_other:
+            finite_names, enumerated = self._finite_other_names(f, order)
+            order.update(dict.fromkeys(finite_names))
         required_names = set(f.required)
         names_atoms = frozenset(f.names)
         members: list[tuple[str, Node, bool]] = []  # name, member node, required
@@ -2960,13 +3102,10 @@ class _Lowering:
             members.append((k, member, k in required_names))
             idents.append((k, value))
         known = list(order)
-        # "Other" members: keys outside the known names.
+        # "Other" members: keys outside the known names (none when they were all enumerated).
         others: list[Node] = []
-        has_addl = any(p.additional is not None for p in f.objs)
-        has_pats = any(p.patterns for p in f.objs)
-        allow_other = not (self.strict and not has_addl and not has_pats)
-        if allow_other:
-            for branch_key, branch_val in self._other_branches(f, known):
+        if allow_other and enumerated is not None:
+            for branch_key, branch_val in self._other_branches(f, known, enumerated):
                 if _is_empty(branch_key) or _is_empty(branch_val):
                     continue
                 others.append(_seq([Literal(b'"'), branch_key, Literal(b'"'), ws, Literal(b":"), ws, branch_val]))
@@ -2988,6 +3127,16 @@ class _Lowering:
         if hi is not None and n_req > hi:
             self._contradiction(f, "", "more required properties than maxProperties")
             return _EMPTY_LANG
+        # Other keys may repeat a name, and the grammar counts occurrences: an upper bound on
+        # distinct keys, so maxProperties stays exact. minProperties is exact while it asks for
+        # at most one key beyond the required members (one occurrence is one distinct key).
+        if other is not None and lo > n_req + 1:
+            self.unsupported(
+                "minProperties",
+                "counts distinct keys, and the names of additional properties may repeat",
+                f.min_props_ptr,
+            )
+            lo = n_req + 1
         counting = lo > 0 or hi is not None
         cap = (hi + 1) if hi is not None else lo
         # Schema order is defined only when every member comes from one "properties" object;
@@ -3180,8 +3329,41 @@ class _Lowering:
         top = self.any_order_objects[memo_key] = _seq([Literal(b"{"), Ref(rname(0, False, 0)), ws, Literal(b"}")])
         return top
 
-    def _other_branches(self, f: _Facts, known: list[str]) -> list[tuple[Node, Node]]:
-        """(key content, value) pairs for keys outside ``known``."""
+    def _finite_other_names(self, f: _Facts, known: dict[str, None]) -> tuple[list[str], frozenset[str] | None]:
+        """Names outside ``known`` that the keys beyond the listed ones are drawn from when that set
+        is finite: every name of a propertyNames enum (then no other key remains: None), or the
+        strings of patterns with a finite language (at most 64 ASCII names, matching no other
+        pattern; those patterns are returned, for _other_branches to skip)."""
+        if f.names:
+            nf = self.approx_facts(frozenset(f.names))
+            if nf is not None and nf.enum is not None:
+                return [v for v in nf.enum if isinstance(v, str) and v not in known], None
+            return [], frozenset()
+        pats = [(p, pptr) for part in f.objs for p, _, pptr in part.patterns]
+        names: list[str] = []
+        enumerated: set[str] = set()
+        for p, _ in pats:
+            strings = self._pattern_strings(p)
+            if strings is None or not all(x.isascii() and "\n" not in x and "\r" not in x for x in strings):
+                continue
+            if any(self._py_search(q, x, qptr) for q, qptr in pats if q != p for x in strings):
+                continue
+            names.extend(x for x in strings if x not in known)
+            enumerated.add(p)
+        return names, frozenset(enumerated)
+
+    def _pattern_strings(self, pattern: str) -> list[str] | None:
+        """The strings a (search-semantics) pattern matches when they are at most 64, else None."""
+        try:
+            node, _ = regex_to_node(pattern, self.limits, anchored_search=True)
+        except (GrammarError, LimitExceeded):
+            return None
+        strings = _finite_strings(node, 64)
+        return None if strings is None else list(dict.fromkeys(strings))
+
+    def _other_branches(self, f: _Facts, known: list[str], enumerated: frozenset[str]) -> list[tuple[Node, Node]]:
+        """(key content, value) pairs for keys outside ``known`` (patterns in ``enumerated`` left out:
+        their names are known)."""
         names_atoms = frozenset(f.names)
         parts_with_pats = [p for p in f.objs if p.patterns]
         out: list[tuple[Node, Node]] = []
@@ -3191,7 +3373,7 @@ class _Lowering:
                 return []
             key = self._key_language(names_atoms, known, None)
             return [(key, self.atoms_ref(value_atoms))]
-        all_pats = [(p, pat) for p in f.objs for pat in p.patterns]
+        all_pats = [(p, pat) for p in f.objs for pat in p.patterns if pat[0] not in enumerated]
         overlapping = _overlapping_atoms([(pattern, atom) for _, (pattern, atom, _) in all_pats])
         for part, (pattern, atom, pptr) in all_pats:
             vals = {atom} | overlapping(pattern)
@@ -3251,12 +3433,7 @@ class _Lowering:
                         self.unsupported("propertyNames", "length-bounded names besides listed properties", "")
                         return _EMPTY_LANG
                     sf.not_enum = list(nf.not_enum)
-                node = self.emit_string(sf)
-                if isinstance(node, Seq) and node.items and node.items[0] == Literal(b'"'):
-                    return _seq(node.items[1:-1])
-                if isinstance(node, Ref):  # the plain string rule
-                    return Repeat(self.char_rule(), 0, None)
-                return node if _is_empty(node) else _EMPTY_LANG
+                return self.string_contents(sf)
         if cp_node is not None:
             return self.encode(cp_node)
         if not known:
@@ -3277,6 +3454,52 @@ class _Lowering:
 # ---------------------------------------------------------------------------------------------
 # Node utilities (recursion bounded: nodes come from our own construction or the regex frontend,
 # whose depth is bounded by Limits.max_nesting).
+
+
+def _finite_strings(node: Node, limit: int) -> list[str] | None:
+    """The strings of a code-point-level node's language when it is finite and has at most
+    ``limit`` of them (repetition counted), else None."""
+    if type(node) is Literal:
+        try:
+            return [node.value.decode("utf-8")]
+        except UnicodeDecodeError:
+            return None
+    if type(node) is CharClass:
+        if node.negated or sum(b - a + 1 for a, b in node.ranges) > limit:
+            return None
+        return [chr(c) for a, b in node.ranges for c in range(a, b + 1)]
+    if type(node) is Alt:
+        out: list[str] = []
+        for item in node.items:
+            sub = _finite_strings(item, limit - len(out))
+            if sub is None:
+                return None
+            out.extend(sub)
+        return out if len(out) <= limit else None
+    if type(node) is Seq:
+        acc = [""]
+        for item in node.items:
+            sub = _finite_strings(item, limit)
+            if sub is None or len(acc) * len(sub) > limit:
+                return None
+            acc = [x + y for x in acc for y in sub]
+        return acc
+    if type(node) is Repeat and node.max is not None:
+        sub = _finite_strings(node.item, limit)
+        if sub is None:
+            return None
+        out, level = [], [""]
+        for n in range(node.max + 1):
+            if n >= node.min:
+                out.extend(level)
+            if len(out) > limit:
+                return None
+            if n < node.max:
+                if len(level) * len(sub) > limit:
+                    return None
+                level = [x + y for x in level for y in sub]
+        return out
+    return None
 
 
 class _Nfa:
@@ -3625,6 +3848,12 @@ def _narrow_types(types: set[str], d: dict[str, Any], ptr: str) -> None:
         types.intersection_update(allowed)
     if "$lg_types" in d:
         types.intersection_update(d["$lg_types"])
+
+
+def _legacy_draft(root: Any) -> bool:
+    """Whether the document declares draft-03 or draft-04 (its root's "$schema")."""
+    declared = root.get("$schema", "") if isinstance(root, dict) else ""
+    return isinstance(declared, str) and re.search(r"draft-0[34]", declared) is not None
 
 
 def _closure(types: Iterable[str]) -> set[str]:
