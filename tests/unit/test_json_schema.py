@@ -1389,3 +1389,24 @@ def test_duplicate_keys_token_level_smollm2(smollm2_vocab: Any) -> None:
         assert _mask_allows(g, smollm2_vocab, _token_ids(smollm2_vocab, valid.encode())), (schema, valid)
     with pytest.raises(lg.UnsupportedSchemaError):
         compiler.compile_json_schema({"type": "object", "minProperties": 2})
+
+
+def test_ref_overrides_its_siblings_up_to_draft_07(compiler: lg.Compiler) -> None:
+    # Draft-03..07: a schema holding "$ref" is that reference alone; conjoining the siblings
+    # narrows a schema, which under `if` or `not` widens the whole (the oracle's finds).
+    defs = {"p": {"type": "integer"}}
+    for draft, conjoined in (("http://json-schema.org/draft-07/schema#", False), (None, True)):
+        head = {"$schema": draft} if draft else {}
+        schema = {**head, "definitions": defs, "properties": {"a": {"minimum": 5, "$ref": "#/definitions/p"}}}
+        assert accepts(compiler.compile_json_schema(schema), '{"a":1}') is not conjoined
+        assert not accepts(compiler.compile_json_schema(schema), '{"a":"s"}')
+        iffy = {
+            **head,
+            "definitions": {"p": {}},
+            "if": {"enum": [3], "$ref": "#/definitions/p"},
+            "then": {"type": "string"},
+        }
+        assert accepts(compiler.compile_json_schema(iffy), "false") is conjoined
+        for text in ("1", "false", '"s"'):
+            valid = jsonschema.validators.validator_for(iffy)(iffy).is_valid(json.loads(text))
+            assert accepts(compiler.compile_json_schema(iffy), text) is valid, (draft, text)

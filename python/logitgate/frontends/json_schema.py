@@ -424,6 +424,8 @@ class _Index:
         # "id" names a resource only in drafts 03 and 04 (as "$id" from draft-06 on): elsewhere,
         # a nested draft-04 "id" is an unknown keyword, and the root's "$schema" decides.
         legacy_id = _legacy_draft(root)
+        # Up to draft-07, "$ref" overrides its siblings: they are not part of the schema.
+        self.ref_overrides = _ref_overrides_siblings(root)
         self.info: dict[int, tuple[Any, str, str]] = {}  # atom -> (schema, pointer, base uri)
         self.atoms: dict[int, int] = {}  # id(schema) -> atom
         self.resources: dict[str, tuple[Any, str]] = {}  # uri without fragment -> (schema, pointer)
@@ -489,6 +491,9 @@ class _Index:
         atom = self.atoms.get(id(schema))
         if atom is None:
             atom = self.atoms[id(schema)] = len(self.atoms) + 1
+            if self.ref_overrides and "$ref" in schema and len(schema) > 1:
+                schema = {"$ref": schema["$ref"]}
+                self._keep.append(schema)
             self.info[atom] = (schema, pointer, base)
         return atom
 
@@ -3848,6 +3853,13 @@ def _narrow_types(types: set[str], d: dict[str, Any], ptr: str) -> None:
         types.intersection_update(allowed)
     if "$lg_types" in d:
         types.intersection_update(d["$lg_types"])
+
+
+def _ref_overrides_siblings(root: Any) -> bool:
+    """Whether the document declares draft-03 to draft-07 (its root's "$schema"), where a
+    schema holding "$ref" is that reference alone."""
+    declared = root.get("$schema") if isinstance(root, dict) else None
+    return isinstance(declared, str) and re.search(r"draft-0[3-7]", declared) is not None
 
 
 def _legacy_draft(root: Any) -> bool:
