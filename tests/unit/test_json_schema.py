@@ -1410,3 +1410,16 @@ def test_ref_overrides_its_siblings_up_to_draft_07(compiler: lg.Compiler) -> Non
         for text in ("1", "false", '"s"'):
             valid = jsonschema.validators.validator_for(iffy)(iffy).is_valid(json.loads(text))
             assert accepts(compiler.compile_json_schema(iffy), text) is valid, (draft, text)
+
+
+def test_strict_never_widens_under_one_of(compiler: lg.Compiler) -> None:
+    # strict=True narrows what is emitted; it must not narrow the checks that decide a oneOf
+    # (the oracle's find: the enum value matches both branches, strict or not).
+    schema = {"enum": [{"c": 2.25, "a": False}], "oneOf": [{"patternProperties": {"^x": True}}, {}]}
+    assert not jsonschema.Draft202012Validator(schema).is_valid({"c": 2.25, "a": False})
+    try:
+        g = compiler.compile_json_schema(schema, strict=True)
+    except lg.UnsupportedSchemaError as e:
+        assert e.pointer == "/oneOf"
+    else:
+        assert not accepts(g, '{"c":2.25,"a":false}') and not accepts(g, '{"a":false,"c":2.25}')

@@ -1833,6 +1833,8 @@ class _Lowering:
             return True
 
     # -- value check (enum filtering) -----------------------------------------------------------
+    # The schema's own semantics, never `strict`: checks also decide negated and exactly-one
+    # positions, where narrowing a schema would widen the whole. Strict narrows emission only.
 
     def check_atoms(self, value: Any, atoms: frozenset[int], depth: int) -> bool:
         if depth > self.limits.max_nesting:
@@ -1908,19 +1910,12 @@ class _Lowering:
                 atoms = self.key_atoms(f, k)
                 if atoms is None:
                     return False
-                if self.strict and not self._key_listed(f, k):
-                    return False
                 if not self.check_atoms(item, atoms, depth + 1):
                     return False
                 for na in f.names:
                     if not self.check_atoms(k, frozenset({na}), depth + 1):
                         return False
         return True
-
-    def _key_listed(self, f: _Facts, key: str) -> bool:
-        if any(p.additional is not None or p.patterns for p in f.objs):
-            return True
-        return any(key in p.props for p in f.objs) or key in f.required
 
     def position_atoms(self, f: _Facts, i: int) -> frozenset[int] | None:
         out: set[int] = set()
