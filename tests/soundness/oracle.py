@@ -306,15 +306,8 @@ def schema_objects(schema: Any) -> list[dict[str, Any]]:
     return out
 
 
-_REF_SIBLINGS_IGNORED = ("draft-07", "draft-06", "draft-04")
-
-
 def departure(schema: Any, value: Any) -> str | None:
     """The documented departure (docs/json_schema.md) a rejected valid ``value`` may fall under."""
-    objs = schema_objects(schema)
-    draft = schema.get("$schema", "") if isinstance(schema, dict) else ""
-    if any(d in draft for d in _REF_SIBLINGS_IGNORED) and any("$ref" in s and len(s) > 1 for s in objs):
-        return "$ref siblings conjoined (2020-12 semantics) in an older draft"
     stack: list[tuple[Any, list[dict[str, Any]]]] = [(value, _conjuncts(schema, [schema], True))]
     while stack:
         v, applied = stack.pop()
