@@ -8,12 +8,12 @@ budget-cut masks, which must always end in a complete document within max_tokens
 from __future__ import annotations
 
 import itertools
-import json
 import random
 from typing import Any
 
 import numpy as np
 import pytest
+from tests.unit.trees import tree_document, tree_schema
 
 import logitgate as lg
 from logitgate import _core
@@ -352,20 +352,7 @@ def test_max_is_above_every_walk_on_a_bounded_schema(smollm2_vocab: Any) -> None
     assert longest > tb.min_bytes
 
 
-_TREE = {
-    "$defs": {
-        "node": {
-            "type": "object",
-            "properties": {
-                "label": {"type": "string", "maxLength": 40},
-                "children": {"type": "array", "items": {"$ref": "#/$defs/node"}, "maxItems": 3},
-            },
-            "required": ["label", "children"],
-            "additionalProperties": False,
-        }
-    },
-    "$ref": "#/$defs/node",
-}
+_TREE = tree_schema(40)
 
 
 def _nested(depth: int, label: str) -> bytes:
@@ -373,17 +360,6 @@ def _nested(depth: int, label: str) -> bytes:
     for i in range(depth):
         doc += '{"label":"' + f"{label}{i}" + '","children":['
     return doc.encode()
-
-
-def _tree(depth: int, rng: random.Random) -> bytes:
-    # A path `depth` deep among random leaf siblings: each document visits parser
-    # configurations no earlier one did, so the requests together fill stores.
-    node: dict[str, Any] = {"label": "leaf", "children": []}
-    for i in range(depth):
-        kids: list[dict[str, Any]] = [{"label": "x", "children": []} for _ in range(rng.randrange(3))]
-        kids.insert(rng.randrange(len(kids) + 1), node)
-        node = {"label": f"n{i}", "children": kids}
-    return json.dumps(node, separators=(",", ":")).encode()
 
 
 def test_costs_follow_a_matcher_onto_a_fresh_configuration_store() -> None:
@@ -400,7 +376,7 @@ def test_costs_follow_a_matcher_onto_a_fresh_configuration_store() -> None:
     rng = random.Random(0)
     sizes = []
     for k in range(60):  # other requests fill the store; full stores are replaced
-        prefix = _tree(k % 20, rng)[:-3]
+        prefix = tree_document(k % 20, rng)[:-3]
         other, reference = shared.matcher(), fresh.matcher()
         assert other.accept_bytes(prefix) and reference.accept_bytes(prefix)
         assert tuple(core.cost(other)) == tuple(budget_core(fresh).cost(reference)), k

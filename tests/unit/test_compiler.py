@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import gc
-import json
 import random
 import threading
 import weakref
-from typing import Any
 
 import pytest
+from tests.unit.trees import tree_document, tree_schema
 
 import logitgate as lg
 from logitgate.grammar.ir import Alt, Grammar, Literal, Ref, Repeat, Seq
@@ -174,31 +173,7 @@ def test_to_ebnf_round_trips(compiler: lg.Compiler) -> None:
     assert dict(again.grammar.rules) == dict(g.grammar.rules)
 
 
-_TREE_SCHEMA = {
-    "$defs": {
-        "node": {
-            "type": "object",
-            "properties": {
-                "label": {"type": "string", "maxLength": 1500},
-                "children": {"type": "array", "items": {"$ref": "#/$defs/node"}, "maxItems": 3},
-            },
-            "required": ["label", "children"],
-            "additionalProperties": False,
-        }
-    },
-    "$ref": "#/$defs/node",
-}
-
-
-def _tree(depth: int, rng: random.Random) -> bytes:
-    # A path `depth` nodes deep, at a random position among up to two leaf siblings per level:
-    # each document visits stacks (and so parser configurations) no earlier one did.
-    node: dict[str, Any] = {"label": "leaf", "children": []}
-    for i in range(depth):
-        kids: list[dict[str, Any]] = [{"label": "x", "children": []} for _ in range(rng.randrange(3))]
-        kids.insert(rng.randrange(len(kids) + 1), node)
-        node = {"label": f"node {i}", "children": kids}
-    return json.dumps(node, separators=(",", ":")).encode()
+_TREE_SCHEMA = tree_schema(1500)
 
 
 def test_configuration_budget_is_per_request_not_per_grammar() -> None:
@@ -213,7 +188,7 @@ def test_configuration_budget_is_per_request_not_per_grammar() -> None:
     for depth in range(130):
         g = compiler.compile_json_schema(_TREE_SCHEMA)
         m = g.matcher()
-        doc = _tree(depth, rng)
+        doc = tree_document(depth, rng)
         assert m.accept_bytes(doc[:-1]), depth
         in_flight.append((m, doc[-1:]))
         if len(in_flight) > 20:
@@ -231,7 +206,7 @@ def test_configuration_budget_is_per_request_not_per_grammar() -> None:
 def test_one_request_past_max_configurations_fails_alone() -> None:
     vocab = lg.Vocabulary.from_tokens([bytes([i]) for i in range(256)] + [b"</s>"], eos_ids=[256])
     compiler = lg.Compiler(vocab, limits=lg.Limits(max_configurations=2_000))
-    deep = _tree(60, random.Random(0))
+    deep = tree_document(60, random.Random(0))
     with pytest.raises(lg.LimitExceeded) as e:
         compiler.compile_json_schema(_TREE_SCHEMA).matcher().accept_bytes(deep)
     assert e.value.limit == "max_configurations" and e.value.value == 2_000
