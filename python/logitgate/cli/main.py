@@ -114,6 +114,7 @@ def add_structure_arguments(p: argparse.ArgumentParser, *, what: str) -> None:
     src.add_argument("--pydantic", metavar="MODULE:CLASS", help="a Pydantic v2 model (module importable from here)")
     src.add_argument("--regex", metavar="PATTERN", help="a regular expression the whole output matches")
     src.add_argument("--grammar", metavar="FILE", help="a GBNF grammar file (llama.cpp's dialect, start rule 'root')")
+    src.add_argument("--lark", metavar="FILE", help="a Lark grammar file (llguidance's dialect, start rule 'start')")
     src.add_argument(
         "--choice", metavar="A,B,...", help="comma-separated alternatives (spaces around each are stripped)"
     )
@@ -171,7 +172,7 @@ def schema_options(args: argparse.Namespace, *, pydantic: bool) -> dict[str, Any
 class StructureSpec:
     """The structure the arguments ask for, read (files, the --pydantic class) but not compiled."""
 
-    kind: str  # "schema", "pydantic", "regex", "ebnf", "choice", or "none"
+    kind: str  # "schema", "pydantic", "regex", "ebnf", "lark", "choice", or "none"
     source: Any  # schema or grammar text, the model class, the pattern, the choice list
     label: str  # how messages name it: "--schema order.json"
     options: dict[str, Any]  # JSON Schema options
@@ -266,6 +267,8 @@ def read_structure(args: argparse.Namespace) -> StructureSpec:
         return StructureSpec("regex", args.regex, f"--regex {args.regex!r}", {})
     if args.grammar:
         return StructureSpec("ebnf", _read_text("--grammar", args.grammar), f"--grammar {args.grammar}", {})
+    if args.lark:
+        return StructureSpec("lark", _read_text("--lark", args.lark), f"--lark {args.lark}", {})
     if args.choice is not None:
         return StructureSpec("choice", _choices(args.choice), f"--choice {args.choice!r}", {})
     if args.structure_default == "demo":
@@ -282,6 +285,7 @@ def compile_structure(spec: StructureSpec, compiler: Any) -> Structure:
         "pydantic": compiler.compile_pydantic,
         "regex": compiler.compile_regex,
         "ebnf": compiler.compile_ebnf,
+        "lark": compiler.compile_lark,
         "choice": compiler.compile_choice,
     }.get(spec.kind)
     if compile_with is None:
