@@ -1,8 +1,8 @@
 """Masks agree with llguidance's (1.9.1) on Lark grammars, token by token along random walks.
 
 The default run walks a few grammars on SmolLM2's vocabulary; the slow suite walks the corpus and
-the construct grammars on SmolLM2 and Llama 3 for longer. Known departures (docs/lark.md,
-"Departures") are not walked: the lexer-level ones need llguidance's greedy lexing.
+the construct grammars on SmolLM2 and Llama 3 for longer. Grammars refused with
+``lark-greedy-lexing`` are checked to differ from llguidance for real.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import pytest
 from tests.differential.lark_llguidance import llguidance_matcher, llguidance_tokenizer, walk
 
 import logitgate as lg
+from logitgate.frontends.lark import parse_lark
 
 pytest.importorskip("llguidance")
 
@@ -32,8 +33,8 @@ CONSTRUCTS = {
     '{"n": {"type": "integer"}, "s": {"type": "string"}}, "required": ["n"]}',
 }
 DEFAULT = ["outlines/json.lark", "outlines/arithmetic.lark", "ignore", "trailing-ignore", "bounded", "strings"]
-# Walked in the slow suite only: grammars whose masks we have not found to agree (docs/lark.md).
-DEPARTURES = {"llguidance/lark.lark": "greedy lexing: `%ignore COMMENT` starts with /\\s*/ and shadows WS_INLINE"}
+# Refused with a typed error (tests/unit/test_lark.py lists them): nothing to walk.
+REFUSED = {"llguidance/lark.lark", "outlines/common.lark"}
 
 
 def _source(name: str) -> str:
@@ -48,6 +49,27 @@ def _check(vocab: lg.Vocabulary, tokenizer: Any, name: str, walks: int, max_toke
     for _ in range(walks):
         result = walk(compiled, theirs.deep_copy(), rng, max_tokens)
         assert not result.disagreements, f"[{name}] {result.disagreements[0]}"
+
+
+# Grammars refused with lark-greedy-lexing, and a text the character-level reading accepts but
+# llguidance's greedy lexer does not: the error marks a real difference.
+GREEDY = [
+    ("start: A B\nA: /a+/\nB: /a/", "aa"),
+    ('start: NAME " "? NAME\nNAME: /[a-z]+/', "ab"),
+    ('%ignore /[ ]+/\nstart: "a" / b/', "a  b"),
+]
+
+
+@pytest.mark.parametrize(("grammar", "text"), GREEDY)
+def test_greedy_lexing_errors_mark_real_differences(grammar: str, text: str) -> None:
+    vocab = lg.Vocabulary.from_tokens([bytes([i]) for i in range(256)] + [None], eos_ids=[256])
+    with pytest.raises(lg.GrammarError) as info:
+        lg.Compiler(vocab).compile_lark(grammar)
+    assert info.value.code == "lark-greedy-lexing"
+    ours = lg.Compiler(vocab).compile_grammar(parse_lark(grammar, check_lexing=False)).matcher()
+    assert all(ours.accept(b) for b in text.encode()) and ours.is_complete()
+    theirs = llguidance_matcher(llguidance_tokenizer(vocab), grammar)
+    assert not (all(theirs.consume_token(b) for b in text.encode()) and theirs.is_accepting())
 
 
 @pytest.fixture(scope="module")
@@ -69,8 +91,8 @@ def test_masks_agree_smollm2(smollm2: tuple[lg.Vocabulary, Any], name: str) -> N
     _check(*smollm2, name, walks=3, max_tokens=25)
 
 
-ALL = [f"{p.parent.name}/{p.name}" for p in sorted(CORPUS.glob("*/*.lark")) if p.name != "common.lark"]
-ALL = [n for n in ALL if n not in DEPARTURES] + sorted(CONSTRUCTS)
+ALL = [f"{p.parent.name}/{p.name}" for p in sorted(CORPUS.glob("*/*.lark"))]
+ALL = [n for n in ALL if n not in REFUSED] + sorted(CONSTRUCTS)
 
 
 @pytest.mark.slow

@@ -90,6 +90,7 @@ MODULES = [
     "logitgate.grammar.ir",
     "logitgate.grammar.derivatives",
     "logitgate.frontends.regex",
+    "logitgate.frontends.lark",
     "logitgate.vocabulary",
     "logitgate.compiler",
 ]

@@ -34,6 +34,7 @@ from collections.abc import Callable
 from typing import Any
 
 from logitgate.errors import GrammarError, LimitExceeded, SchemaError
+from logitgate.frontends.lark_lexing import check_greedy_lexing
 from logitgate.frontends.lark_regex import regex_node, string_node
 from logitgate.frontends.lark_syntax import (
     Alternatives,
@@ -127,8 +128,12 @@ def lower_special_token(token: SpecialToken, source: str) -> Node:
     )
 
 
-def parse_lark(text: str, limits: Limits | None = None) -> Grammar:
+def parse_lark(text: str, limits: Limits | None = None, *, check_lexing: bool = True) -> Grammar:
     """Parse a Lark grammar in llguidance's dialect into a :class:`Grammar` rooted at ``start``.
+
+    ``check_lexing=False`` skips the greedy-lexing check (:mod:`logitgate.frontends.lark_lexing`)
+    and returns the character-level grammar even where llguidance's language is smaller: for
+    tests that show the difference.
 
     >>> g = parse_lark('start: "a" NUM\\nNUM: /[0-9]+/')
     >>> print(g.to_ebnf(), end="")
@@ -140,7 +145,7 @@ def parse_lark(text: str, limits: Limits | None = None) -> Grammar:
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > lim.max_source_bytes:
         raise LimitExceeded("max_source_bytes", lim.max_source_bytes, f"Lark text is {size} bytes")
-    return _Lowering(text, parse_lark_syntax(text, lim), lim).run()
+    return _Lowering(text, parse_lark_syntax(text, lim), lim).run(check_lexing)
 
 
 class _Lowering:
@@ -163,7 +168,7 @@ class _Lowering:
 
     # -- declarations -----------------------------------------------------------------------
 
-    def run(self) -> Grammar:
+    def run(self, check_lexing: bool) -> Grammar:
         f = self.file
         if f.refused:
             raise self.error(f"{f.refused[0].what} is not supported", CODE_UNSUPPORTED, f.refused[0].offset)
@@ -203,7 +208,41 @@ class _Lowering:
             name, d, end = self.pending.pop()
             self.rules[name] = _without_left_recursion(name, self.rule_expr(d.body, end, 0))
         rules.update(self.rules)
+        skip = self.rules.get(_IGNORE_RULE)
+        if check_lexing:
+            self.check_lexing(skip)
         return Grammar(rules, root=_ROOT_RULE)
+
+    def check_lexing(self, skip: Node | None) -> None:
+        check_greedy_lexing(
+            self.defs,
+            self.reachable_rules(),
+            self.lexeme_node,
+            None if skip is None else _Inliner(self.rules)(skip),
+            self.text,
+        )
+
+    def reachable_rules(self) -> list[str]:
+        seen = {"start"}
+        work = [self.defs["start"].body]
+        while work:
+            e = work.pop()
+            if isinstance(e, Name) and not self.defs[e.name].terminal and e.name not in seen:
+                seen.add(e.name)
+                work.append(self.defs[e.name].body)
+            elif isinstance(e, (Sequence, Alternatives)):
+                work.extend(e.items)
+            elif isinstance(e, Quantified):
+                work.append(e.item)
+        return sorted(seen)
+
+    def lexeme_node(self, e: Expr) -> Node | None:
+        """A lexeme's character-level language with terminal references inlined (terminals are
+        not recursive), for the greedy-lexing check; None for what is not a plain lexeme."""
+        if isinstance(e, JsonSchema):
+            return None
+        node = self.terminal_ref(e.name, e.offset, 0) if isinstance(e, Name) else self.terminal_expr(e, 0)
+        return _Inliner(self.rules)(node)
 
     def declare(self, d: Definition) -> None:
         if d.name in self.defs:
@@ -433,6 +472,28 @@ def _repeat(item: Node, lo: int, hi: int | None) -> Node:
     if lo == 1 and hi == 1:
         return item
     return Repeat(item, lo, hi)
+
+
+class _Inliner:
+    """Replaces references by the referenced (non-recursive) rules' bodies."""
+
+    def __init__(self, rules: dict[str, Node]) -> None:
+        self.rules = rules
+        self.done: dict[str, Node] = {}
+
+    def __call__(self, node: Node) -> Node:
+        if isinstance(node, Ref):
+            hit = self.done.get(node.name)
+            if hit is None:
+                hit = self.done[node.name] = self(self.rules[node.name])
+            return hit
+        if isinstance(node, Seq):
+            return Seq(tuple(self(i) for i in node.items))
+        if isinstance(node, Alt):
+            return Alt(tuple(self(i) for i in node.items))
+        if isinstance(node, Repeat):
+            return Repeat(self(node.item), node.min, node.max)
+        return node
 
 
 class _Renamer:
