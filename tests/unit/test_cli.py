@@ -53,6 +53,7 @@ def files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "latin1.gbnf").write_bytes(b'root ::= "caf\xe9"\n')
     (tmp_path / "unsupported.json").write_text('{"type": "array", "uniqueItems": true, "items": {"type": "object"}}')
     (tmp_path / "undefined.gbnf").write_text('root ::= "a" item\n')
+    (tmp_path / "undefined.lark").write_text('start: "a" item\n')
     (tmp_path / "notamodel").mkdir()
     (tmp_path / "models_here.py").write_text(
         "import pydantic\nclass Plain:\n    pass\nclass Order(pydantic.BaseModel):\n    id: int\n"
@@ -66,6 +67,7 @@ def files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 MISTAKES = [
     (["--schema", "missing.json"], "file-not-found", "--schema missing.json: no such file"),
     (["--grammar", "missing.gbnf"], "file-not-found", "--grammar missing.gbnf: no such file"),
+    (["--lark", "undefined.lark"], "lark-undefined", "--lark undefined.lark: undefined name 'item'"),
     (["--schema", "notamodel"], "file-unreadable", "is a folder"),
     (["--schema", "bad.json"], "schema-json", "--schema bad.json: schema is not valid JSON"),
     (["--grammar", "latin1.gbnf"], "file-encoding", "not UTF-8 text (byte 0xe9 at offset 13)"),
@@ -172,6 +174,13 @@ def test_debug_strips_choices_and_takes_a_schema(files: Path, capsys: pytest.Cap
         ["debug", "--schema", "order.json", "--prefix", '{"id":', "--vocab", str(_byte_vocab_file(files))], capsys
     )
     assert rc == 0 and "complete=False" in out
+
+
+def test_debug_takes_a_lark_grammar(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (files / "calc.lark").write_text('%ignore " "\nstart: sum\nsum: sum "+" INT | INT\n%import common.INT\n')
+    vocab = str(_byte_vocab_file(files))
+    rc, out, _ = _run(["debug", "--lark", "calc.lark", "--prefix", "1 + 2 ", "--vocab", vocab], capsys)
+    assert rc == 0 and 'sum ::= INT -ignore* ("+" -ignore* INT -ignore*)*' in out and "complete=True" in out
 
 
 def test_debug_and_demo_take_pydantic_and_schema_options(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
