@@ -72,6 +72,28 @@ def test_greedy_lexing_errors_mark_real_differences(grammar: str, text: str) -> 
     assert not (all(theirs.consume_token(b) for b in text.encode()) and theirs.is_accepting())
 
 
+# docs/lark.md, "Departures from llguidance": (grammar, text, accepted by us, accepted by llguidance).
+DEPARTURES = [
+    ('%ignore " "\nstart: a | a "z"\na: "x"', "x ", False, True),  # trailing ignore another parse continues
+    ('start: X Y | Z\nX: "a"\nY: "b"\nZ: "abc"', "ab", True, False),  # a lexeme shadowed by another
+    ("start: TEXT TEXT\nTEXT: /[a-z]*/", "ab", None, True),  # refused (conservative check)
+]
+
+
+@pytest.mark.parametrize(("grammar", "text", "ours", "llguidance"), DEPARTURES)
+def test_documented_departures(grammar: str, text: str, ours: bool | None, llguidance: bool) -> None:
+    vocab = lg.Vocabulary.from_tokens([bytes([i]) for i in range(256)] + [None], eos_ids=[256])
+    if ours is None:
+        with pytest.raises(lg.GrammarError) as info:
+            lg.Compiler(vocab).compile_lark(grammar)
+        assert info.value.code == "lark-greedy-lexing"
+    else:
+        m = lg.Compiler(vocab).compile_lark(grammar).matcher()
+        assert (all(m.accept(b) for b in text.encode()) and m.is_complete()) == ours
+    theirs = llguidance_matcher(llguidance_tokenizer(vocab), grammar)
+    assert (all(theirs.consume_token(b) for b in text.encode()) and theirs.is_accepting()) == llguidance
+
+
 @pytest.fixture(scope="module")
 def smollm2(smollm2_vocab: lg.Vocabulary) -> tuple[lg.Vocabulary, Any]:
     return smollm2_vocab, llguidance_tokenizer(smollm2_vocab)

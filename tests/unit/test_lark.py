@@ -29,6 +29,11 @@ def test_rules_terminals_and_alternation() -> None:
     language(g, ["hi bob", "hello x"], ["hi", "hey bob", "hi Bob"])
 
 
+def test_continuation_lines_comments_and_groups_across_lines() -> None:
+    g = 'start: "a"  // first\n  # a comment line\n  | "b"\n  | ("c"\n     "d")\nunused: "x"'
+    language(g, ["a", "b", "cd"], ["c"])
+
+
 def test_string_escapes_and_case_insensitive_strings() -> None:
     language('start: "a\\n\\"\\x41\\u00e9"', ['a\n"Aé'], ["a\n"])
     # Unicode simple case folding, as Rust's (?i): the Kelvin sign folds to k.

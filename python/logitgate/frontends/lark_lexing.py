@@ -38,7 +38,7 @@ from logitgate.frontends.lark_syntax import (
     StringRange,
 )
 from logitgate.grammar.derivatives import NOTHING, Derivatives
-from logitgate.grammar.ir import Node, Seq
+from logitgate.grammar.ir import CharClass, Literal, Node, Seq
 
 __all__ = ["CODE_GREEDY", "MAX_STATES", "check_greedy_lexing"]
 
@@ -121,29 +121,51 @@ class _Adjacency:
             self.summary(self.defs[name].body, record=True)
 
 
-def _extension(walk: Derivatives, lexeme: Node, follower: Node) -> tuple[str, str] | None:
-    """A complete match ``w`` of ``lexeme`` and a first character ``c`` of ``follower`` with
-    ``w·c`` still a prefix of ``lexeme`` (None when there is none within MAX_STATES)."""
+Ranges = list[tuple[int, int, str]]  # inclusive code point ranges, each with a witness text
+
+
+def _regions(walk: Derivatives, state: Node) -> list[tuple[int, int, Node]]:
+    """The code point ranges on which ``state`` has a live derivative, and that derivative."""
+    bounds: set[int] = {0}
+    walk.first_boundaries(state, bounds)
+    cuts = sorted(b for b in bounds if b <= 0x10FFFF)
+    out = []
+    for k, lo in enumerate(cuts):
+        hi = cuts[k + 1] - 1 if k + 1 < len(cuts) else 0x10FFFF
+        d = walk.derivative(state, lo)
+        if d is not NOTHING:
+            out.append((lo, hi, d))
+    return out
+
+
+def _continuations(walk: Derivatives, lexeme: Node) -> Ranges:
+    """The characters that extend some complete match of ``lexeme`` (with that match as the
+    witness), from a breadth-first walk of its derivatives (at most MAX_STATES)."""
+    if isinstance(lexeme, (Literal, CharClass)):
+        return []  # one fixed length: no complete match is a prefix of a longer one
     start = walk.intern(lexeme)
-    follower = walk.intern(follower)
     seen = {id(start): ""}
     work = [start]
-    while work and len(seen) <= MAX_STATES:
-        state = work.pop(0)
+    out: Ranges = []
+    for state in work:
+        if len(seen) > MAX_STATES:
+            break
         w = seen[id(state)]
-        bounds: set[int] = {0}
-        walk.first_boundaries(state, bounds)
+        regions = _regions(walk, state)
         if walk.nullable(state):
-            both = set(bounds)
-            walk.first_boundaries(follower, both)
-            for c in sorted(b for b in both if b <= 0x10FFFF):
-                if walk.derivative(state, c) is not NOTHING and walk.derivative(follower, c) is not NOTHING:
-                    return w, chr(c)
-        for c in sorted(b for b in bounds if b <= 0x10FFFF):
-            nxt = walk.derivative(state, c)
-            if nxt is not NOTHING and id(nxt) not in seen:
-                seen[id(nxt)] = w + chr(c)
+            out.extend((lo, hi, w) for lo, hi, _ in regions)
+        for lo, _, nxt in regions:
+            if id(nxt) not in seen:
+                seen[id(nxt)] = w + chr(lo)
                 work.append(nxt)
+    return out
+
+
+def _first_overlap(extends: Ranges, first: list[tuple[int, int, Node]]) -> tuple[str, str] | None:
+    for lo, hi, w in extends:
+        for flo, fhi, _ in first:
+            if lo <= fhi and flo <= hi:
+                return w, chr(max(lo, flo))
     return None
 
 
@@ -190,17 +212,24 @@ def check_greedy_lexing(
     nodes: dict[str, Node] = {}
     offsets: dict[str, int] = {}
 
+    keys: dict[int, str | None] = {}  # by expression identity: the tree outlives the check
+
     def key(e: Expr) -> str | None:
+        if id(e) not in keys:
+            keys[id(e)] = lexeme_key(e)
+        return keys[id(e)]
+
+    def lexeme_key(e: Expr) -> str | None:
         if isinstance(e, Name) and defs[e.name].terminal:
             k = e.name
-        elif isinstance(e, StringLit):
-            k = f"{json.dumps(e.value)}@{e.offset}"
+        elif isinstance(e, StringLit):  # the same text is the same lexeme wherever it occurs
+            k = json.dumps(e.value) + ("i" if e.icase else "")
         elif isinstance(e, RegexLit):
-            k = f"/{e.pattern}/@{e.offset}"
+            k = f"/{e.pattern}/{e.flags}"
         elif isinstance(e, StringRange):
-            k = f"{json.dumps(e.lo)}..{json.dumps(e.hi)}@{e.offset}"
+            k = f"{json.dumps(e.lo)}..{json.dumps(e.hi)}"
         elif isinstance(e, JsonSchema):
-            return f"%json@{e.offset}"
+            return f"%json@{e.offset}"  # no node: not checked
         else:
             return None
         if k not in nodes:
@@ -219,6 +248,8 @@ def check_greedy_lexing(
             pairs.setdefault((a, SKIP), (pairs[(a, b)][0], False))
             pairs.setdefault((SKIP, b), (pairs[(a, b)][0], False))
     walk = Derivatives()
+    continuations: dict[str, Ranges] = {}
+    firsts: dict[str, list[tuple[int, int, Node]]] = {}
     for (a, b), (offset, across_repetition) in sorted(pairs.items(), key=lambda p: p[1][0]):
         if a not in nodes or b not in nodes or (a == b == SKIP):
             continue
@@ -228,13 +259,19 @@ def check_greedy_lexing(
         except LimitExceeded:
             pass
         try:
-            found = _extension(walk, nodes[a], nodes[b])
+            if a not in continuations:
+                continuations[a] = _continuations(walk, nodes[a])
+            if not continuations[a]:
+                continue
+            if b not in firsts:
+                firsts[b] = _regions(walk, walk.intern(nodes[b]))
+            found = _first_overlap(continuations[a], firsts[b])
         except LimitExceeded:
             continue  # too deep to decide here; the walk's bound, not the grammar's
         if found is not None:
             w, c = found
-            name = "%ignore text" if a == SKIP else a.rsplit("@", 1)[0]
-            follower = "%ignore text" if b == SKIP else b.rsplit("@", 1)[0]
+            name = "%ignore text" if a == SKIP else a
+            follower = "%ignore text" if b == SKIP else b
             raise GrammarError(
                 f"greedy lexing: after {name} matches {w!r}, llguidance reads {c!r} as more of it, "
                 f"where this grammar also lets {follower} start; the character-level grammar would "

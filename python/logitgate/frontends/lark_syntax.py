@@ -244,7 +244,9 @@ def _tokenize(text: str) -> list[_Tok]:
             out.append(_Tok("json", text[body_start:body_end], body_start))
             pos = body_end
             continue
-        if kind not in ("ws", "comment"):
+        if kind == "newline" and out and out[-1].kind == "newline":
+            pass  # lines of comments between a rule and its `|` continuation
+        elif kind not in ("ws", "comment"):
             out.append(_Tok(kind, m.group(), pos))
         pos = m.end()
     out.append(_Tok("eof", "", n))
