@@ -159,8 +159,10 @@ class TraceRecorder:
     temperature: float
     eos_ids: frozenset[int]
     top_k: int = DEFAULT_TOP_K
-    _pending: _Pending = field(default_factory=_Pending)
-    _after: tuple[tuple[TopToken, ...], float | None, float | None] = ((), None, None)
+    _pending: _Pending = field(default_factory=_Pending, init=False, repr=False)
+    _after: tuple[tuple[TopToken, ...], float | None, float | None] = field(
+        default=((), None, None), init=False, repr=False
+    )
 
     def _scaled(self, logits: Any) -> Any:
         return logits / self.temperature if self.temperature > 0 else logits
