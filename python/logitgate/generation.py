@@ -418,8 +418,8 @@ def generate(
     generation is unconstrained. ``trace=True`` records every output token in ``result.trace``
     (a :class:`~logitgate.trace.Trace`: the mask's allowed count, jump-forward and budget
     flags, the top tokens before and after the mask, the grammar position;
-    ``result.trace.to_html()`` shows it, see docs/trace.md). Streaming: ``on_token`` is called with each output token's
-    :class:`TraceStep` as it is generated (forced tokens included), ``on_text`` with each new
+    ``result.trace.to_html()`` shows it, see docs/trace.md). Streaming: ``on_token`` is called
+    with each output token's :class:`TraceStep` as it is generated (forced tokens included), ``on_text`` with each new
     piece of the output text (whole characters; text a stop string may still cut is held back).
     Arguments out of range raise :class:`~logitgate.UsageError` before anything runs.
 
@@ -604,6 +604,17 @@ def generate(
     timings.first_token_s = (first_token_at or t_end) - t_dec
     if len(out) > 1 and first_token_at is not None:
         timings.per_token_s = (t_end - first_token_at) / (len(out) - 1)
+    traced = Trace()  # without trace=True, the steps were recorded for on_token only
+    if tracer is not None:
+        traced = tracer.finish(
+            steps,
+            compiled,
+            kind,
+            finish_reason=finish,
+            complete=complete,
+            vocab_size=vocab.size,
+            temperature=temperature,
+        )
     result = GenerationResult(
         text=text,
         finish_reason=finish,
@@ -615,17 +626,7 @@ def generate(
         timings=timings,
         token_ids=out,
         kind=kind,
-        trace=Trace()
-        if tracer is None  # steps were recorded for on_token only
-        else tracer.finish(
-            steps,
-            compiled,
-            kind,
-            finish_reason=finish,
-            complete=complete,
-            vocab_size=vocab.size,
-            temperature=temperature,
-        ),
+        trace=traced,
         budget_closed=guard is not None and guard.closed,
         _pydantic_model=pydantic,
     )
