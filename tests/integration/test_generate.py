@@ -336,6 +336,20 @@ def test_trace_records_what_the_mask_did(smol: tuple[Any, Any]) -> None:
     assert shaped and all(st.budget_cut > 0 and st.position for st in shaped)
 
 
+def test_trace_marks_tokens_jump_forward_merged(smol: tuple[Any, Any]) -> None:
+    """A sampled token that jump-forward replaced by a longer forced token (``"`` then ``",``)
+    stays in the trace, marked merged and spelling nothing: the forced token holds its bytes."""
+    _needs_json_schema()
+    schema = json.loads((Path(__file__).resolve().parents[2] / "examples" / "order.json").read_text())
+    r = lg.generate(*smol, "Order #4821 for widget and gadget is now shipped.", json_schema=schema, trace=True)
+    merged = [st for st in r.trace if st.merged]
+    assert r.complete and merged and len(r.trace) == r.completion_tokens + len(merged)
+    for st in merged:
+        after = r.trace[st.step + 1]
+        assert st.span[0] == st.span[1] and after.forced and r.text[slice(*after.span)].startswith(st.text)
+    assert [st.token_id for st in r.trace if not st.merged] == r.token_ids
+
+
 def test_timings_report_vocabulary_and_prefill_apart(smol: tuple[Any, Any]) -> None:
     r = lg.generate(*smol, "A phone number?", regex=r"[0-9]{3}-[0-9]{4}")
     t = r.timings
