@@ -178,13 +178,13 @@ class TraceRecorder:
     def before_mask(self, logits: Any) -> None:
         """The step's logits before the mask (a 1-D float tensor; read, not changed)."""
         z = self._scaled(logits)
-        lse = float(z.logsumexp(-1))
+        lse = _logsumexp(z)
         self._pending = _Pending(self._top(z, lse), lse)
 
     def after_mask(self, logits: Any, token_id: int, budget_cut: int) -> None:
         """The logits the token was drawn from (mask and budget cut applied) and the token."""
         z = self._scaled(logits)
-        lse = float(z.logsumexp(-1))
+        lse = _logsumexp(z)
         chosen = float(z[token_id])
         p = self._pending
         p.budget_cut = budget_cut
@@ -230,6 +230,20 @@ class TraceRecorder:
     def _bytes(self, token_id: int) -> bytes:
         """What the token spells in the output (nothing for special tokens)."""
         return (self.table.tokens[token_id] or b"") if self.table.is_text(token_id) else b""
+
+
+# Terms this far below the maximum add less than float32 can hold even summed over a vocabulary
+# (e^-80 * 1e6 < 1e-28). Clamping masked logits there keeps exp() off -inf, which CPUs compute
+# many times slower than finite values.
+_LSE_FLOOR = 80.0
+
+
+def _logsumexp(z: Any) -> float:
+    """log(sum(exp(z))) of a 1-D float tensor whose entries may be -inf (at least one is not)."""
+    top = float(z.max())
+    if not math.isfinite(top):
+        return top
+    return top + math.log(float((z.clamp(min=top - _LSE_FLOOR) - top).exp().sum()))
 
 
 def _deepest(pointers: list[str]) -> str:
