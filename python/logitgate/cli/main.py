@@ -31,6 +31,7 @@ from logitgate.errors import LogitgateError, OutputValidationError
 
 from .budget import add_budget_command, add_generate_flags, report_budget
 from .repetition import add_repetition_flags, repetition_kwargs
+from .trace_html import add_trace_html_flag, check_trace_html_path, write_trace_html
 
 __all__ = ["EXIT_CODES", "main"]
 
@@ -508,6 +509,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     spec = read_structure(args)
     check_structure(spec)
     _check_model_path(args.model)
+    check_trace_html_path(args)
     # Only now torch and transformers are imported (seconds).
     import logitgate as lg
     from logitgate import models
@@ -554,10 +556,12 @@ def cmd_generate(args: argparse.Namespace) -> int:
         on_token=_print_trace_step if args.trace else None,
         on_text=_write_stdout if stream else None,
         budget_aware=not args.no_budget,
+        trace=args.trace_html is not None,
         **repetition_kwargs(args),
     )
     if stream:
         print(flush=True)
+    write_trace_html(args, res, f"logitgate generate {structure.label}: {args.prompt}")
     if args.stats:
         _print_stats(res, setup)
     report_budget(res, args.stats)
@@ -715,6 +719,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr (default: off)")
     add_generate_flags(p)
     add_repetition_flags(p)
+    add_trace_html_flag(p)
     p.add_argument("prompt", help="the user message (or, with --raw, the whole prompt)")
     p.set_defaults(func=cmd_generate)
 
