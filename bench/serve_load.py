@@ -70,7 +70,10 @@ def _case(i: int) -> tuple[dict[str, Any], Any]:
     msg = [{"role": "user", "content": f"Order #{4000 + i} for a widget shipped to Alice, 31, in Paris."}]
     body: dict[str, Any] = {"model": MODEL, "messages": msg, "max_tokens": 48, "temperature": 0.7, "seed": i}
     if kind == 0:
-        body["response_format"] = {"type": "json_schema", "json_schema": {"name": "p", "schema": PERSON, "strict": True}}
+        body["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": "p", "schema": PERSON, "strict": True},
+        }
         return body, lambda m: _valid_json(m.get("content"), PERSON)
     if kind == 1:
         body["response_format"] = {"type": "json_schema", "json_schema": {"name": "o", "schema": ORDER, "strict": True}}
@@ -85,8 +88,11 @@ def _case(i: int) -> tuple[dict[str, Any], Any]:
     body["tool_choice"] = "required"
     body["parallel_tool_calls"] = False
     params = WEATHER_TOOL["function"]["parameters"]  # type: ignore[index]
-    return body, lambda m: len(m.get("tool_calls") or []) == 1 and _valid_json(
-        m["tool_calls"][0]["function"]["arguments"], params
+    return (
+        body,
+        lambda m: (
+            len(m.get("tool_calls") or []) == 1 and _valid_json(m["tool_calls"][0]["function"]["arguments"], params)
+        ),
     )
 
 
@@ -106,8 +112,12 @@ async def _one(client: httpx.AsyncClient, url: str, body: dict[str, Any], stream
         if r.status_code != 200:
             return {"status": r.status_code, "latency": time.perf_counter() - t0, "tokens": 0, "message": {}}
         data = r.json()
-        return {"status": 200, "latency": time.perf_counter() - t0, "tokens": data["usage"]["completion_tokens"],
-                "message": data["choices"][0]["message"]}
+        return {
+            "status": 200,
+            "latency": time.perf_counter() - t0,
+            "tokens": data["usage"]["completion_tokens"],
+            "message": data["choices"][0]["message"],
+        }
     body = {**body, "stream": True, "stream_options": {"include_usage": True}}
     message: dict[str, Any] = {"content": "", "tool_calls": []}
     tokens = 0
@@ -222,15 +232,21 @@ def main() -> int:
 
 async def _all(url: str, args: argparse.Namespace) -> dict[str, Any]:
     await _run(url, list(range(5)), 5, args.timeout)  # warm the compile cache
-    load = _report(f"load ({args.clients} clients)", *await _run(url, list(range(args.requests)), args.clients,
-                                                                 args.timeout))
+    load = _report(
+        f"load ({args.clients} clients)", *await _run(url, list(range(args.requests)), args.clients, args.timeout)
+    )
     ids = list(range(args.compare))
     batched = _report("8 concurrent", *await _run(url, ids, 8, args.timeout))
     sequential = _report("one at a time", *await _run(url, ids, 1, args.timeout))
     ratio = batched["tokens_per_s"] / sequential["tokens_per_s"] if sequential["tokens_per_s"] else float("nan")
     print(f"batched / sequential tokens/s: {ratio:.2f}x", flush=True)
-    return {"load": load, "batched_8": batched, "sequential": sequential, "ratio": round(ratio, 2),
-            "threads": os.environ.get("LOGITGATE_THREADS")}
+    return {
+        "load": load,
+        "batched_8": batched,
+        "sequential": sequential,
+        "ratio": round(ratio, 2),
+        "threads": os.environ.get("LOGITGATE_THREADS"),
+    }
 
 
 if __name__ == "__main__":

@@ -33,9 +33,14 @@ def server() -> Iterator[str]:
     port = _free_port()
     cli = Path(sys.executable).with_name("logitgate")
     log = Path(os.environ.get("TMPDIR", "/tmp")) / f"logitgate-serve-{port}.log"
+    # One torch thread: on a loaded machine more threads spin against each other (several times slower).
+    env = {**os.environ, "LOGITGATE_THREADS": os.environ.get("LOGITGATE_THREADS", "1")}
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            [str(cli), "serve", "--host", "127.0.0.1", "--port", str(port)], stdout=out, stderr=subprocess.STDOUT
+            [str(cli), "serve", "--host", "127.0.0.1", "--port", str(port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
         )
     url = f"http://127.0.0.1:{port}"
     try:

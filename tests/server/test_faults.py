@@ -31,8 +31,13 @@ def _active(server: str) -> float:
 
 
 def test_disconnect_mid_stream_frees_the_slot(client: openai.OpenAI, server: str) -> None:
-    body = {"model": MODEL, "messages": [{"role": "user", "content": "Tell a long story."}], "max_tokens": 400,
-            "temperature": 1.0, "stream": True}
+    body = {
+        "model": MODEL,
+        "messages": [{"role": "user", "content": "Tell a long story."}],
+        "max_tokens": 400,
+        "temperature": 1.0,
+        "stream": True,
+    }
     with httpx.stream("POST", f"{server}/v1/chat/completions", json=body, timeout=60) as r:
         assert r.status_code == 200
         lines = r.iter_lines()
@@ -63,8 +68,10 @@ def test_huge_schema_refused(client: openai.OpenAI) -> None:
             model=MODEL,
             messages=[{"role": "user", "content": "hi"}],
             max_tokens=4,
-            response_format={"type": "json_schema", "json_schema": {"name": "big", "schema": {"type": "object",
-                             "properties": props}}},
+            response_format={
+                "type": "json_schema",
+                "json_schema": {"name": "big", "schema": {"type": "object", "properties": props}},
+            },
         )
     assert info.value.status_code == 413 and "limit" in str(info.value)
     _serves(client)

@@ -47,7 +47,10 @@ def test_json_schema_strict_create(client: openai.OpenAI) -> None:
     r = client.chat.completions.create(
         model=MODEL,
         messages=USER,
-        response_format={"type": "json_schema", "json_schema": {"name": "person", "schema": PERSON_SCHEMA, "strict": True}},
+        response_format={
+            "type": "json_schema",
+            "json_schema": {"name": "person", "schema": PERSON_SCHEMA, "strict": True},
+        },
         max_tokens=32,
         temperature=0,
     )
@@ -193,6 +196,11 @@ def test_models_health_metrics(client: openai.OpenAI, server: str) -> None:
     assert [m.id for m in client.models.list()] == [MODEL]
     assert httpx.get(f"{server}/health").json() == {"status": "ok"}
     text = httpx.get(f"{server}/metrics").text
-    for name in ("logitgate_requests_total", "logitgate_compile_cache_hits_total", "logitgate_batch_size_bucket",
-                 "logitgate_queue_depth", "logitgate_mask_seconds_total"):
+    for name in (
+        "logitgate_requests_total",
+        "logitgate_compile_cache_hits_total",
+        "logitgate_batch_size_bucket",
+        "logitgate_queue_depth",
+        "logitgate_mask_seconds_total",
+    ):
         assert name in text

@@ -35,7 +35,11 @@ def add_serve_command(sub: Any) -> None:
     p.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
     p.add_argument("--max-batch", type=int, default=16, metavar="N", help="sequences decoded together (default: 16)")
     p.add_argument(
-        "--max-schema-bytes", type=int, default=256 * 1024, metavar="N", help="largest schema or grammar (default: 256 KiB)"
+        "--max-schema-bytes",
+        type=int,
+        default=256 * 1024,
+        metavar="N",
+        help="largest schema or grammar (default: 256 KiB)",
     )
     p.set_defaults(func=cmd_serve)
 

@@ -24,9 +24,9 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from ..compiler import CompiledGrammar
 from ..generation import compiler_for, prompt_ids
 from ..integrations.transformers import vocabulary_for
-from ..compiler import CompiledGrammar
 from . import protocol as p
 from .engine import Completion, Engine, SamplingParams
 from .engine import Request as Sequence
@@ -131,13 +131,19 @@ def create_app(model: Any, tokenizer: Any, settings: ServerSettings | None = Non
         plan = plan_tools(req.tools, req.tool_choice, req.parallel_tool_calls)
         spec = requested_structure(req.response_format, req.structured_outputs)
         if plan is not None and spec is not None:
-            raise p.ApiError(400, "response_format with callable tools is not supported: use tool_choice 'none'",
-                             code="unsupported_combination", param="response_format")
+            raise p.ApiError(
+                400,
+                "response_format with callable tools is not supported: use tool_choice 'none'",
+                code="unsupported_combination",
+                param="response_format",
+            )
         grammar = await _compile(state, tools_structure(plan) if plan is not None else spec)
         ids = prompt_ids(tokenizer, _chat_messages(req, plan))
         max_tokens = req.max_completion_tokens or req.max_tokens or settings.default_max_tokens
         params = _params(req, max_tokens, state, len(ids))
-        seqs = [Sequence(ids, grammar, params, stream=req.stream, index=i, events=asyncio.Queue()) for i in range(req.n)]
+        seqs = [
+            Sequence(ids, grammar, params, stream=req.stream, index=i, events=asyncio.Queue()) for i in range(req.n)
+        ]
         _share_events(seqs)
         for s in seqs:
             state.engine.submit(s)
@@ -157,7 +163,7 @@ def create_app(model: Any, tokenizer: Any, settings: ServerSettings | None = Non
         prompts = [req.prompt] if isinstance(req.prompt, str) else req.prompt
         if not prompts:
             raise p.ApiError(400, "prompt is empty", code="invalid_value", param="prompt")
-        seqs = []
+        seqs: list[Sequence] = []
         for prompt in prompts:
             ids = prompt_ids(tokenizer, prompt, raw=True)
             params = _params(req, req.max_tokens or 16, state, len(ids))
@@ -186,8 +192,9 @@ async def _body(request: Request, settings: ServerSettings) -> bytes:
     limit = settings.max_body_bytes
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise p.ApiError(413, f"request body of {declared} bytes exceeds the limit of {limit} bytes",
-                         code="request_too_large")
+        raise p.ApiError(
+            413, f"request body of {declared} bytes exceeds the limit of {limit} bytes", code="request_too_large"
+        )
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)
@@ -199,8 +206,12 @@ async def _body(request: Request, settings: ServerSettings) -> bytes:
 
 def _check_common(req: Any, settings: ServerSettings) -> None:
     if req.model != settings.model_name:
-        raise p.ApiError(404, f"the model {req.model!r} does not exist; this server serves {settings.model_name!r}",
-                         code="model_not_found", param="model")
+        raise p.ApiError(
+            404,
+            f"the model {req.model!r} does not exist; this server serves {settings.model_name!r}",
+            code="model_not_found",
+            param="model",
+        )
     if req.logprobs:
         raise p.ApiError(400, "logprobs are not supported", code="unsupported_parameter", param="logprobs")
 
@@ -224,8 +235,13 @@ def _chat_messages(req: p.ChatCompletionRequest, plan: ToolPlan | None) -> list[
 
 def _params(req: Any, max_tokens: int, state: _State, prompt_len: int) -> SamplingParams:
     if state.context is not None and prompt_len + max_tokens > state.context:
-        raise p.ApiError(400, f"the prompt ({prompt_len} tokens) plus max_tokens ({max_tokens}) exceeds the model's "
-                         f"context of {state.context} tokens", code="context_length_exceeded", param="max_tokens")
+        raise p.ApiError(
+            400,
+            f"the prompt ({prompt_len} tokens) plus max_tokens ({max_tokens}) exceeds the model's "
+            f"context of {state.context} tokens",
+            code="context_length_exceeded",
+            param="max_tokens",
+        )
     return SamplingParams(
         max_tokens=max_tokens,
         temperature=1.0 if req.temperature is None else req.temperature,
@@ -251,10 +267,11 @@ def _cancel(seqs: list[Sequence]) -> None:
 
 def _checked(event: tuple[int, str, Any]) -> tuple[int, str, Any]:
     """An engine event; an engine error becomes a 500 ApiError."""
-    index, kind, payload = event
+    _, kind, payload = event
     if kind == "error":
-        raise p.ApiError(500, f"generation failed: {payload}", code=getattr(payload, "code", "internal"),
-                         type="server_error")
+        raise p.ApiError(
+            500, f"generation failed: {payload}", code=getattr(payload, "code", "internal"), type="server_error"
+        )
     return event
 
 

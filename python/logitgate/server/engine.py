@@ -156,7 +156,6 @@ class Engine:
         self._cache_kw = _cache_keyword(model)
         pad = getattr(tokenizer, "pad_token_id", None)
         self._pad = int(pad) if isinstance(pad, int) else min(self._eos, default=0)
-        self._device = getattr(model, "device", torch.device("cpu"))
         self._incoming: queue.Queue[Request | None] = queue.Queue()
         self._rows: list[_Row] = []
         self._kv = BatchCache()
@@ -228,9 +227,11 @@ class Engine:
     def _new_row(self, req: Request) -> _Row:
         p = req.params
         m = req.grammar.matcher() if req.grammar is not None else None
-        guard = BudgetGuard(req.grammar, p.max_tokens) if req.grammar is not None else None
-        if guard is not None and not guard.fits(m, p.max_tokens):
-            guard = None  # below the grammar's minimum: truncation, as without a budget
+        guard = None
+        if req.grammar is not None and m is not None:
+            guard = BudgetGuard(req.grammar, p.max_tokens)
+            if not guard.fits(m, p.max_tokens):
+                guard = None  # below the grammar's minimum: truncation, as without a budget
         gen = None
         if p.temperature > 0:
             gen = torch.Generator(device="cpu")
@@ -249,30 +250,10 @@ class Engine:
         return row
 
     def _forward(self, chunks: list[list[int]], kv: BatchCache) -> torch.Tensor:
-        """One forward pass feeding ``chunks[i]`` to row i of ``kv`` (left-padded to the longest);
-        returns the last position's logits, float32 ``[rows, width]``."""
-        width = max(len(c) for c in chunks)
-        ids = torch.full((len(chunks), width), self._pad, dtype=torch.long)
-        fed = torch.zeros((len(chunks), width), dtype=torch.long)
-        for i, c in enumerate(chunks):
-            ids[i, width - len(c) :] = torch.tensor(c, dtype=torch.long)
-            fed[i, width - len(c) :] = 1
-        attention = torch.cat([kv.attention, fed], dim=1) if kv.rows else fed
-        positions = (attention.cumsum(dim=1) - 1).clamp(min=0)[:, -width:]
         t0 = time.perf_counter()
-        with torch.inference_mode():
-            res = self.model(
-                input_ids=ids.to(self._device),
-                attention_mask=attention.to(self._device),
-                position_ids=positions.to(self._device),
-                use_cache=True,
-                logits_to_keep=1,
-                **{self._cache_kw: kv.cache},
-            )
+        logits = kv.forward(self.model, chunks, pad_id=self._pad, cache_keyword=self._cache_kw)
         self._forward_s = time.perf_counter() - t0
-        kv.cache = res.get("cache") if "cache" in res else res.get("past_key_values")
-        kv.attention = attention
-        return res.logits[:, -1].to(torch.float32, copy=True).cpu()
+        return logits
 
     def _prefill(self, joining: list[Request]) -> None:
         rows = []

@@ -56,6 +56,32 @@ class BatchCache:
             mine.values = torch.cat([_left_pad(mine.values, slots, 2), _left_pad(theirs.values, slots, 2)], dim=0)
         self.attention = torch.cat([_left_pad(self.attention, slots, 1), _left_pad(attention, slots, 1)], dim=0)
 
+    def forward(self, model: Any, chunks: list[list[int]], *, pad_id: int, cache_keyword: str) -> torch.Tensor:
+        """One forward pass of ``model`` feeding ``chunks[i]`` (at least one token each) to row i,
+        left-padded to the longest; appends them to the cache and returns each row's last
+        logits, float32 ``[rows, width]`` on the CPU."""
+        width = max(len(c) for c in chunks)
+        ids = torch.full((len(chunks), width), pad_id, dtype=torch.long)
+        fed = torch.zeros((len(chunks), width), dtype=torch.long)
+        for i, c in enumerate(chunks):
+            ids[i, width - len(c) :] = torch.tensor(c, dtype=torch.long)
+            fed[i, width - len(c) :] = 1
+        attention = torch.cat([self.attention, fed], dim=1) if self.rows else fed
+        positions = (attention.cumsum(dim=1) - 1).clamp(min=0)[:, -width:]
+        device = getattr(model, "device", torch.device("cpu"))
+        with torch.inference_mode():
+            res = model(
+                input_ids=ids.to(device),
+                attention_mask=attention.to(device),
+                position_ids=positions.to(device),
+                use_cache=True,
+                logits_to_keep=1,
+                **{cache_keyword: self.cache},
+            )
+        self.cache = res.get("cache") if "cache" in res else res.get("past_key_values")
+        self.attention = attention
+        return res.logits[:, -1].to(torch.float32, copy=True).cpu()
+
     def keep(self, rows: list[int]) -> None:
         """Keeps only ``rows`` (in that order), then drops the slots none of them attends to."""
         if not rows:

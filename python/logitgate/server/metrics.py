@@ -14,9 +14,7 @@ class Metrics:
 
     def __init__(self, queue_depth: Callable[[], int], active: Callable[[], int]) -> None:
         r = self.registry = CollectorRegistry()
-        self.requests = Counter(
-            "logitgate_requests", "HTTP requests answered", ["endpoint", "status"], registry=r
-        )
+        self.requests = Counter("logitgate_requests", "HTTP requests answered", ["endpoint", "status"], registry=r)
         self.prompt_tokens = Counter("logitgate_prompt_tokens", "Prompt tokens prefilled", registry=r)
         self.completion_tokens = Counter("logitgate_completion_tokens", "Output tokens generated", registry=r)
         self.cache_hits = Counter("logitgate_compile_cache_hits", "Compile cache hits", registry=r)

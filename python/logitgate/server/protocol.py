@@ -77,7 +77,10 @@ class ChatMessage(_Body):
         for part in self.content:
             if part.get("type") not in ("text", "input_text") or not isinstance(part.get("text"), str):
                 raise ApiError(
-                    400, f"unsupported content part type {part.get('type')!r}", code="unsupported_content", param="messages"
+                    400,
+                    f"unsupported content part type {part.get('type')!r}",
+                    code="unsupported_content",
+                    param="messages",
                 )
             parts.append(part["text"])
         return "".join(parts)

@@ -71,12 +71,17 @@ def _from_response_format(rf: dict[str, Any]) -> StructureSpec | None:
     if kind == "json_schema":
         js = rf.get("json_schema")
         if not isinstance(js, dict):
-            raise ApiError(400, "response_format.json_schema is required", code="invalid_value",
-                           param="response_format.json_schema")
+            raise ApiError(
+                400,
+                "response_format.json_schema is required",
+                code="invalid_value",
+                param="response_format.json_schema",
+            )
         schema = js.get("schema", {})
         return _schema_spec(schema, bool(js.get("strict")), "response_format.json_schema.schema")
-    raise ApiError(400, f"unsupported response_format.type {kind!r}", code="invalid_value",
-                   param="response_format.type")
+    raise ApiError(
+        400, f"unsupported response_format.type {kind!r}", code="invalid_value", param="response_format.type"
+    )
 
 
 _VLLM_IGNORED = {"disable_fallback", "disable_any_whitespace", "disable_additional_properties", "whitespace_pattern"}
@@ -85,8 +90,12 @@ _VLLM_IGNORED = {"disable_fallback", "disable_any_whitespace", "disable_addition
 def _from_structured_outputs(so: dict[str, Any]) -> StructureSpec | None:
     given = {k: v for k, v in so.items() if v is not None and k not in _VLLM_IGNORED and v is not False}
     if len(given) > 1:
-        raise ApiError(400, f"structured_outputs: give one of json, regex, choice, grammar, json_object; got "
-                       f"{sorted(given)}", code="invalid_value", param="structured_outputs")
+        raise ApiError(
+            400,
+            f"structured_outputs: give one of json, regex, choice, grammar, json_object; got {sorted(given)}",
+            code="invalid_value",
+            param="structured_outputs",
+        )
     if not given:
         return None
     ((kind, value),) = given.items()
@@ -113,8 +122,12 @@ def requested_structure(
     a = _from_response_format(response_format) if response_format else None
     b = _from_structured_outputs(structured_outputs) if structured_outputs else None
     if a is not None and b is not None:
-        raise ApiError(400, "give response_format or structured_outputs, not both", code="invalid_value",
-                       param="structured_outputs")
+        raise ApiError(
+            400,
+            "give response_format or structured_outputs, not both",
+            code="invalid_value",
+            param="structured_outputs",
+        )
     return a or b
 
 
@@ -166,8 +179,12 @@ class GrammarCache:
     async def compile(self, spec: StructureSpec) -> CompiledGrammar:
         size = len(spec.source.encode())
         if size > self.max_source_bytes:
-            raise ApiError(413, f"{spec.param}: {size} bytes, more than the server's limit of "
-                           f"{self.max_source_bytes} bytes", code="structure_too_large", param=spec.param)
+            raise ApiError(
+                413,
+                f"{spec.param}: {size} bytes, more than the server's limit of {self.max_source_bytes} bytes",
+                code="structure_too_large",
+                param=spec.param,
+            )
         key = spec.key(self._tokenizer)
         with self._lock:
             hit = self._entries.get(key)

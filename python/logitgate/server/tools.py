@@ -54,19 +54,33 @@ def _functions(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for i, tool in enumerate(tools):
         fn = tool.get("function")
         if tool.get("type") != "function" or not isinstance(fn, dict):
-            raise ApiError(400, f"tools[{i}]: only function tools are supported", code="unsupported_tool", param=f"tools[{i}]")
+            raise ApiError(
+                400, f"tools[{i}]: only function tools are supported", code="unsupported_tool", param=f"tools[{i}]"
+            )
         name = fn.get("name")
         if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", name):
             raise ApiError(
-                400, f"tools[{i}].function.name must match [A-Za-z0-9_-]{{1,64}}", code="invalid_value",
+                400,
+                f"tools[{i}].function.name must match [A-Za-z0-9_-]{{1,64}}",
+                code="invalid_value",
                 param=f"tools[{i}].function.name",
             )
         params = fn.get("parameters", {"type": "object", "properties": {}})
         if not isinstance(params, dict):
-            raise ApiError(400, f"tools[{i}].function.parameters must be an object", code="invalid_value",
-                           param=f"tools[{i}].function.parameters")
-        out.append({"name": name, "description": fn.get("description", ""), "parameters": params,
-                    "strict": bool(fn.get("strict", False))})
+            raise ApiError(
+                400,
+                f"tools[{i}].function.parameters must be an object",
+                code="invalid_value",
+                param=f"tools[{i}].function.parameters",
+            )
+        out.append(
+            {
+                "name": name,
+                "description": fn.get("description", ""),
+                "parameters": params,
+                "strict": bool(fn.get("strict", False)),
+            }
+        )
     if len({f["name"] for f in out}) != len(out):
         raise ApiError(400, "tools: function names must be unique", code="invalid_value", param="tools")
     return out
@@ -90,20 +104,29 @@ def plan_tools(tools: list[dict[str, Any]] | None, tool_choice: Any, parallel: b
     elif isinstance(choice, dict) and choice.get("type") == "function":
         name = (choice.get("function") or {}).get("name")
         if name not in by_name:
-            raise ApiError(400, f"tool_choice names an unknown function {name!r}", code="invalid_value",
-                           param="tool_choice")
+            raise ApiError(
+                400, f"tool_choice names an unknown function {name!r}", code="invalid_value", param="tool_choice"
+            )
         mode, allowed = "required", [by_name[name]]
     elif isinstance(choice, dict) and choice.get("type") == "allowed_tools":
         spec = choice.get("allowed_tools") or {}
         mode = spec.get("mode", "auto")
         if mode not in ("auto", "required"):
-            raise ApiError(400, "tool_choice.allowed_tools.mode must be 'auto' or 'required'", code="invalid_value",
-                           param="tool_choice")
+            raise ApiError(
+                400,
+                "tool_choice.allowed_tools.mode must be 'auto' or 'required'",
+                code="invalid_value",
+                param="tool_choice",
+            )
         names = [(t.get("function") or {}).get("name", t.get("name")) for t in spec.get("tools", [])]
         unknown = [n for n in names if n not in by_name]
         if unknown or not names:
-            raise ApiError(400, f"tool_choice.allowed_tools: unknown or no tools {unknown}", code="invalid_value",
-                           param="tool_choice")
+            raise ApiError(
+                400,
+                f"tool_choice.allowed_tools: unknown or no tools {unknown}",
+                code="invalid_value",
+                param="tool_choice",
+            )
         allowed = [by_name[n] for n in names]
     else:
         raise ApiError(400, f"unsupported tool_choice {choice!r}", code="invalid_value", param="tool_choice")
