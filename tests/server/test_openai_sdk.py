@@ -204,3 +204,50 @@ def test_models_health_metrics(client: openai.OpenAI, server: str) -> None:
         "logitgate_mask_seconds_total",
     ):
         assert name in text
+
+
+@pytest.mark.slow
+def test_tool_choice_auto_and_allowed_tools(client: openai.OpenAI) -> None:
+    tools = [openai.pydantic_function_tool(GetWeather), openai.pydantic_function_tool(GetTime)]
+    r = client.chat.completions.create(
+        model=MODEL, messages=WEATHER, tools=tools, tool_choice="auto", max_tokens=40, temperature=0
+    )
+    msg = r.choices[0].message
+    if msg.tool_calls:  # a call, or text that does not start one
+        assert r.choices[0].finish_reason == "tool_calls"
+        assert all(c.function.name in ("GetWeather", "GetTime") for c in msg.tool_calls)
+    else:
+        assert not (msg.content or "").startswith("<")
+    allowed = {
+        "type": "allowed_tools",
+        "allowed_tools": {"mode": "required", "tools": [{"type": "function", "function": {"name": "GetWeather"}}]},
+    }
+    r = client.chat.completions.create(
+        model=MODEL,
+        messages=WEATHER,
+        tools=tools,
+        tool_choice=allowed,
+        max_tokens=40,
+        temperature=0,  # type: ignore[arg-type]
+    )
+    calls = r.choices[0].message.tool_calls or []
+    assert calls and all(c.function.name == "GetWeather" for c in calls)
+
+
+def test_json_object_and_grammar(client: openai.OpenAI) -> None:
+    r = client.chat.completions.create(
+        model=MODEL, messages=USER, response_format={"type": "json_object"}, max_tokens=24, temperature=0
+    )
+    if r.choices[0].finish_reason == "stop":
+        assert isinstance(json.loads(r.choices[0].message.content or ""), dict)
+    else:
+        assert (r.choices[0].message.content or "").startswith("{")
+    grammar = 'root ::= "order " [0-9]{2,4} " is " ("shipped" | "pending")\n'
+    r = client.chat.completions.create(
+        model=MODEL,
+        messages=USER,
+        max_tokens=16,
+        temperature=0,
+        extra_body={"structured_outputs": {"grammar": grammar}},
+    )
+    assert re.fullmatch(r"order [0-9]{2,4} is (shipped|pending)", r.choices[0].message.content or "")
