@@ -58,9 +58,8 @@ class _State:
     def __init__(self, model: Any, tokenizer: Any, settings: ServerSettings) -> None:
         self.model, self.tokenizer, self.settings = model, tokenizer, settings
         self.vocab = vocabulary_for(model, tokenizer)
-        self.engine = Engine(model, tokenizer, self.vocab, max_batch=settings.max_batch)
         self.metrics = Metrics(lambda: self.engine.queue_depth, lambda: self.engine.active)
-        self.engine._on_step = self.metrics.step
+        self.engine = Engine(model, tokenizer, self.vocab, max_batch=settings.max_batch, on_step=self.metrics.step)
         self.cache = GrammarCache(
             compiler_for(self.vocab),
             max_bytes=settings.cache_bytes,
@@ -153,7 +152,7 @@ def create_app(model: Any, tokenizer: Any, settings: ServerSettings | None = Non
         done = await _wait(request, seqs, settings)
         choices = [_chat_choice(i, c, plan) for i, c in enumerate(done)]
         use = _usage(done, state)
-        return JSONResponse(p.chat_response(rid, settings.model_name, choices, use))
+        return JSONResponse(p.response("chat.completion", rid, settings.model_name, int(time.time()), choices, use))
 
     @app.post("/v1/completions")
     async def completions(request: Request) -> Response:
@@ -179,7 +178,9 @@ def create_app(model: Any, tokenizer: Any, settings: ServerSettings | None = Non
         choices = [
             {"index": i, "text": c.text, "logprobs": None, "finish_reason": c.finish_reason} for i, c in enumerate(done)
         ]
-        return JSONResponse(p.completion_response(rid, settings.model_name, created, choices, _usage(done, state)))
+        return JSONResponse(
+            p.response("text_completion", rid, settings.model_name, created, choices, _usage(done, state))
+        )
 
     return app
 
@@ -343,7 +344,7 @@ async def _chat_stream(
 
     def chunk(index: int, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
         choice = {"index": index, "delta": delta, "logprobs": None, "finish_reason": finish}
-        return {**p.chat_chunk(rid, model, created, [choice]), **usage_null}
+        return {**p.response("chat.completion.chunk", rid, model, created, [choice]), **usage_null}
 
     held = {s.index: "" for s in seqs}  # text not sent yet (tools: until it is known not to be a call)
     calling = {s.index: False for s in seqs}
@@ -371,7 +372,7 @@ async def _chat_stream(
             yield chunk(index, {}, "tool_calls" if calls else c.finish_reason)
         use = _usage(done, state)
         if req.include_usage:
-            yield p.chat_chunk(rid, model, created, [], use)
+            yield p.response("chat.completion.chunk", rid, model, created, [], use)
     except p.ApiError as e:
         yield e.body()
     finally:
@@ -386,7 +387,7 @@ async def _completion_stream(
 
     def chunk(index: int, text: str, finish: str | None = None) -> dict[str, Any]:
         choice = {"index": index, "text": text, "logprobs": None, "finish_reason": finish}
-        return p.completion_response(rid, model, created, [choice], None)
+        return p.response("text_completion", rid, model, created, [choice])
 
     try:
         async for index, kind, payload in _events(seqs):
@@ -397,7 +398,7 @@ async def _completion_stream(
                 yield chunk(index, "", payload.finish_reason)
         use = _usage(done, state)
         if req.include_usage:
-            yield p.completion_response(rid, model, created, [], use)
+            yield p.response("text_completion", rid, model, created, [], use)
     except p.ApiError as e:
         yield e.body()
     finally:

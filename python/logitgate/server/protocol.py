@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import secrets
-import time
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -23,11 +22,9 @@ __all__ = [
     "ChatCompletionRequest",
     "ChatMessage",
     "CompletionRequest",
-    "chat_chunk",
-    "chat_response",
-    "completion_response",
     "new_id",
     "parse_body",
+    "response",
     "usage",
 ]
 
@@ -162,42 +159,12 @@ def usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
     }
 
 
-def chat_response(rid: str, model: str, choices: list[dict[str, Any]], use: dict[str, int]) -> dict[str, Any]:
-    return {
-        "id": rid,
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": model,
-        "choices": choices,
-        "usage": use,
-    }
-
-
-def chat_chunk(
-    rid: str, model: str, created: int, choices: list[dict[str, Any]], use: dict[str, int] | None = None
+def response(
+    obj: str, rid: str, model: str, created: int, choices: list[dict[str, Any]], use: dict[str, int] | None = None
 ) -> dict[str, Any]:
-    chunk: dict[str, Any] = {
-        "id": rid,
-        "object": "chat.completion.chunk",
-        "created": created,
-        "model": model,
-        "choices": choices,
-    }
-    if use is not None:
-        chunk["usage"] = use
-    return chunk
-
-
-def completion_response(
-    rid: str, model: str, created: int, choices: list[dict[str, Any]], use: dict[str, int] | None
-) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "id": rid,
-        "object": "text_completion",
-        "created": created,
-        "model": model,
-        "choices": choices,
-    }
+    """A response or stream chunk: ``obj`` is ``chat.completion``, ``chat.completion.chunk`` or
+    ``text_completion``; ``usage`` is included when given."""
+    out: dict[str, Any] = {"id": rid, "object": obj, "created": created, "model": model, "choices": choices}
     if use is not None:
         out["usage"] = use
     return out
