@@ -33,6 +33,13 @@ def add_serve_command(sub: Any) -> None:
     p.add_argument("--model-name", metavar="NAME", help="the name clients send as 'model' (default: from --model)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
+    p.add_argument(
+        "--dtype",
+        choices=("float32", "bfloat16"),
+        default="float32",
+        help="weights' dtype (default: float32: batched prefill is compute-bound, where CPUs without native "
+        "bfloat16 run it several times slower)",
+    )
     p.add_argument("--max-batch", type=int, default=16, metavar="N", help="sequences decoded together (default: 16)")
     p.add_argument(
         "--max-schema-bytes",
@@ -53,12 +60,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise ServeError(f"the server extra is missing ({e.name}): pip install 'logitgate[server]'") from None
     from pathlib import Path
 
+    import torch
+
     from logitgate.models import load_model
 
     name = args.model_name or (Path(args.model).stem if args.model else "smollm2-135m-instruct")
     t0 = time.perf_counter()
     try:
-        model, tokenizer = load_model(args.model, dtype=None)
+        model, tokenizer = load_model(args.model, dtype=getattr(torch, args.dtype))
     except (FileNotFoundError, OSError, ValueError) as e:
         raise ServeError(f"--model {args.model}: cannot load: {e}", code="model-load") from None
     settings = ServerSettings(model_name=name, max_batch=args.max_batch, max_schema_bytes=args.max_schema_bytes)
@@ -69,5 +78,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
         file=sys.stderr,
         flush=True,
     )
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    # Streams of clients that went away must not hold a shutdown for long.
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", timeout_graceful_shutdown=5)
     return 0
