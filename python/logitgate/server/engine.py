@@ -120,18 +120,6 @@ class _Row:
     finish: Literal["stop", "length"] | None = None
 
 
-@dataclass
-class EngineStats:
-    """Counters the metrics read (updated by the engine thread)."""
-
-    steps: int = 0
-    forward_s: float = 0.0
-    mask_s: float = 0.0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    batch_sizes: list[int] = field(default_factory=list)
-
-
 class Engine:
     """Decodes every submitted :class:`Request` with ``model``, batched. :meth:`start` runs the
     decode thread; :meth:`submit` is called from the event loop."""
@@ -161,7 +149,7 @@ class Engine:
         self._kv = BatchCache()
         self._thread: threading.Thread | None = None
         self._stopping = False
-        self._forward_s = 0.0
+        self._forward_s = self._mask_s = 0.0
 
     # -- the event loop's side ------------------------------------------------------------------
 
@@ -256,39 +244,54 @@ class Engine:
         return logits
 
     def _prefill(self, joining: list[Request]) -> None:
-        rows = []
+        """Each joining prompt in a forward pass of its own, its cache rows then stacked under the
+        batch's: prompts differ in length, and padding them to the longest would multiply the
+        prefill's work."""
         for req in joining:
             try:
-                rows.append(self._new_row(req))
+                row = self._new_row(req)
             except LogitgateError as e:
                 req.emit("error", e)
-        if not rows:
-            return
-        kv = BatchCache()
-        logits = self._forward([r.req.prompt_ids + r.out for r in rows], kv)
-        self._kv.extend(kv.cache, kv.attention)
-        self._rows += rows
-        self._advance(rows, logits)
+                continue
+            kv = BatchCache()
+            logits = self._forward([req.prompt_ids + row.out], kv)
+            self._kv.extend(kv.cache, kv.attention)
+            self._rows.append(row)
+            self._advance([row], logits)
+            self._report(0)
 
     def _decode(self) -> None:
-        logits = self._forward([r.pending for r in self._rows], self._kv)
-        self._advance(self._rows, logits)
+        """One pass for every row. With several rows each feeds one token per pass (a row's
+        jump-forward tokens then take one pass each, without sampling): padding every row to the
+        longest chunk would multiply the pass's work. A row alone feeds its whole chunk."""
+        rows = self._rows
+        chunks = [r.pending if len(rows) == 1 else r.pending[:1] for r in rows]
+        for r, c in zip(rows, chunks, strict=True):
+            r.pending = r.pending[len(c) :]
+        logits = self._forward(chunks, self._kv)
+        ready = [i for i, r in enumerate(rows) if not r.pending]
+        self._advance([rows[i] for i in ready], logits[ready] if len(ready) < len(rows) else logits)
+        self._report(len(rows))
+
+    def _report(self, rows: int) -> None:
+        if self._on_step is not None:
+            self._on_step(rows, self._forward_s, self._mask_s)
 
     def _advance(self, rows: list[_Row], logits: torch.Tensor) -> None:
-        """Samples one token for each of ``rows`` (the last ``len(rows)`` rows of the batch),
-        then drops the rows that finished."""
+        """Samples one token for each of ``rows`` (row i of ``logits``), then drops the rows of
+        the batch that finished."""
         t0 = time.perf_counter()
         for i, row in enumerate(rows):
             if row.repetition.active:
                 row.repetition.apply(logits[i], row.out)
         constrained = [i for i, r in enumerate(rows) if r.matcher is not None]
-        bits = allocate_mask(self.vocab, batch=len(rows))
+        bits = allocate_mask(self.vocab, batch=max(1, len(rows)))
         if constrained:
             fill_masks([rows[i].matcher for i in constrained], bits[: len(constrained)], self._mask_threads)
             if constrained != list(range(len(constrained))):
                 bits[constrained] = bits[: len(constrained)].copy()
             apply_mask_counted(logits, bits, constrained)
-        mask_s = time.perf_counter() - t0
+        self._mask_s = time.perf_counter() - t0
         for i, row in enumerate(rows):
             try:
                 self._step_row(row, logits[i], bits[i])
@@ -296,8 +299,6 @@ class Engine:
                 row.req.emit("error", e)
                 row.req.cancel()
         self._drop_finished()
-        if self._on_step is not None:
-            self._on_step(len(rows), self._forward_s, mask_s)
 
     def _step_row(self, row: _Row, logits: torch.Tensor, bits: np.ndarray) -> None:
         p, m, guard = row.req.params, row.matcher, row.guard

@@ -34,7 +34,9 @@ class Metrics:
         (self.cache_hits if hit else self.cache_misses).inc()
 
     def step(self, rows: int, forward_s: float, mask_s: float) -> None:
-        self.batch_size.observe(rows)
+        """A forward pass and its masks; ``rows`` is the decode batch (0 for a prefill)."""
+        if rows:
+            self.batch_size.observe(rows)
         self.forward_seconds.inc(forward_s)
         self.mask_seconds.inc(mask_s)
 
