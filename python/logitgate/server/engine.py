@@ -261,17 +261,12 @@ class Engine:
             self._report(0)
 
     def _decode(self) -> None:
-        """One pass for every row. With several rows each feeds one token per pass (a row's
-        jump-forward tokens then take one pass each, without sampling): padding every row to the
-        longest chunk would multiply the pass's work. A row alone feeds its whole chunk."""
-        rows = self._rows
-        chunks = [r.pending if len(rows) == 1 else r.pending[:1] for r in rows]
-        for r, c in zip(rows, chunks, strict=True):
-            r.pending = r.pending[len(c) :]
-        logits = self._forward(chunks, self._kv)
-        ready = [i for i, r in enumerate(rows) if not r.pending]
-        self._advance([rows[i] for i in ready], logits[ready] if len(ready) < len(rows) else logits)
-        self._report(len(rows))
+        """One pass for every row, each feeding its pending tokens (the sampled one and any
+        jump-forward tokens), left-padded to the longest: a pass costs mostly its fixed part and
+        each row's logits, so padding a few positions is cheaper than a pass per forced token."""
+        logits = self._forward([r.pending for r in self._rows], self._kv)
+        self._advance(self._rows, logits)
+        self._report(len(self._rows))
 
     def _report(self, rows: int) -> None:
         if self._on_step is not None:
