@@ -19,11 +19,15 @@ class ServeError(LogitgateError):
 
 
 def add_serve_command(sub: Any) -> None:
+    from .main import EXIT_CODES
+
     p = sub.add_parser(
         "serve",
         help="serve a model over OpenAI's HTTP API with structured outputs (default: the embedded SmolLM2-135M)",
         description="An OpenAI-compatible server: /v1/chat/completions, /v1/completions, /v1/models, /health, "
         "/metrics (see docs/server.md). Needs the server extra: pip install 'logitgate[server]'.",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
         "--model",

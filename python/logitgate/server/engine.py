@@ -1,8 +1,8 @@
 """The decoding engine: continuous batching of constrained generations.
 
 One thread runs the model. Each step it admits the requests that arrived (up to
-``max_batch`` rows; their prompts are prefilled together in one forward pass and their cache
-rows stacked under the batch's, see :mod:`.kv`), then decodes every active row in ONE forward
+``max_batch`` rows; each prompt is prefilled in a pass of its own and its cache rows stacked
+under the batch's, see :mod:`.kv`), then decodes every active row in ONE forward
 pass, fills the grammar masks of all constrained rows with :func:`~logitgate.fill_masks` (the
 core's thread pool, GIL released) and samples each row. Rows that finish, fail or are cancelled
 leave between steps. The asyncio side never waits on the model: requests come in through a
