@@ -29,6 +29,8 @@ $(DEPS_STAMP): pyproject.toml
 	command -v chromium >/dev/null 2>&1 || DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium \
 		|| (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium) \
 		|| echo "warning: chromium not installed; tests/integration/test_trace_page.py fails until it is"
+	# logitgate serve: the server extra and the tests' client
+	$(BIN)/pip install -q "fastapi>=0.110" "uvicorn>=0.29" "prometheus-client>=0.20" "openai>=1.40" "httpx>=0.27"
 	touch $@
 
 $(BUILD_STAMP): $(DEPS_STAMP) $(CORE_SOURCES)

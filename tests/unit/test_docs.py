@@ -19,6 +19,8 @@ BASH_BLOCK = re.compile(r"```bash\n(.*?)```", re.S)
 PRINTS = re.compile(r"^\s*print\(.*#\s*-> (.*)$", re.M)
 # Blocks that load the embedded model say so on their first line; they run in the slow suite.
 NEEDS_EXTERNAL = "# needs:"
+# Blocks that talk to a running server: tests/server/test_doc_examples.py runs them against one.
+NEEDS_SERVER = "# needs: logitgate serve"
 
 
 def _blocks() -> list[tuple[str, int, str]]:
@@ -46,7 +48,7 @@ def test_doc_block_runs(doc: str, index: int, code: str) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("doc", "index", "code"),
-    [b for b in _blocks() if _needs_model(b[2])],
+    [b for b in _blocks() if _needs_model(b[2]) and not b[2].lstrip().startswith(NEEDS_SERVER)],
     ids=lambda v: str(v)[:20],
 )
 def test_doc_block_with_model_runs(doc: str, index: int, code: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -31,6 +31,7 @@ from logitgate.errors import LogitgateError, OutputValidationError
 
 from .budget import add_budget_command, add_generate_flags, report_budget
 from .repetition import add_repetition_flags, repetition_kwargs
+from .serve import add_serve_command
 from .trace_html import add_trace_html_flag, check_trace_html_path, write_trace_html
 
 __all__ = ["EXIT_CODES", "main"]
@@ -751,6 +752,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_debug)
 
     add_budget_command(sub)
+    add_serve_command(sub)
     return parser
 
 

@@ -1,0 +1,87 @@
+"""``logitgate serve``: the OpenAI-compatible server (:mod:`logitgate.server`) on uvicorn."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+from logitgate.errors import LogitgateError
+
+__all__ = ["add_serve_command"]
+
+
+class ServeError(LogitgateError):
+    """``logitgate serve`` cannot start: the server extra is missing, or the model cannot load."""
+
+    code = "serve"
+
+
+def add_serve_command(sub: Any) -> None:
+    from .main import EXIT_CODES
+
+    p = sub.add_parser(
+        "serve",
+        help="serve a model over OpenAI's HTTP API with structured outputs (default: the embedded SmolLM2-135M)",
+        description="An OpenAI-compatible server: /v1/chat/completions, /v1/completions, /v1/models, /health, "
+        "/metrics (see docs/server.md). Needs the server extra: pip install 'logitgate[server]'.",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--model",
+        metavar="PATH",
+        help="a transformers model folder or a .gguf file (default: the embedded SmolLM2-135M-Instruct)",
+    )
+    p.add_argument("--model-name", metavar="NAME", help="the name clients send as 'model' (default: from --model)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
+    p.add_argument(
+        "--dtype",
+        choices=("float32", "bfloat16"),
+        default="float32",
+        help="weights' dtype (default: float32: batched prefill is compute-bound, where CPUs without native "
+        "bfloat16 run it several times slower)",
+    )
+    p.add_argument("--max-batch", type=int, default=16, metavar="N", help="sequences decoded together (default: 16)")
+    p.add_argument(
+        "--max-schema-bytes",
+        type=int,
+        default=256 * 1024,
+        metavar="N",
+        help="largest schema or grammar (default: 256 KiB)",
+    )
+    p.set_defaults(func=cmd_serve)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    try:
+        import uvicorn
+
+        from logitgate.server import ServerSettings, create_app
+    except ImportError as e:
+        raise ServeError(f"the server extra is missing ({e.name}): pip install 'logitgate[server]'") from None
+    from pathlib import Path
+
+    import torch
+
+    from logitgate.models import load_model
+
+    name = args.model_name or (Path(args.model).stem if args.model else "smollm2-135m-instruct")
+    t0 = time.perf_counter()
+    try:
+        model, tokenizer = load_model(args.model, dtype=getattr(torch, args.dtype))
+    except (FileNotFoundError, OSError, ValueError) as e:
+        raise ServeError(f"--model {args.model}: cannot load: {e}", code="model-load") from None
+    settings = ServerSettings(model_name=name, max_batch=args.max_batch, max_schema_bytes=args.max_schema_bytes)
+    app = create_app(model, tokenizer, settings)
+    print(
+        f"logitgate: serving {name!r} ({type(model).__name__}, loaded in {time.perf_counter() - t0:.1f} s) "
+        f"at http://{args.host}:{args.port}/v1",
+        file=sys.stderr,
+        flush=True,
+    )
+    # Streams of clients that went away must not hold a shutdown for long.
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", timeout_graceful_shutdown=5)
+    return 0

@@ -1,0 +1,405 @@
+"""The HTTP application: OpenAI's routes on FastAPI, server-sent events for streams, errors in
+OpenAI's shape.
+
+Routes: ``POST /v1/chat/completions``, ``POST /v1/completions``, ``GET /v1/models``,
+``GET /health``, ``GET /metrics``. A request is parsed from its raw body (bounded in size),
+its structure compiled off the event loop (:class:`.structures.GrammarCache`), its ``n``
+sequences handed to the :class:`.engine.Engine`, and their events turned into a response or
+a stream. A client that disconnects cancels its sequences: the engine drops them at the next
+step, freeing their batch rows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ..compiler import CompiledGrammar
+from ..generation import compiler_for, prompt_ids
+from ..integrations.transformers import vocabulary_for
+from . import protocol as p
+from .engine import Completion, Engine, SamplingParams
+from .engine import Request as Sequence
+from .metrics import Metrics
+from .structures import GrammarCache, StructureSpec, requested_structure, tools_structure
+from .tools import ToolPlan, parse_tool_calls, plan_tools, render_tool_history, tools_prompt
+
+__all__ = ["ServerSettings", "create_app"]
+
+log = logging.getLogger("logitgate.server")
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """Limits and sizes of a server (``logitgate serve`` flags)."""
+
+    model_name: str = "smollm2-135m-instruct"
+    max_body_bytes: int = 4 * 1024 * 1024
+    max_schema_bytes: int = 256 * 1024
+    cache_bytes: int = 256 * 1024 * 1024
+    max_batch: int = 16
+    default_max_tokens: int = 256
+    disconnect_poll_s: float = 0.25
+
+
+class _State:
+    """What the routes share: the engine, the compile cache, the metrics."""
+
+    def __init__(self, model: Any, tokenizer: Any, settings: ServerSettings) -> None:
+        self.model, self.tokenizer, self.settings = model, tokenizer, settings
+        self.vocab = vocabulary_for(model, tokenizer)
+        self.metrics = Metrics(lambda: self.engine.queue_depth, lambda: self.engine.active)
+        self.engine = Engine(model, tokenizer, self.vocab, max_batch=settings.max_batch, on_step=self.metrics.step)
+        self.cache = GrammarCache(
+            compiler_for(self.vocab),
+            max_bytes=settings.cache_bytes,
+            max_source_bytes=settings.max_schema_bytes,
+            on_lookup=self.metrics.cache_lookup,
+            on_size=self.metrics.cache_bytes.set,
+        )
+        config = getattr(model, "config", None)
+        self.context = int(getattr(config, "max_position_embeddings", 0) or 0) or None
+
+
+def create_app(model: Any, tokenizer: Any, settings: ServerSettings | None = None) -> FastAPI:
+    """The FastAPI application serving ``model`` (a ``transformers`` causal LM) as
+    ``settings.model_name``."""
+    settings = settings or ServerSettings()
+    state = _State(model, tokenizer, settings)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        state.engine.start()
+        try:
+            yield
+        finally:
+            state.engine.stop()
+            state.cache.close()
+
+    app = FastAPI(title="logitgate", lifespan=lifespan)
+    app.state.logitgate = state
+
+    @app.exception_handler(p.ApiError)
+    async def api_error(request: Request, e: p.ApiError) -> JSONResponse:
+        return JSONResponse(e.body(), status_code=e.status)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, e: StarletteHTTPException) -> JSONResponse:
+        code = "not_found" if e.status_code == 404 else "http_error"
+        return JSONResponse(p.ApiError(e.status_code, str(e.detail), code=code).body(), status_code=e.status_code)
+
+    @app.exception_handler(Exception)
+    async def internal_error(request: Request, e: Exception) -> JSONResponse:
+        log.exception("internal error")
+        err = p.ApiError(500, f"internal error: {type(e).__name__}", code="internal_error", type="server_error")
+        return JSONResponse(err.body(), status_code=500)
+
+    @app.middleware("http")
+    async def count_requests(request: Request, call_next: Any) -> Response:
+        response: Response = await call_next(request)
+        state.metrics.requests.labels(request.url.path, str(response.status_code)).inc()
+        return response
+
+    @app.get("/health")
+    async def health() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/metrics")
+    async def metrics() -> Response:
+        return Response(state.metrics.render(), media_type="text/plain; version=0.0.4")
+
+    @app.get("/v1/models")
+    async def models() -> dict[str, Any]:
+        card = {"id": settings.model_name, "object": "model", "created": 0, "owned_by": "logitgate"}
+        return {"object": "list", "data": [card]}
+
+    @app.post("/v1/chat/completions")
+    async def chat_completions(request: Request) -> Response:
+        req: p.ChatCompletionRequest = p.parse_body(await _body(request, settings), p.ChatCompletionRequest)
+        _check_common(req, settings)
+        plan = plan_tools(req.tools, req.tool_choice, req.parallel_tool_calls)
+        spec = requested_structure(req.response_format, req.structured_outputs)
+        if plan is not None and spec is not None:
+            raise p.ApiError(
+                400,
+                "response_format with callable tools is not supported: use tool_choice 'none'",
+                code="unsupported_combination",
+                param="response_format",
+            )
+        grammar = await _compile(state, tools_structure(plan) if plan is not None else spec)
+        ids = prompt_ids(tokenizer, _chat_messages(req, plan))
+        max_tokens = req.max_completion_tokens or req.max_tokens or settings.default_max_tokens
+        params = _params(req, max_tokens, state, len(ids))
+        seqs = [
+            Sequence(ids, grammar, params, stream=req.stream, index=i, events=asyncio.Queue()) for i in range(req.n)
+        ]
+        _share_events(seqs)
+        for s in seqs:
+            state.engine.submit(s)
+        rid = p.new_id("chatcmpl")
+        if req.stream:
+            return _sse(_chat_stream(rid, req, plan, seqs, state))
+        done = await _wait(request, seqs, settings)
+        choices = [_chat_choice(i, c, plan) for i, c in enumerate(done)]
+        use = _usage(done, state)
+        return JSONResponse(p.response("chat.completion", rid, settings.model_name, int(time.time()), choices, use))
+
+    @app.post("/v1/completions")
+    async def completions(request: Request) -> Response:
+        req: p.CompletionRequest = p.parse_body(await _body(request, settings), p.CompletionRequest)
+        _check_common(req, settings)
+        grammar = await _compile(state, requested_structure(None, req.structured_outputs))
+        prompts = [req.prompt] if isinstance(req.prompt, str) else req.prompt
+        if not prompts:
+            raise p.ApiError(400, "prompt is empty", code="invalid_value", param="prompt")
+        seqs: list[Sequence] = []
+        for prompt in prompts:
+            ids = prompt_ids(tokenizer, prompt, raw=True)
+            params = _params(req, req.max_tokens or 16, state, len(ids))
+            for _ in range(req.n):
+                seqs.append(Sequence(ids, grammar, params, stream=req.stream, index=len(seqs), events=asyncio.Queue()))
+        _share_events(seqs)
+        for s in seqs:
+            state.engine.submit(s)
+        rid, created = p.new_id("cmpl"), int(time.time())
+        if req.stream:
+            return _sse(_completion_stream(rid, created, req, seqs, state))
+        done = await _wait(request, seqs, settings)
+        choices = [
+            {"index": i, "text": c.text, "logprobs": None, "finish_reason": c.finish_reason} for i, c in enumerate(done)
+        ]
+        return JSONResponse(
+            p.response("text_completion", rid, settings.model_name, created, choices, _usage(done, state))
+        )
+
+    return app
+
+
+# -- request handling ---------------------------------------------------------------------------
+
+
+async def _body(request: Request, settings: ServerSettings) -> bytes:
+    """The raw body, refused with 413 beyond ``max_body_bytes`` (read no further)."""
+    limit = settings.max_body_bytes
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise p.ApiError(
+            413, f"request body of {declared} bytes exceeds the limit of {limit} bytes", code="request_too_large"
+        )
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise p.ApiError(413, f"request body exceeds the limit of {limit} bytes", code="request_too_large")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _check_common(req: Any, settings: ServerSettings) -> None:
+    if req.model != settings.model_name:
+        raise p.ApiError(
+            404,
+            f"the model {req.model!r} does not exist; this server serves {settings.model_name!r}",
+            code="model_not_found",
+            param="model",
+        )
+    if req.logprobs:
+        raise p.ApiError(400, "logprobs are not supported", code="unsupported_parameter", param="logprobs")
+
+
+async def _compile(state: _State, spec: StructureSpec | None) -> CompiledGrammar | None:
+    return None if spec is None else await state.cache.compile(spec)
+
+
+def _chat_messages(req: p.ChatCompletionRequest, plan: ToolPlan | None) -> list[dict[str, str]]:
+    messages = [render_tool_history(m.role, m.text(), m.tool_calls) for m in req.messages]
+    for m in messages:
+        if m["role"] == "developer":
+            m["role"] = "system"
+    if plan is not None:
+        if messages[0]["role"] == "system":
+            messages[0] = {"role": "system", "content": messages[0]["content"] + "\n\n" + tools_prompt(plan)}
+        else:
+            messages.insert(0, {"role": "system", "content": tools_prompt(plan)})
+    return messages
+
+
+def _params(req: Any, max_tokens: int, state: _State, prompt_len: int) -> SamplingParams:
+    if state.context is not None and prompt_len + max_tokens > state.context:
+        raise p.ApiError(
+            400,
+            f"the prompt ({prompt_len} tokens) plus max_tokens ({max_tokens}) exceeds the model's "
+            f"context of {state.context} tokens",
+            code="context_length_exceeded",
+            param="max_tokens",
+        )
+    return SamplingParams(
+        max_tokens=max_tokens,
+        temperature=1.0 if req.temperature is None else req.temperature,
+        top_p=1.0 if req.top_p is None else req.top_p,
+        seed=req.seed,
+        stop=req.stops(),
+        frequency_penalty=req.frequency_penalty,
+        presence_penalty=req.presence_penalty,
+        repetition_penalty=req.repetition_penalty,
+    )
+
+
+def _share_events(seqs: list[Sequence]) -> None:
+    """One event queue for all ``n`` sequences of a request (events carry their index)."""
+    for s in seqs[1:]:
+        s.events = seqs[0].events
+
+
+def _cancel(seqs: list[Sequence]) -> None:
+    for s in seqs:
+        s.cancel()
+
+
+def _checked(event: tuple[int, str, Any]) -> tuple[int, str, Any]:
+    """An engine event; an engine error becomes a 500 ApiError."""
+    _, kind, payload = event
+    if kind == "error":
+        raise p.ApiError(
+            500, f"generation failed: {payload}", code=getattr(payload, "code", "internal"), type="server_error"
+        )
+    return event
+
+
+async def _events(seqs: list[Sequence]) -> AsyncIterator[tuple[int, str, Any]]:
+    """The sequences' events until each is done."""
+    left = len(seqs)
+    while left:
+        index, kind, payload = _checked(await seqs[0].events.get())
+        left -= kind == "done"
+        yield index, kind, payload
+
+
+async def _wait(request: Request, seqs: list[Sequence], settings: ServerSettings) -> list[Completion]:
+    """The sequences' completions; cancels them when the client goes away."""
+    done: dict[int, Completion] = {}
+    try:
+        while len(done) < len(seqs):
+            try:
+                event = await asyncio.wait_for(seqs[0].events.get(), settings.disconnect_poll_s)
+            except asyncio.TimeoutError:
+                if await request.is_disconnected():
+                    raise p.ApiError(499, "client closed the request", code="client_closed") from None
+                continue
+            index, kind, payload = _checked(event)
+            if kind == "done":
+                done[index] = payload
+    finally:
+        if len(done) < len(seqs):
+            _cancel(seqs)
+    return [done[i] for i in range(len(seqs))]
+
+
+def _usage(done: list[Completion], state: _State) -> dict[str, int]:
+    prompt = sum(c.prompt_tokens for c in done[:1]) if done else 0
+    completion = sum(c.completion_tokens for c in done)
+    state.metrics.prompt_tokens.inc(prompt)
+    state.metrics.completion_tokens.inc(completion)
+    return p.usage(prompt, completion)
+
+
+def _chat_choice(index: int, c: Completion, plan: ToolPlan | None) -> dict[str, Any]:
+    calls = parse_tool_calls(c.text) if plan is not None and c.complete else None
+    message: dict[str, Any] = {"role": "assistant", "content": None if calls else c.text, "refusal": None}
+    if calls:
+        message["tool_calls"] = calls
+    finish = "tool_calls" if calls else c.finish_reason
+    return {"index": index, "message": message, "logprobs": None, "finish_reason": finish}
+
+
+# -- streams ------------------------------------------------------------------------------------
+
+
+def _sse(events: AsyncIterator[dict[str, Any]]) -> StreamingResponse:
+    async def lines() -> AsyncIterator[str]:
+        async for obj in events:
+            yield f"data: {json.dumps(obj, ensure_ascii=False)}\n\n"
+        yield "data: [DONE]\n\n"
+
+    return StreamingResponse(lines(), media_type="text/event-stream")
+
+
+async def _chat_stream(
+    rid: str, req: p.ChatCompletionRequest, plan: ToolPlan | None, seqs: list[Sequence], state: _State
+) -> AsyncIterator[dict[str, Any]]:
+    """Chat chunks. Text streams as it is decoded; under tools an answer that starts a call
+    (``<``) is held and sent as tool-call deltas once complete."""
+    model, created = state.settings.model_name, int(time.time())
+    usage_null = {"usage": None} if req.include_usage else {}
+
+    def chunk(index: int, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        choice = {"index": index, "delta": delta, "logprobs": None, "finish_reason": finish}
+        return {**p.response("chat.completion.chunk", rid, model, created, [choice]), **usage_null}
+
+    held = {s.index: "" for s in seqs}  # text not sent yet (tools: until it is known not to be a call)
+    calling = {s.index: False for s in seqs}
+    done: list[Completion] = []
+    try:
+        for s in seqs:
+            yield chunk(s.index, {"role": "assistant", "content": ""})
+        async for index, kind, payload in _events(seqs):
+            if kind == "text":
+                held[index] += payload
+                if plan is not None and not calling[index] and held[index].startswith("<"):
+                    calling[index] = True
+                if not calling[index] and held[index]:
+                    yield chunk(index, {"content": held[index]})
+                    held[index] = ""
+                continue
+            c: Completion = payload
+            done.append(c)
+            calls = parse_tool_calls(c.text) if plan is not None and c.complete and calling[index] else None
+            if calls:
+                for k, call in enumerate(calls):
+                    yield chunk(index, {"tool_calls": [{"index": k, **call}]})
+            elif held[index]:
+                yield chunk(index, {"content": held[index]})
+            yield chunk(index, {}, "tool_calls" if calls else c.finish_reason)
+        use = _usage(done, state)
+        if req.include_usage:
+            yield p.response("chat.completion.chunk", rid, model, created, [], use)
+    except p.ApiError as e:
+        yield e.body()
+    finally:
+        _cancel(seqs)
+
+
+async def _completion_stream(
+    rid: str, created: int, req: p.CompletionRequest, seqs: list[Sequence], state: _State
+) -> AsyncIterator[dict[str, Any]]:
+    model = state.settings.model_name
+    done: list[Completion] = []
+
+    def chunk(index: int, text: str, finish: str | None = None) -> dict[str, Any]:
+        choice = {"index": index, "text": text, "logprobs": None, "finish_reason": finish}
+        return p.response("text_completion", rid, model, created, [choice])
+
+    try:
+        async for index, kind, payload in _events(seqs):
+            if kind == "text":
+                yield chunk(index, payload)
+            else:
+                done.append(payload)
+                yield chunk(index, "", payload.finish_reason)
+        use = _usage(done, state)
+        if req.include_usage:
+            yield p.response("text_completion", rid, model, created, [], use)
+    except p.ApiError as e:
+        yield e.body()
+    finally:
+        _cancel(seqs)

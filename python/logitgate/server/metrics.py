@@ -1,0 +1,44 @@
+"""Prometheus metrics of the server (``GET /metrics``), in a registry of the app's own."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+__all__ = ["Metrics"]
+
+
+class Metrics:
+    """Requests, tokens, the compile cache, mask and model time, queue depth and batch size."""
+
+    def __init__(self, queue_depth: Callable[[], int], active: Callable[[], int]) -> None:
+        r = self.registry = CollectorRegistry()
+        self.requests = Counter("logitgate_requests", "HTTP requests answered", ["endpoint", "status"], registry=r)
+        self.prompt_tokens = Counter("logitgate_prompt_tokens", "Prompt tokens prefilled", registry=r)
+        self.completion_tokens = Counter("logitgate_completion_tokens", "Output tokens generated", registry=r)
+        self.cache_hits = Counter("logitgate_compile_cache_hits", "Compile cache hits", registry=r)
+        self.cache_misses = Counter("logitgate_compile_cache_misses", "Compile cache misses (compiles)", registry=r)
+        self.cache_bytes = Gauge("logitgate_compile_cache_bytes", "Bytes the compile cache holds", registry=r)
+        self.mask_seconds = Counter("logitgate_mask_seconds", "Time filling and applying masks", registry=r)
+        self.forward_seconds = Counter("logitgate_forward_seconds", "Time in model forward passes", registry=r)
+        self.queue_depth = Gauge("logitgate_queue_depth", "Requests waiting to join the batch", registry=r)
+        self.queue_depth.set_function(queue_depth)
+        self.active = Gauge("logitgate_active_sequences", "Sequences being decoded", registry=r)
+        self.active.set_function(active)
+        self.batch_size = Histogram(
+            "logitgate_batch_size", "Rows per decode step", buckets=(1, 2, 4, 8, 16, 32, 64), registry=r
+        )
+
+    def cache_lookup(self, hit: bool) -> None:
+        (self.cache_hits if hit else self.cache_misses).inc()
+
+    def step(self, rows: int, forward_s: float, mask_s: float) -> None:
+        """A forward pass and its masks; ``rows`` is the decode batch (0 for a prefill)."""
+        if rows:
+            self.batch_size.observe(rows)
+        self.forward_seconds.inc(forward_s)
+        self.mask_seconds.inc(mask_s)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

@@ -1,0 +1,170 @@
+"""OpenAI's wire format: the request bodies the server accepts (as Pydantic models, parsed from
+the raw body so every mistake becomes an OpenAI-shaped 400), the errors, and the response and
+stream-chunk objects.
+
+Fields follow the ``openai`` package's types (``ChatCompletion``, ``ChatCompletionChunk``,
+``Completion``); ``structured_outputs`` and ``repetition_penalty`` are vLLM's extensions.
+Unknown fields are ignored, as OpenAI-compatible servers do.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ..errors import LogitgateError
+
+__all__ = [
+    "ApiError",
+    "ChatCompletionRequest",
+    "ChatMessage",
+    "CompletionRequest",
+    "new_id",
+    "parse_body",
+    "response",
+    "usage",
+]
+
+
+class ApiError(LogitgateError):
+    """An error answered as OpenAI's ``{"error": {"message", "type", "param", "code"}}`` with
+    HTTP ``status``."""
+
+    code = "invalid_request"
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        code: str,
+        param: str | None = None,
+        type: str = "invalid_request_error",
+    ) -> None:
+        super().__init__(message, code=code)
+        self.status = status
+        self.param = param
+        self.type = type
+
+    def body(self) -> dict[str, Any]:
+        return {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class ChatMessage(_Body):
+    role: Literal["system", "developer", "user", "assistant", "tool", "function"]
+    content: str | list[dict[str, Any]] | None = None
+    name: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    tool_call_id: str | None = None
+
+    def text(self) -> str:
+        """The content as text (text parts joined; other parts are refused)."""
+        if self.content is None:
+            return ""
+        if isinstance(self.content, str):
+            return self.content
+        parts = []
+        for part in self.content:
+            if part.get("type") not in ("text", "input_text") or not isinstance(part.get("text"), str):
+                raise ApiError(
+                    400,
+                    f"unsupported content part type {part.get('type')!r}",
+                    code="unsupported_content",
+                    param="messages",
+                )
+            parts.append(part["text"])
+        return "".join(parts)
+
+
+class _Sampling(_Body):
+    model: str
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, ge=0, le=1)
+    n: int = Field(default=1, ge=1, le=16)
+    seed: int | None = None
+    stop: str | list[str] | None = None
+    stream: bool = False
+    stream_options: dict[str, Any] | None = None
+    frequency_penalty: float = Field(default=0.0, ge=-2, le=2)
+    presence_penalty: float = Field(default=0.0, ge=-2, le=2)
+    repetition_penalty: float = Field(default=1.0, gt=0)
+    structured_outputs: dict[str, Any] | None = None
+    logprobs: bool | int | None = None
+
+    @field_validator("stop")
+    @classmethod
+    def _stops(cls, v: str | list[str] | None) -> str | list[str] | None:
+        if isinstance(v, list) and len(v) > 4:
+            raise ValueError("at most 4 stop sequences")
+        return v
+
+    def stops(self) -> tuple[str, ...]:
+        if self.stop is None:
+            return ()
+        return (self.stop,) if isinstance(self.stop, str) else tuple(self.stop)
+
+    @property
+    def include_usage(self) -> bool:
+        return bool(self.stream_options and self.stream_options.get("include_usage"))
+
+
+class ChatCompletionRequest(_Sampling):
+    messages: list[ChatMessage] = Field(min_length=1)
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_completion_tokens: int | None = Field(default=None, ge=1)
+    response_format: dict[str, Any] | None = None
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str | dict[str, Any] | None = None
+    parallel_tool_calls: bool | None = None
+
+
+class CompletionRequest(_Sampling):
+    prompt: str | list[str]
+    max_tokens: int | None = Field(default=16, ge=1)
+    echo: bool = False
+
+
+def parse_body(raw: bytes, model: type[_Body]) -> Any:
+    """The request body as ``model``; malformed JSON or a field out of range is a 400 naming it."""
+    try:
+        data = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ApiError(400, f"the request body is not valid JSON: {e}", code="invalid_json") from None
+    if not isinstance(data, dict):
+        raise ApiError(400, "the request body must be a JSON object", code="invalid_json")
+    try:
+        return model.model_validate(data)
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(x) for x in first["loc"])
+        raise ApiError(400, f"{where}: {first['msg']}", code="invalid_value", param=where or None) from None
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}-{secrets.token_hex(12)}"
+
+
+def usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
+    return {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
+
+
+def response(
+    obj: str, rid: str, model: str, created: int, choices: list[dict[str, Any]], use: dict[str, int] | None = None
+) -> dict[str, Any]:
+    """A response or stream chunk: ``obj`` is ``chat.completion``, ``chat.completion.chunk`` or
+    ``text_completion``; ``usage`` is included when given."""
+    out: dict[str, Any] = {"id": rid, "object": obj, "created": created, "model": model, "choices": choices}
+    if use is not None:
+        out["usage"] = use
+    return out

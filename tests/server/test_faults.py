@@ -1,0 +1,106 @@
+"""Faults: each gets its answer, and the server serves the next request."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+
+import httpx
+import openai
+import pytest
+
+from .conftest import MODEL
+
+
+def _serves(client: openai.OpenAI) -> None:
+    r = client.chat.completions.create(
+        model=MODEL,
+        messages=[{"role": "user", "content": "Say yes or no."}],
+        max_tokens=4,
+        temperature=0,
+        extra_body={"structured_outputs": {"choice": ["yes", "no"]}},
+    )
+    assert r.choices[0].message.content in ("yes", "no")
+
+
+def _active(server: str) -> float:
+    m = re.search(r"^logitgate_active_sequences (\S+)$", httpx.get(f"{server}/metrics").text, re.M)
+    assert m is not None
+    return float(m.group(1))
+
+
+def test_disconnect_mid_stream_frees_the_slot(client: openai.OpenAI, server: str) -> None:
+    body = {
+        "model": MODEL,
+        "messages": [{"role": "user", "content": "Tell a long story."}],
+        "max_tokens": 400,
+        "temperature": 1.0,
+        "stream": True,
+    }
+    with httpx.stream("POST", f"{server}/v1/chat/completions", json=body, timeout=60) as r:
+        assert r.status_code == 200
+        lines = r.iter_lines()
+        assert next(line for line in lines if line.startswith("data:"))
+    deadline = time.monotonic() + 30
+    while _active(server) > 0:
+        assert time.monotonic() < deadline, "the disconnected stream still holds its row"
+        time.sleep(0.2)
+    _serves(client)
+
+
+def test_schema_that_fails_to_compile(client: openai.OpenAI) -> None:
+    with pytest.raises(openai.BadRequestError) as info:
+        client.chat.completions.create(
+            model=MODEL,
+            messages=[{"role": "user", "content": "hi"}],
+            max_tokens=4,
+            extra_body={"structured_outputs": {"json": {"type": "object", "properties": {"a": {"type": "nope"}}}}},
+        )
+    assert "/properties/a/type" in str(info.value)
+    _serves(client)
+
+
+def test_huge_schema_refused(client: openai.OpenAI) -> None:
+    props = {f"field_{i:06d}": {"type": "string", "description": "x" * 40} for i in range(6000)}
+    with pytest.raises(openai.APIStatusError) as info:
+        client.chat.completions.create(
+            model=MODEL,
+            messages=[{"role": "user", "content": "hi"}],
+            max_tokens=4,
+            response_format={
+                "type": "json_schema",
+                "json_schema": {"name": "big", "schema": {"type": "object", "properties": props}},
+            },
+        )
+    assert info.value.status_code == 413 and "limit" in str(info.value)
+    _serves(client)
+
+
+def test_oversized_body_refused(client: openai.OpenAI, server: str) -> None:
+    body = json.dumps({"model": MODEL, "messages": [{"role": "user", "content": "x" * (5 * 1024 * 1024)}]})
+    r = httpx.post(f"{server}/v1/chat/completions", content=body, headers={"content-type": "application/json"})
+    assert r.status_code == 413 and r.json()["error"]["code"] == "request_too_large"
+    _serves(client)
+
+
+def test_malformed_json(client: openai.OpenAI, server: str) -> None:
+    r = httpx.post(f"{server}/v1/chat/completions", content=b'{"model": ', headers={"content-type": "application/json"})
+    assert r.status_code == 400
+    err = r.json()["error"]
+    assert err["code"] == "invalid_json" and err["type"] == "invalid_request_error" and "message" in err
+    _serves(client)
+
+
+def test_invalid_field(client: openai.OpenAI) -> None:
+    with pytest.raises(openai.BadRequestError) as info:
+        client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "hi"}], temperature=5)
+    assert info.value.body["param"] == "temperature"  # type: ignore[index]
+    _serves(client)
+
+
+def test_unknown_model(client: openai.OpenAI) -> None:
+    with pytest.raises(openai.NotFoundError) as info:
+        client.chat.completions.create(model="gpt-9", messages=[{"role": "user", "content": "hi"}], max_tokens=4)
+    assert info.value.body["code"] == "model_not_found"  # type: ignore[index]
+    _serves(client)
