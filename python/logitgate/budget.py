@@ -159,7 +159,8 @@ def _node_max(node: Node, rule_max: dict[str, float]) -> float:
         elif isinstance(n, Alt):
             v = max(kids, default=0)
         elif isinstance(n, Repeat):
-            v = 0 if kids[0] == 0 else math.inf if n.max is None else n.max * kids[0]
+            # max=0 repeats nothing, even an unbounded item (0 * inf would be NaN)
+            v = 0 if kids[0] == 0 or n.max == 0 else math.inf if n.max is None else n.max * kids[0]
         elif isinstance(n, Ref):
             v = rule_max.get(n.name, math.inf)
         else:  # StringExcept: any string content
