@@ -30,6 +30,8 @@ from typing import Any, NoReturn
 from logitgate.errors import LogitgateError, OutputValidationError
 
 from .budget import add_budget_command, add_generate_flags, report_budget
+from .inspect import add_inspect_command
+from .lint import add_lint_command
 from .repetition import add_repetition_flags, repetition_kwargs
 
 __all__ = ["EXIT_CODES", "main"]
@@ -43,7 +45,8 @@ EXIT_INTERRUPTED = 130
 
 EXIT_CODES = f"""exit codes:
   {EXIT_OK}    success
-  {EXIT_FAILED}    demo: the walk did not complete; debug: the prefix is not viable
+  {EXIT_FAILED}    demo: the walk did not complete; debug: the prefix is not viable; lint: an error
+       finding; inspect: the schema did not compile
   {EXIT_ERROR}    an error in the input (arguments, a file, a grammar, regex or schema, a --pydantic
        class, a --model or --vocab path): one line "logitgate: error [code]: ..." on stderr
   {EXIT_TRUNCATED}    generate: --max-tokens ran out before the output was complete (the partial text
@@ -742,6 +745,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_debug)
 
     add_budget_command(sub)
+    add_lint_command(sub)
+    add_inspect_command(sub)
     return parser
 
 
