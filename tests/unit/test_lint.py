@@ -319,6 +319,7 @@ def test_maskbench_subset_lints_for_openai() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(7200)
 @pytest.mark.skipif(not MASKBENCH.is_dir(), reason="MaskBench corpus not present")
 def test_every_maskbench_schema_lints_for_openai() -> None:
     rows = _maskbench(per_split=None)

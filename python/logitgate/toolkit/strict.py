@@ -21,7 +21,7 @@ from typing import Any
 from ..errors import SchemaError, UsageError
 from .lint import schema_document
 from .rules_openai import SUPPORTED_FORMATS, SUPPORTED_KEYWORDS
-from .schema_walk import dict_at, is_object_schema, join, resolve_local, schema_types
+from .schema_walk import dict_at, is_object_schema, join, list_at, resolve_local, schema_types
 
 __all__ = ["StrictConversionError", "from_strict_value", "to_strict"]
 
@@ -88,15 +88,17 @@ def _strip_nulls(value: Any, s: Any, root: Any, depth: int) -> Any:
     return value
 
 
-def _allows_null(s: Any) -> bool:
-    if not isinstance(s, dict):
+def _allows_null(s: Any, depth: int = 0) -> bool:
+    """Whether ``s`` admits null on its face (a type, enum, const or anyOf branch says so, or
+    it constrains nothing); a ``$ref`` is not followed (then a null branch may be added twice,
+    which means the same)."""
+    if not isinstance(s, dict) or depth > _MAX_DEPTH:
         return s is True
-    return (
-        "null" in schema_types(s)
-        or None in (s.get("enum") or [])
-        or ("const" in s and s["const"] is None)
-        or not (schema_types(s) or s.keys() - _ANNOTATIONS)
-    )
+    if "null" in schema_types(s) or None in (s.get("enum") or []) or ("const" in s and s["const"] is None):
+        return True
+    if any(_allows_null(b, depth + 1) for b in list_at(s, "anyOf")):
+        return True
+    return not (schema_types(s) or s.keys() - _ANNOTATIONS)
 
 
 class _Rewrite:
