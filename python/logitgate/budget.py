@@ -136,14 +136,17 @@ def _utf8_len(cp: int) -> int:
 
 def _node_max(node: Node, rule_max: dict[str, float]) -> float:
     """Longest byte string of ``node`` given the rules' (iterative over the node tree)."""
-    # Post-order over the node tree with an explicit stack: IR depth is user-driven.
+    # Post-order over the node tree with an explicit stack: IR depth is user-driven. Nodes are
+    # shared (the tree is a DAG), so each is computed once: without that the walk is
+    # exponential in the depth of the sharing.
     out: dict[int, float] = {}
     stack: list[tuple[Node, bool]] = [(node, False)]
     while stack:
         n, done = stack.pop()
         if not done:
-            stack.append((n, True))
-            stack.extend((c, False) for c in _children(n))
+            if id(n) not in out:
+                stack.append((n, True))
+                stack.extend((c, False) for c in _children(n) if id(c) not in out)
             continue
         kids = [out[id(c)] for c in _children(n)]
         v: float

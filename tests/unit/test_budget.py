@@ -401,3 +401,16 @@ def test_zero_repetition_of_an_unbounded_item_is_empty_not_nan() -> None:
     vocab = lg.Vocabulary.from_tokens([bytes([i]) for i in range(256)] + [b"<eos>"], eos_ids=[256])
     schema = {"type": "array", "maxItems": 0, "items": {"type": "string"}}
     assert lg.Compiler(vocab).compile_json_schema(schema, whitespace="compact").token_budget().max_bytes == 2
+
+
+@pytest.mark.timeout(60)
+def test_longest_output_visits_each_shared_node_once() -> None:
+    """IR nodes are shared (a DAG): ``x = Seq((x, x))`` sixty times is 2**60 bytes and 61
+    nodes; walking it as a tree never finishes (MaskBench Github_hard/o62057 took minutes)."""
+    from logitgate.budget import longest_output
+    from logitgate.grammar.ir import Grammar, Literal, Node, Seq
+
+    n: Node = Literal(b"ab")
+    for _ in range(60):
+        n = Seq((n, n))
+    assert longest_output(Grammar({"root": n})) == (2**61, ())
