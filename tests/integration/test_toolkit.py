@@ -14,17 +14,6 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 
-@pytest.fixture(scope="module")
-def smol() -> tuple[Any, Any]:
-    from logitgate.models import default_gguf_path, load_default_model
-
-    try:
-        default_gguf_path()
-    except FileNotFoundError as e:
-        pytest.skip(str(e))
-    return load_default_model(quiet=True)
-
-
 class Meeting(BaseModel):
     start_hour: int = Field(ge=0, le=23)
     end_hour: int = Field(ge=0, le=23)

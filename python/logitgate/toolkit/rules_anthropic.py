@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from .findings import Finding
+from .rules_subset import subset_findings
 from .schema_walk import is_object_schema, join, list_at, ref_cycles, walk
 
 __all__ = ["DOC", "anthropic_request_rules", "anthropic_rules"]
@@ -59,26 +60,9 @@ def anthropic_rules(root: Any) -> list[Finding]:
         s, ptr = node.schema, node.pointer
         if not isinstance(s, dict):
             continue
-        for kw in s:
-            if kw not in SUPPORTED_KEYWORDS:
-                out.append(
-                    _f(
-                        "anthropic-unsupported-keyword",
-                        join(ptr, kw),
-                        f"keyword {kw!r} is not supported in strict mode",
-                        f"remove {kw!r} (the SDKs move it into the description)",
-                    )
-                )
-        fmt = s.get("format")
-        if isinstance(fmt, str) and fmt not in SUPPORTED_FORMATS:
-            out.append(
-                _f(
-                    "anthropic-unsupported-format",
-                    join(ptr, "format"),
-                    f"format {fmt!r} is not supported",
-                    "use a pattern, or one of " + ", ".join(sorted(SUPPORTED_FORMATS)),
-                )
-            )
+        out += subset_findings(
+            s, ptr, "anthropic", SUPPORTED_KEYWORDS, SUPPORTED_FORMATS, "the SDKs move it into the description"
+        )
         mi = s.get("minItems")
         if mi is not None and mi not in (0, 1):
             out.append(

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from .findings import Finding
+from .rules_subset import subset_findings
 from .schema_walk import dict_at, is_object_schema, join, list_at, nesting_path, schema_types, walk
 
 __all__ = ["DOC", "SUPPORTED_FORMATS", "SUPPORTED_KEYWORDS", "openai_rules"]
@@ -92,26 +93,9 @@ def openai_rules(root: Any) -> list[Finding]:
                     )
                 )
             continue
-        for kw in s:
-            if kw not in SUPPORTED_KEYWORDS:
-                out.append(
-                    _f(
-                        "openai-unsupported-keyword",
-                        join(ptr, kw),
-                        f"keyword {kw!r} is not supported in strict mode",
-                        f"remove {kw!r} (check it after generation instead)",
-                    )
-                )
-        fmt = s.get("format")
-        if isinstance(fmt, str) and fmt not in SUPPORTED_FORMATS:
-            out.append(
-                _f(
-                    "openai-unsupported-format",
-                    join(ptr, "format"),
-                    f"format {fmt!r} is not supported",
-                    "use a pattern, or one of " + ", ".join(sorted(SUPPORTED_FORMATS)),
-                )
-            )
+        out += subset_findings(
+            s, ptr, "openai", SUPPORTED_KEYWORDS, SUPPORTED_FORMATS, "check it after generation instead"
+        )
         if isinstance(s.get("items"), list):
             out.append(
                 _f(
