@@ -7,6 +7,8 @@ Subcommands:
   debug     print a structure's grammar as EBNF, its compiled size, and the mask after a prefix
             (for bug reports).
   budget    the shortest and longest output of a structure in bytes and tokens (sizes --max-tokens).
+  lint      a JSON Schema checked for a provider's strict mode (or logitgate's) and design problems.
+  inspect   what a compiled JSON Schema enforces per JSON pointer, and its token budget.
 
 Each subcommand takes its structure the same way (``add_structure_arguments``) and compiles it
 in one place (``compile_structure``); every failure goes through one place (``report``), which
