@@ -31,6 +31,8 @@ $(DEPS_STAMP): pyproject.toml
 		|| echo "warning: chromium not installed; tests/integration/test_trace_page.py fails until it is"
 	# logitgate serve: the server extra and the tests' client
 	$(BIN)/pip install -q "fastapi>=0.110" "uvicorn>=0.29" "prometheus-client>=0.20" "openai>=1.40" "httpx>=0.27"
+	# schema toolkit tests (issue 27): sqlglot parses the SQL containment walks (openai is installed above)
+	$(BIN)/pip install -q "sqlglot>=25"
 	touch $@
 
 $(BUILD_STAMP): $(DEPS_STAMP) $(CORE_SOURCES)

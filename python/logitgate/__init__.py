@@ -38,6 +38,10 @@ __version__ = "0.1.0"
 __all__ = [
     "CompiledGrammar",
     "Compiler",
+    "EnforcementReport",
+    "ExtractionError",
+    "ExtractionResult",
+    "Finding",
     "GenerationResult",
     "GrammarError",
     "LimitExceeded",
@@ -46,6 +50,7 @@ __all__ = [
     "Matcher",
     "OutputValidationError",
     "SchemaError",
+    "StrictConversionError",
     "TokenRejected",
     "TruncatedOutput",
     "UnsupportedSchemaError",
@@ -54,16 +59,39 @@ __all__ = [
     "VocabularyError",
     "allocate_mask",
     "apply_mask",
+    "enforcement_report",
+    "extract",
     "fill_masks",
+    "from_strict_value",
     "generate",
+    "grammars",
+    "lint",
+    "to_strict",
+    "with_refusal",
 ]
 
 # LOGITGATE_NO_CORE=1 lets pure-Python parts (frontends, loaders) be imported and tested before
 # the extension is built. It is a development switch, not a mode of the library.
 if not _os.environ.get("LOGITGATE_NO_CORE"):
+    # The schema toolkit (pure Python over the compiler): lint, strict conversion, refusal,
+    # extraction with retries, enforcement reports, containment grammars.
+    from . import grammars
     from ._core import Matcher
     from .compiler import CompiledGrammar, Compiler
     from .masks import allocate_mask, apply_mask, fill_masks
+    from .toolkit import (
+        EnforcementReport,
+        ExtractionError,
+        ExtractionResult,
+        Finding,
+        StrictConversionError,
+        enforcement_report,
+        extract,
+        from_strict_value,
+        lint,
+        to_strict,
+        with_refusal,
+    )
     from .vocabulary import Vocabulary
 
 

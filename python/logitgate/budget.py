@@ -136,14 +136,17 @@ def _utf8_len(cp: int) -> int:
 
 def _node_max(node: Node, rule_max: dict[str, float]) -> float:
     """Longest byte string of ``node`` given the rules' (iterative over the node tree)."""
-    # Post-order over the node tree with an explicit stack: IR depth is user-driven.
+    # Post-order over the node tree with an explicit stack: IR depth is user-driven. Nodes are
+    # shared (the tree is a DAG), so each is computed once: without that the walk is
+    # exponential in the depth of the sharing.
     out: dict[int, float] = {}
     stack: list[tuple[Node, bool]] = [(node, False)]
     while stack:
         n, done = stack.pop()
         if not done:
-            stack.append((n, True))
-            stack.extend((c, False) for c in _children(n))
+            if id(n) not in out:
+                stack.append((n, True))
+                stack.extend((c, False) for c in _children(n) if id(c) not in out)
             continue
         kids = [out[id(c)] for c in _children(n)]
         v: float
@@ -159,7 +162,8 @@ def _node_max(node: Node, rule_max: dict[str, float]) -> float:
         elif isinstance(n, Alt):
             v = max(kids, default=0)
         elif isinstance(n, Repeat):
-            v = 0 if kids[0] == 0 else math.inf if n.max is None else n.max * kids[0]
+            # max=0 repeats nothing, even an unbounded item (0 * inf would be NaN)
+            v = 0 if kids[0] == 0 or n.max == 0 else math.inf if n.max is None else n.max * kids[0]
         elif isinstance(n, Ref):
             v = rule_max.get(n.name, math.inf)
         else:  # StringExcept: any string content

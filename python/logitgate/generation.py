@@ -113,12 +113,23 @@ class GenerationResult:
     trace: Trace = field(default_factory=Trace)
     budget_closed: bool = False
     _pydantic_model: Any = field(default=None, repr=False)
+    _refusal_allowed: bool = field(default=False, repr=False)
     _value: Any = field(default=_UNSET, repr=False)
 
     @property
     def forward_passes_saved(self) -> int:
         """Model calls saved against one call per output token."""
         return max(0, self.completion_tokens - self.forward_passes)
+
+    @property
+    def refusal(self) -> str | None:
+        """The model's refusal message when the schema came from :func:`~logitgate.with_refusal`
+        and the complete output is ``{"refusal": "..."}``; None otherwise."""
+        if not (self._refusal_allowed and self.complete):
+            return None
+        from .toolkit.refusal import refusal_of
+
+        return refusal_of(self.text)
 
     @property
     def value(self) -> Any:
@@ -629,10 +640,17 @@ def generate(
         trace=traced,
         budget_closed=guard is not None and guard.closed,
         _pydantic_model=pydantic,
+        _refusal_allowed=_refusal_schema(json_schema),
     )
     if parse:
         _ = result.value
     return result
+
+
+def _refusal_schema(json_schema: Any) -> bool:
+    from .toolkit.refusal import is_refusal_schema
+
+    return is_refusal_schema(json_schema)
 
 
 def _check_arguments(max_tokens: int, temperature: float, top_p: float) -> None:

@@ -388,3 +388,29 @@ def test_costs_follow_a_matcher_onto_a_fresh_configuration_store() -> None:
     assert tuple(core.cost(m)) == tuple(budget_core(fresh).cost(m2))
     assert tuple(core.shortest_completion(m)) == tuple(budget_core(fresh).shortest_completion(m2))
     assert before[0] < core.cost(m)[0]
+
+
+def test_zero_repetition_of_an_unbounded_item_is_empty_not_nan() -> None:
+    """An array with ``maxItems: 0`` of unbounded items: ``{0,0}`` of an infinite item is zero
+    bytes (it was 0 * inf = NaN, and token_budget raised ValueError)."""
+    from logitgate.budget import longest_output
+    from logitgate.grammar.ir import Grammar, Literal, Repeat, Seq
+
+    g = Grammar({"root": Seq((Literal(b"a"), Repeat(Repeat(Literal(b"b"), 0, None), 0, 0)))})
+    assert longest_output(g) == (1, ())
+    vocab = lg.Vocabulary.from_tokens([bytes([i]) for i in range(256)] + [b"<eos>"], eos_ids=[256])
+    schema = {"type": "array", "maxItems": 0, "items": {"type": "string"}}
+    assert lg.Compiler(vocab).compile_json_schema(schema, whitespace="compact").token_budget().max_bytes == 2
+
+
+@pytest.mark.timeout(60)
+def test_longest_output_visits_each_shared_node_once() -> None:
+    """IR nodes are shared (a DAG): ``x = Seq((x, x))`` sixty times is 2**60 bytes and 61
+    nodes; walking it as a tree never finishes (MaskBench Github_hard/o62057 took minutes)."""
+    from logitgate.budget import longest_output
+    from logitgate.grammar.ir import Grammar, Literal, Node, Seq
+
+    n: Node = Literal(b"ab")
+    for _ in range(60):
+        n = Seq((n, n))
+    assert longest_output(Grammar({"root": n})) == (2**61, ())

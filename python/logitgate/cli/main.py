@@ -7,6 +7,8 @@ Subcommands:
   debug     print a structure's grammar as EBNF, its compiled size, and the mask after a prefix
             (for bug reports).
   budget    the shortest and longest output of a structure in bytes and tokens (sizes --max-tokens).
+  lint      a JSON Schema checked for a provider's strict mode (or logitgate's) and design problems.
+  inspect   what a compiled JSON Schema enforces per JSON pointer, and its token budget.
 
 Each subcommand takes its structure the same way (``add_structure_arguments``) and compiles it
 in one place (``compile_structure``); every failure goes through one place (``report``), which
@@ -30,6 +32,8 @@ from typing import Any, NoReturn
 from logitgate.errors import LogitgateError, OutputValidationError
 
 from .budget import add_budget_command, add_generate_flags, report_budget
+from .inspect import add_inspect_command
+from .lint import add_lint_command
 from .repetition import add_repetition_flags, repetition_kwargs
 from .serve import add_serve_command
 from .trace_html import add_trace_html_flag, check_trace_html_path, write_trace_html
@@ -45,7 +49,8 @@ EXIT_INTERRUPTED = 130
 
 EXIT_CODES = f"""exit codes:
   {EXIT_OK}    success
-  {EXIT_FAILED}    demo: the walk did not complete; debug: the prefix is not viable
+  {EXIT_FAILED}    demo: the walk did not complete; debug: the prefix is not viable; lint: an error
+       finding; inspect: the schema did not compile
   {EXIT_ERROR}    an error in the input (arguments, a file, a grammar, regex or schema, a --pydantic
        class, a --model or --vocab path): one line "logitgate: error [code]: ..." on stderr
   {EXIT_TRUNCATED}    generate: --max-tokens ran out before the output was complete (the partial text
@@ -753,6 +758,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_budget_command(sub)
     add_serve_command(sub)
+    add_lint_command(sub)
+    add_inspect_command(sub)
     return parser
 
 
