@@ -199,7 +199,13 @@ Budget::Budget(std::shared_ptr<const CompiledGrammar> grammar)
   }
 }
 
-Budget::Known& Budget::Entry(int32_t config) { return known_[config]; }
+Budget::Known& Budget::Entry(int32_t config) {
+  if (static_cast<size_t>(config) >= known_.size()) {
+    // Every configuration of the store so far: one growth per batch of new ones.
+    known_.resize(std::max(static_cast<size_t>(config) + 1, static_cast<size_t>(store_->num_configurations())));
+  }
+  return known_[static_cast<size_t>(config)];
+}
 
 Parser& Budget::StoreLocked(const Matcher& m) {
   if (store_ != m.store()) {
@@ -233,7 +239,8 @@ int64_t Budget::FrameDistance(int32_t frame) {
 std::pair<int32_t, int32_t> Budget::BestHead(int32_t config) {
   int64_t best = kUnreachable, longest = 0;
   std::pair<int32_t, int32_t> head{-1, -1};
-  for (const auto& h : store_->Heads(config)) {
+  store_->Heads(config, &heads_);
+  for (const auto& h : heads_) {
     const int64_t through = SatAdd(paths_.dist(h.first), FrameDistance(h.second));
     longest = std::max(longest, through);
     if (through < best) best = through, head = h;
@@ -362,6 +369,21 @@ int64_t Budget::LongestToken(const uint32_t* words) const {
   return longest;
 }
 
+int32_t Budget::FitsLocked(int32_t config, int64_t room, bool quick) {
+  const Parser& p = *store_;
+  if (p.accepting(config)) return room >= (p.has_heads(config) ? 1 : 0);  // EOS, unless nothing may follow
+  if (Entry(config).tokens < 0) {
+    if (bytes_are_tokens_) {
+      if (Entry(config).longest < 0) BestHead(config);
+      // At most a token per byte of the shortest completion, then EOS.
+      if (SatAdd(Entry(config).shortest, 1) <= room) return 1;
+    }
+    if (quick) return -1;
+    CostLocked(config);
+  }
+  return Entry(config).tokens <= room;
+}
+
 bool Budget::TokenFits(const Matcher& m, int32_t token, int64_t remaining) {
   const Vocabulary& v = *grammar_->vocab;
   if (m.eos_accepted()) return v.is_eos(token) && remaining >= 1;
@@ -375,15 +397,36 @@ bool Budget::TokenFits(const Matcher& m, int32_t token, int64_t remaining) {
     c = p.Next(c, b);
     if (c == Parser::kDead) return false;
   }
-  Known& k = Entry(c);
-  if (k.tokens < 0 && bytes_are_tokens_) {
-    if (k.longest < 0) BestHead(c);
-    // This token, then at most a token per byte of the shortest completion, then EOS.
-    if (p.accepting(c)) return remaining >= 1 + (p.has_heads(c) ? 1 : 0);
-    if (SatAdd(Entry(c).shortest, 2) <= remaining) return true;
+  return FitsLocked(c, remaining - 1, false) == 1;
+}
+
+int32_t Budget::AcceptWithin(Matcher& m, int32_t token, int64_t remaining, bool quick) {
+  if (!m.Accept(token)) return kRejected;
+  if (m.eos_accepted()) {
+    if (remaining >= 1) return kAccepted;
+    m.Rollback(1);
+    return kNoRoom;
   }
-  CostLocked(c);
-  return SatAdd(Entry(c).tokens, 1) <= remaining;
+  int32_t fits;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    StoreLocked(m);
+    fits = FitsLocked(m.configuration(), remaining - 1, quick);
+  }
+  if (fits < 0) return kUndecided;
+  if (fits == 0) m.Rollback(1);
+  return fits ? kAccepted : kNoRoom;
+}
+
+int32_t Budget::Settle(Matcher& m, int64_t remaining) {
+  int32_t fits;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    StoreLocked(m);
+    fits = FitsLocked(m.configuration(), remaining - 1, false);
+  }
+  if (fits == 0) m.Rollback(1);
+  return fits ? kAccepted : kNoRoom;
 }
 
 int64_t Budget::RestrictMask(const Matcher& m, uint32_t* words, int64_t remaining) {

@@ -25,7 +25,6 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "matcher.h"
@@ -86,6 +85,22 @@ class Budget {
   // `remaining` tokens, itself included: the check of one drawn token (lg.generate cuts the
   // mask only when it fails). The shortest completion's bytes bound its tokens first.
   bool TokenFits(const Matcher& m, int32_t token, int64_t remaining);
+  // What AcceptWithin did.
+  enum Accepted : int32_t {
+    kRejected = 0,   // the grammar does not allow the token; the matcher is unchanged
+    kAccepted = 1,   // accepted, and the output can still finish in time
+    kNoRoom = 2,     // allowed, but it leaves no room to finish; the matcher is unchanged
+    kUndecided = 3,  // (quick only) accepted; whether it leaves room is for Settle to decide
+  };
+  // The check of lg.generate's drawn token fused with its accept: accepts `token` when the
+  // grammar allows it and the output can still finish within `remaining` tokens, this one
+  // included (the token's transitions are computed once, by the accept). `quick`: decides from
+  // the memo and the bytes bound only, and returns kUndecided (token accepted) where the
+  // completion's fewest tokens have to be computed first (spelling it and a walk over the
+  // trie: the binding releases the GIL for Settle).
+  int32_t AcceptWithin(Matcher& m, int32_t token, int64_t remaining, bool quick);
+  // After kUndecided: kAccepted, or kNoRoom with the token rolled back.
+  int32_t Settle(Matcher& m, int64_t remaining);
   // Clears from `words` (the matcher's plain mask) every token after which the output cannot
   // finish within `remaining` tokens (this one included); returns how many were cleared.
   int64_t RestrictMask(const Matcher& m, uint32_t* words, int64_t remaining);
@@ -106,7 +121,11 @@ class Budget {
     int64_t shortest = -1;    // the shortest one (set with `longest`)
     int64_t max_after = -1;   // RestrictMask: the largest cost after one allowed token
   };
+  // The memo of `config`; a reference valid until the next Entry (it may grow the table).
   Known& Entry(int32_t config);
+  // Whether the output can finish from `config` within `room` tokens: 1 yes, 0 no, -1 not
+  // known without computing the fewest tokens of its completion (only when `quick`).
+  int32_t FitsLocked(int32_t config, int64_t room, bool quick);
   // The matcher's store (configuration ids are a store's own, SharedParser): the memos below
   // are of store_, and are dropped when a matcher on another store asks. Under mu_.
   Parser& StoreLocked(const Matcher& m);
@@ -124,8 +143,9 @@ class Budget {
   bool bytes_are_tokens_ = false;
   std::mutex mu_;
   std::shared_ptr<Parser> store_;  // the store known_ and frame_dist_ describe
-  std::unordered_map<int32_t, Known> known_;
+  std::vector<Known> known_;  // by configuration id (ids are dense in a store)
   std::vector<int64_t> frame_dist_;  // by frame id; -1: not known yet
+  std::vector<std::pair<int32_t, int32_t>> heads_;  // BestHead's scratch
 };
 
 }  // namespace logitgate

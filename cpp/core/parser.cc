@@ -620,13 +620,11 @@ void Parser::StoreMask(int32_t config, const uint32_t* words, size_t n_words, bo
   slot.store(copy, std::memory_order_release);
 }
 
-std::vector<std::pair<int32_t, int32_t>> Parser::Heads(int32_t config) const {
+void Parser::Heads(int32_t config, std::vector<std::pair<int32_t, int32_t>>* out) const {
   std::lock_guard<std::mutex> lock(mu_);
   const auto [offset, count] = config_heads_[config];
-  std::vector<std::pair<int32_t, int32_t>> heads;
-  heads.reserve(count);
-  for (uint32_t i = 0; i < count; ++i) heads.push_back({StateOf(heads_[offset + i]), FrameOf(heads_[offset + i])});
-  return heads;
+  out->clear();
+  for (uint32_t i = 0; i < count; ++i) out->push_back({StateOf(heads_[offset + i]), FrameOf(heads_[offset + i])});
 }
 
 std::pair<int32_t, int32_t> Parser::FrameLink(int32_t frame) const {

@@ -120,7 +120,7 @@ class Parser {
   // The heads of `config` as (automaton state, frame) pairs, and a frame's (return state,
   // parent frame); frame 0 is the empty stack. Thread-safe (take mu_). For budget.h, which
   // measures completions from the heads.
-  std::vector<std::pair<int32_t, int32_t>> Heads(int32_t config) const;
+  void Heads(int32_t config, std::vector<std::pair<int32_t, int32_t>>* out) const;  // replaces *out
   std::pair<int32_t, int32_t> FrameLink(int32_t frame) const;
 
   int32_t num_configurations() const { return num_configs_.load(std::memory_order_acquire); }

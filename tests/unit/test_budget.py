@@ -17,7 +17,7 @@ from tests.unit.trees import tree_document, tree_schema
 
 import logitgate as lg
 from logitgate import _core
-from logitgate.budget import BudgetGuard, budget_core
+from logitgate.budget import ACCEPTED, NO_ROOM, REJECTED, BudgetGuard, budget_core
 from logitgate.masks import mask_to_bool
 
 BYTES_VOCAB = [bytes([b]) for b in range(256)] + [b"yes", b"no", b"ab", b"abc", b'{"', b'":', b"<eos>"]
@@ -312,7 +312,8 @@ def test_guard_follows_its_plan_when_no_token_passes(bytes_compiler: lg.Compiler
 
 
 def test_token_fits_agrees_with_the_cut(smollm2_vocab: Any) -> None:
-    """The lazy check of one drawn token (lg.generate's fast path) says what the cut says."""
+    """The lazy check of one drawn token says what the cut says, and so does lg.generate's
+    fused check (accept_within), which advances the matcher exactly when the token fits."""
     rng = random.Random(5)
     g = lg.Compiler(smollm2_vocab).compile_json_schema(INVOICE, whitespace="compact")
     core = budget_core(g)
@@ -326,6 +327,13 @@ def test_token_fits_agrees_with_the_cut(smollm2_vocab: Any) -> None:
             kept = mask_to_bool(cut[0], smollm2_vocab.size)
             for t in rng.sample(ids, min(40, len(ids))):
                 assert core.token_fits(m, t, remaining) == bool(kept[t]), (t, remaining)
+                f = m.fork()
+                r = core.accept_within(f, t, remaining)
+                assert r == (ACCEPTED if kept[t] else NO_ROOM), (t, remaining)
+                assert f.num_accepted == m.num_accepted + (r == ACCEPTED)
+            refused = next(t for t in range(smollm2_vocab.size) if not plain[0, t // 32] >> (t % 32) & 1)
+            f = m.fork()
+            assert core.accept_within(f, refused, 10**6) == REJECTED and f.num_accepted == m.num_accepted
 
 
 def test_max_is_above_every_walk_on_a_bounded_schema(smollm2_vocab: Any) -> None:
