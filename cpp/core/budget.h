@@ -16,6 +16,11 @@
 //   one EOS where the grammar does not end by itself after it. Never a byte count: bytes stand
 //   in only for completions longer than kMaxSpelledBytes, and only where every byte a
 //   completion may hold is a token by itself (then each byte is at most one token).
+// - AcceptWithin (lg.generate's per-step check) accepts a drawn token only when 1 + cost(config
+//   after it) <= tokens left. The parser stores track each configuration's shortest completion
+//   (Parser::TrackShortest, from this class's distances), so where bytes are tokens the common
+//   step reads one number without a lock; the exact cost is computed only where that bound is
+//   too loose for the tokens left.
 // - RestrictMask keeps token t only when 1 + cost(config after t) <= tokens left; EOS costs one.
 //   A cheap bound first (ExactUpTo): when every allowed token leaves room, the mask is left as
 //   is, so the masks are exactly the plain ones unless the budget is tight.
@@ -35,7 +40,9 @@ class ShortestPaths {
  public:
   static constexpr int64_t kInfinite = INT64_MAX / 4;
   explicit ShortestPaths(const Automaton& a);
-  int64_t dist(int32_t s) const { return dist_[s]; }
+  int64_t dist(int32_t s) const { return (*dist_)[static_cast<size_t>(s)]; }
+  // Every state's distance (shared with the parser stores that track shortest completions).
+  const std::shared_ptr<std::vector<int64_t>>& dist_table() const { return dist_; }
   // Appends the shortest string from s to the end of s's rule; false (out partly written) when
   // it would pass max_bytes.
   bool Spell(int32_t s, std::string* out, size_t max_bytes) const;
@@ -57,7 +64,7 @@ class ShortestPaths {
   void ComputeGrowth();
 
   const Automaton& a_;
-  std::vector<int64_t> dist_;
+  std::shared_ptr<std::vector<int64_t>> dist_ = std::make_shared<std::vector<int64_t>>();
   std::vector<Choice> choice_;
   int64_t growth_per_byte_ = kInfinite;
   uint64_t spelled_bytes_[4] = {0, 0, 0, 0};

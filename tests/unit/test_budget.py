@@ -388,6 +388,13 @@ def test_costs_follow_a_matcher_onto_a_fresh_configuration_store() -> None:
         other, reference = shared.matcher(), fresh.matcher()
         assert other.accept_bytes(prefix) and reference.accept_bytes(prefix)
         assert tuple(core.cost(other)) == tuple(budget_core(fresh).cost(reference)), k
+        # The fused check reads the store's shortest completions (fresh stores track them too).
+        tok = core.shortest_completion(other)[0]
+        need = int(core.cost(other)[1])
+        for remaining in range(max(1, need - 2), need + 3):
+            got = core.accept_within(other.fork(), tok, remaining)
+            assert got == budget_core(fresh).accept_within(reference.fork(), tok, remaining), (k, remaining)
+            assert got == (ACCEPTED if remaining >= need else NO_ROOM), (k, remaining)
         sizes.append(shared._core.num_configurations)
     assert any(b < a for a, b in itertools.pairwise(sizes))  # (a store was replaced)
     assert m.accept_bytes(b'{"label":"b","children":[')  # may move m to another store
