@@ -4,6 +4,7 @@
 
     LOGITGATE_THREADS=1 nice python bench/ladder.py                 # every task, four ways
     python bench/ladder.py --tasks 10 --out bench/results/ladder.md # the first 10 tasks
+    python bench/ladder.py --only book,flight                       # named tasks
 
 1. ``hope``: prompt and hope. Unconstrained generation, then ``json.loads`` (after stripping
    a Markdown code fence, which small chat models like to add) and ``jsonschema`` validation.
@@ -142,6 +143,7 @@ def table(rows: list[Row], tasks: list[Task]) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tasks", type=int, default=len(TASKS), help=f"run the first N tasks (default: all {len(TASKS)})")
+    ap.add_argument("--only", help="comma-separated task names (default: the first --tasks tasks)")
     ap.add_argument("--no-repetition", action="store_true", help="repetition control off in every way")
     ap.add_argument("--out", type=Path, help="also write the Markdown table here")
     args = ap.parse_args(argv)
@@ -152,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_repetition:
         options = dict(DEFAULTS)
     model = load_default_model(quiet=True)
-    tasks = TASKS[: args.tasks]
+    tasks = [t for t in TASKS if t.name in args.only.split(",")] if args.only else TASKS[: args.tasks]
     rows: list[Row] = []
     for i, t in enumerate(tasks):
         hope = None

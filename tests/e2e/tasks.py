@@ -308,6 +308,7 @@ class Outcome:
     fields_right: int
     fields: int
     value: Any = None
+    stdout: str = ""
     stderr: str = ""
     seconds: float = 0.0
     wrong: list[str] = field(default_factory=list)
@@ -336,7 +337,8 @@ def run_task(task: Task, flags: list[str] | None = None) -> Outcome:
         valid = True
     right, wrong = score(task, value)
     closed = "warning: --max-tokens shaped the output" in stderr
-    return Outcome(task.name, rc, valid, closed, right, len(task.expected), value, stderr, seconds, wrong)
+    n = len(task.expected)
+    return Outcome(task.name, rc, valid, closed, right, n, value, out.getvalue(), stderr, seconds, wrong)
 
 
 def use_model_once() -> None:

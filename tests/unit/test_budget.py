@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from tests.e2e.tasks import TASKS
 from tests.unit.trees import tree_document, tree_schema
 
 import logitgate as lg
@@ -336,16 +337,23 @@ def test_token_fits_agrees_with_the_cut(smollm2_vocab: Any) -> None:
             assert core.accept_within(f, refused, 10**6) == REJECTED and f.num_accepted == m.num_accepted
 
 
-def test_max_is_above_every_walk_on_a_bounded_schema(smollm2_vocab: Any) -> None:
+_BOUNDED_SUITE = [t for t in TASKS if t.name in ("triage_reasoning_first", "sentiment_reasoning_first")]
+
+
+@pytest.mark.parametrize(
+    "schema", [INVOICE, *(t.schema for t in _BOUNDED_SUITE)], ids=["invoice", *(t.name for t in _BOUNDED_SUITE)]
+)
+def test_max_is_above_every_walk_on_a_bounded_schema(smollm2_vocab: Any, schema: dict[str, Any]) -> None:
     """Walks that ramble (long tokens, no EOS while anything else is allowed) never pass
-    max_bytes or max_tokens on a bounded schema, and some come close."""
-    g = lg.Compiler(smollm2_vocab).compile_json_schema(INVOICE, whitespace="compact")
+    max_bytes or max_tokens on a bounded schema (this file's invoice and the end-to-end suite's
+    bounded ones, whose model outputs tests/e2e checks too), and some come close."""
+    g = lg.Compiler(smollm2_vocab).compile_json_schema(schema, whitespace="compact")
     tb = g.token_budget()
     assert tb.max_bytes is not None and tb.max_tokens == tb.max_bytes + 1
     rng = random.Random(9)
     eos = set(smollm2_vocab.eos_ids)
     longest = 0
-    for _ in range(12):
+    for _ in range(12 if schema is INVOICE else 4):
         m = g.matcher()
         text, n = b"", 0
         while not m.is_terminated():
