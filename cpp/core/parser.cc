@@ -80,7 +80,8 @@ int64_t Parser::memory_bytes() const {
   const int64_t per_block = static_cast<int64_t>(sizeof(Block)) + int64_t{kBlockSize} * num_classes_ * 4;
   int64_t n = static_cast<int64_t>(sizeof(*this)) + max_blocks_ * static_cast<int64_t>(sizeof(Block*));
   n += num_blocks_ * per_block + masks_stored_ * static_cast<int64_t>(sizeof(uint32_t)) * mask_words_hint_;
-  n += HeapBytes(frames_) + HeapBytes(frame_index_) + HeapBytes(heads_) + HeapBytes(config_heads_);
+  n += HeapBytes(frames_) + HeapBytes(frame_shortest_) + HeapBytes(frame_index_) + HeapBytes(heads_) +
+       HeapBytes(config_heads_);
   n += HeapBytes(config_table_) + HeapBytes(config_hash_) + HeapBytes(config_live_classes_);
   n += HeapBytes(out_) + HeapBytes(work_) + HeapBytes(group_events_) + HeapBytes(group_active_);
   n += HeapBytes(group_pairs_) + HeapBytes(group_hashes_) + HeapBytes(group_begin_) + HeapBytes(group_leaders_);
