@@ -68,6 +68,19 @@ void BindBudget(nb::module_& m) {
           nb::arg("matcher"), nb::arg("token"), nb::arg("remaining"),
           "True when `token` leaves room to finish within `remaining` tokens, itself included.")
       .def(
+          "accept_within",
+          [](Budget& self, Matcher& matcher, int32_t token, int64_t remaining) {
+            if (remaining < 1) throw CoreError::Usage("remaining must be >= 1");
+            const int32_t r = self.AcceptWithin(matcher, token, remaining, /*quick=*/true);
+            if (r != Budget::kUndecided) return r;
+            nb::gil_scoped_release release;
+            return self.Settle(matcher, remaining);
+          },
+          nb::arg("matcher"), nb::arg("token"), nb::arg("remaining"),
+          "Accept `token` when the grammar allows it and it leaves room to finish within `remaining` tokens, "
+          "itself included: ACCEPTED; else the matcher is unchanged: REJECTED (the grammar refuses it) or "
+          "NO_ROOM. Releases the GIL only where the completion's fewest tokens must be computed.")
+      .def(
           "restrict_mask",
           [](Budget& self, const Matcher& matcher, MaskRowArray row, int64_t remaining) {
             if (row.shape(0) < static_cast<size_t>(matcher.grammar().vocab->mask_words())) {
@@ -87,7 +100,10 @@ void BindBudget(nb::module_& m) {
       .def_prop_ro("growth_per_byte", &Budget::growth_per_byte,
                    "How much one byte can lengthen the longest completion through a head (the cheap bound's "
                    "slope); UNREACHABLE when it could not be bounded.")
-      .def_ro_static("UNREACHABLE", &Budget::kUnreachable);
+      .def_ro_static("UNREACHABLE", &Budget::kUnreachable)
+      .def_prop_ro_static("REJECTED", [](nb::handle) { return int32_t{Budget::kRejected}; })
+      .def_prop_ro_static("ACCEPTED", [](nb::handle) { return int32_t{Budget::kAccepted}; })
+      .def_prop_ro_static("NO_ROOM", [](nb::handle) { return int32_t{Budget::kNoRoom}; });
 }
 
 }  // namespace logitgate

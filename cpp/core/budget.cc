@@ -41,7 +41,8 @@ ShortestPaths::ShortestPaths(const Automaton& a) : a_(a) {
 // both of its parts are settled; its value is at least both, so the order stays monotone.
 void ShortestPaths::ComputeDistances() {
   const int32_t n = a_.num_states();
-  dist_.assign(static_cast<size_t>(n), kInfinite);
+  std::vector<int64_t>& d = *dist_;  // the table this pass fills
+  d.assign(static_cast<size_t>(n), kInfinite);
   choice_.assign(static_cast<size_t>(n), Choice{});
   // by_byte[t] = (source, byte) of edges into t; by_kernel[k] = states whose closure holds
   // kernel state k; by_call[x] = calls waiting on x (the rule's start or the return state), as
@@ -84,7 +85,7 @@ void ShortestPaths::ComputeDistances() {
     queue.pop();
     if (settled[static_cast<size_t>(it.s)]) continue;
     settled[static_cast<size_t>(it.s)] = 1;
-    dist_[static_cast<size_t>(it.s)] = it.d;
+    d[static_cast<size_t>(it.s)] = it.d;
     choice_[static_cast<size_t>(it.s)] = it.c;
     if (it.c.kind == kByte) spelled_bytes_[it.c.byte >> 6] |= uint64_t{1} << (it.c.byte & 63);
     for (auto p = by_byte.begin(it.s); p != by_byte.end(it.s); ++p) {
@@ -100,7 +101,7 @@ void ShortestPaths::ComputeDistances() {
       const CallEdge& c = a_.calls(p->first)[static_cast<size_t>(p->second)];
       const int32_t start = a_.rule_start(c.rule);
       if (!settled[static_cast<size_t>(start)] || !settled[static_cast<size_t>(c.ret)]) continue;
-      queue.push({SatAdd(dist_[static_cast<size_t>(start)], dist_[static_cast<size_t>(c.ret)]), p->first,
+      queue.push({SatAdd(dist(start), dist(c.ret)), p->first,
                   {kCall, 0, c.rule, c.ret}});
     }
   }
@@ -123,9 +124,9 @@ void ShortestPaths::ComputeGrowth() {
   const int32_t n = a_.num_states();
   int64_t g = 0;
   for (int32_t s = 0; s < n; ++s) {
-    if (dist_[static_cast<size_t>(s)] >= kInfinite) continue;
+    if (dist(s) >= kInfinite) continue;
     for (const ByteEdge& e : a_.bytes(s)) {
-      g = std::max(g, dist_[static_cast<size_t>(e.target)] - dist_[static_cast<size_t>(s)]);
+      g = std::max(g, dist(e.target) - dist(s));
     }
   }
   std::vector<int64_t> x(static_cast<size_t>(n), -1);
@@ -135,12 +136,12 @@ void ShortestPaths::ComputeGrowth() {
     for (int32_t s = n - 1; s >= 0; --s) {
       int64_t v = -1;
       for (const int32_t* k = a_.kernel_begin(s); k != a_.kernel_end(s); ++k) {
-        if (!a_.bytes(*k).empty()) v = std::max(v, dist_[static_cast<size_t>(*k)]);
+        if (!a_.bytes(*k).empty()) v = std::max(v, dist(*k));
         for (const CallEdge& c : a_.calls(*k)) {
           const int32_t start = a_.rule_start(c.rule);
           const int64_t through = x[static_cast<size_t>(start)];
-          if (through >= 0) v = std::max(v, SatAdd(through, dist_[static_cast<size_t>(c.ret)]));
-          if (dist_[static_cast<size_t>(start)] == 0) v = std::max(v, x[static_cast<size_t>(c.ret)]);
+          if (through >= 0) v = std::max(v, SatAdd(through, dist(c.ret)));
+          if (dist(start) == 0) v = std::max(v, x[static_cast<size_t>(c.ret)]);
         }
       }
       if (v > x[static_cast<size_t>(s)]) {
@@ -152,15 +153,15 @@ void ShortestPaths::ComputeGrowth() {
   if (!converged) return;  // growth_per_byte_ stays kInfinite
   int64_t o = 0;
   for (int32_t s = 0; s < n; ++s) {
-    if (x[static_cast<size_t>(s)] >= 0 && dist_[static_cast<size_t>(s)] < kInfinite) {
-      o = std::max(o, x[static_cast<size_t>(s)] - dist_[static_cast<size_t>(s)]);
+    if (x[static_cast<size_t>(s)] >= 0 && dist(s) < kInfinite) {
+      o = std::max(o, x[static_cast<size_t>(s)] - dist(s));
     }
   }
   growth_per_byte_ = SatAdd(g, o);
 }
 
 bool ShortestPaths::Spell(int32_t s, std::string* out, size_t max_bytes) const {
-  if (dist_[static_cast<size_t>(s)] >= kInfinite) return false;
+  if (dist(s) >= kInfinite) return false;
   std::vector<int32_t> after;  // return states still to spell, innermost last
   for (int32_t cur = s;;) {
     const Choice& c = choice_[static_cast<size_t>(cur)];
@@ -199,13 +200,20 @@ Budget::Budget(std::shared_ptr<const CompiledGrammar> grammar)
   }
 }
 
-Budget::Known& Budget::Entry(int32_t config) { return known_[config]; }
+Budget::Known& Budget::Entry(int32_t config) {
+  if (static_cast<size_t>(config) >= known_.size()) {
+    // Every configuration of the store so far: one growth per batch of new ones.
+    known_.resize(std::max(static_cast<size_t>(config) + 1, static_cast<size_t>(store_->num_configurations())));
+  }
+  return known_[static_cast<size_t>(config)];
+}
 
 Parser& Budget::StoreLocked(const Matcher& m) {
   if (store_ != m.store()) {
     store_ = m.store();
     known_.clear();
     frame_dist_.clear();
+    store_->TrackShortest(paths_.dist_table());
   }
   return *store_;
 }
@@ -233,7 +241,8 @@ int64_t Budget::FrameDistance(int32_t frame) {
 std::pair<int32_t, int32_t> Budget::BestHead(int32_t config) {
   int64_t best = kUnreachable, longest = 0;
   std::pair<int32_t, int32_t> head{-1, -1};
-  for (const auto& h : store_->Heads(config)) {
+  store_->Heads(config, &heads_);
+  for (const auto& h : heads_) {
     const int64_t through = SatAdd(paths_.dist(h.first), FrameDistance(h.second));
     longest = std::max(longest, through);
     if (through < best) best = through, head = h;
@@ -362,6 +371,21 @@ int64_t Budget::LongestToken(const uint32_t* words) const {
   return longest;
 }
 
+int32_t Budget::FitsLocked(int32_t config, int64_t room, bool quick) {
+  const Parser& p = *store_;
+  if (p.accepting(config)) return room >= (p.has_heads(config) ? 1 : 0);  // EOS, unless nothing may follow
+  if (Entry(config).tokens < 0) {
+    if (bytes_are_tokens_) {
+      if (Entry(config).longest < 0) BestHead(config);
+      // At most a token per byte of the shortest completion, then EOS.
+      if (SatAdd(Entry(config).shortest, 1) <= room) return 1;
+    }
+    if (quick) return -1;
+    CostLocked(config);
+  }
+  return Entry(config).tokens <= room;
+}
+
 bool Budget::TokenFits(const Matcher& m, int32_t token, int64_t remaining) {
   const Vocabulary& v = *grammar_->vocab;
   if (m.eos_accepted()) return v.is_eos(token) && remaining >= 1;
@@ -375,15 +399,44 @@ bool Budget::TokenFits(const Matcher& m, int32_t token, int64_t remaining) {
     c = p.Next(c, b);
     if (c == Parser::kDead) return false;
   }
-  Known& k = Entry(c);
-  if (k.tokens < 0 && bytes_are_tokens_) {
-    if (k.longest < 0) BestHead(c);
-    // This token, then at most a token per byte of the shortest completion, then EOS.
-    if (p.accepting(c)) return remaining >= 1 + (p.has_heads(c) ? 1 : 0);
-    if (SatAdd(Entry(c).shortest, 2) <= remaining) return true;
+  return FitsLocked(c, remaining - 1, false) == 1;
+}
+
+int32_t Budget::AcceptWithin(Matcher& m, int32_t token, int64_t remaining, bool quick) {
+  if (!m.Accept(token)) return kRejected;
+  if (m.eos_accepted()) {
+    if (remaining >= 1) return kAccepted;
+    m.Rollback(1);
+    return kNoRoom;
   }
-  CostLocked(c);
-  return SatAdd(Entry(c).tokens, 1) <= remaining;
+  // Lock-free first: the store's shortest completion of a new configuration bounds its tokens
+  // (a token per byte, then EOS) where bytes are tokens. Most steps end here.
+  const int32_t config = m.configuration();
+  const Parser& store = *m.store();
+  if (bytes_are_tokens_ && !store.accepting(config)) {
+    const int64_t shortest = store.shortest(config);
+    if (shortest >= 0 && SatAdd(shortest, 2) <= remaining) return kAccepted;
+  }
+  int32_t fits;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    StoreLocked(m);
+    fits = FitsLocked(config, remaining - 1, quick);
+  }
+  if (fits < 0) return kUndecided;
+  if (fits == 0) m.Rollback(1);
+  return fits ? kAccepted : kNoRoom;
+}
+
+int32_t Budget::Settle(Matcher& m, int64_t remaining) {
+  int32_t fits;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    StoreLocked(m);
+    fits = FitsLocked(m.configuration(), remaining - 1, false);
+  }
+  if (fits == 0) m.Rollback(1);
+  return fits ? kAccepted : kNoRoom;
 }
 
 int64_t Budget::RestrictMask(const Matcher& m, uint32_t* words, int64_t remaining) {

@@ -16,6 +16,11 @@
 //   one EOS where the grammar does not end by itself after it. Never a byte count: bytes stand
 //   in only for completions longer than kMaxSpelledBytes, and only where every byte a
 //   completion may hold is a token by itself (then each byte is at most one token).
+// - AcceptWithin (lg.generate's per-step check) accepts a drawn token only when 1 + cost(config
+//   after it) <= tokens left. The parser stores track each configuration's shortest completion
+//   (Parser::TrackShortest, from this class's distances), so where bytes are tokens the common
+//   step reads one number without a lock; the exact cost is computed only where that bound is
+//   too loose for the tokens left.
 // - RestrictMask keeps token t only when 1 + cost(config after t) <= tokens left; EOS costs one.
 //   A cheap bound first (ExactUpTo): when every allowed token leaves room, the mask is left as
 //   is, so the masks are exactly the plain ones unless the budget is tight.
@@ -25,7 +30,6 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "matcher.h"
@@ -36,7 +40,9 @@ class ShortestPaths {
  public:
   static constexpr int64_t kInfinite = INT64_MAX / 4;
   explicit ShortestPaths(const Automaton& a);
-  int64_t dist(int32_t s) const { return dist_[s]; }
+  int64_t dist(int32_t s) const { return (*dist_)[static_cast<size_t>(s)]; }
+  // Every state's distance (shared with the parser stores that track shortest completions).
+  const std::shared_ptr<std::vector<int64_t>>& dist_table() const { return dist_; }
   // Appends the shortest string from s to the end of s's rule; false (out partly written) when
   // it would pass max_bytes.
   bool Spell(int32_t s, std::string* out, size_t max_bytes) const;
@@ -58,7 +64,7 @@ class ShortestPaths {
   void ComputeGrowth();
 
   const Automaton& a_;
-  std::vector<int64_t> dist_;
+  std::shared_ptr<std::vector<int64_t>> dist_ = std::make_shared<std::vector<int64_t>>();
   std::vector<Choice> choice_;
   int64_t growth_per_byte_ = kInfinite;
   uint64_t spelled_bytes_[4] = {0, 0, 0, 0};
@@ -86,6 +92,22 @@ class Budget {
   // `remaining` tokens, itself included: the check of one drawn token (lg.generate cuts the
   // mask only when it fails). The shortest completion's bytes bound its tokens first.
   bool TokenFits(const Matcher& m, int32_t token, int64_t remaining);
+  // What AcceptWithin did.
+  enum Accepted : int32_t {
+    kRejected = 0,   // the grammar does not allow the token; the matcher is unchanged
+    kAccepted = 1,   // accepted, and the output can still finish in time
+    kNoRoom = 2,     // allowed, but it leaves no room to finish; the matcher is unchanged
+    kUndecided = 3,  // (quick only) accepted; whether it leaves room is for Settle to decide
+  };
+  // The check of lg.generate's drawn token fused with its accept: accepts `token` when the
+  // grammar allows it and the output can still finish within `remaining` tokens, this one
+  // included (the token's transitions are computed once, by the accept). `quick`: decides from
+  // the memo and the bytes bound only, and returns kUndecided (token accepted) where the
+  // completion's fewest tokens have to be computed first (spelling it and a walk over the
+  // trie: the binding releases the GIL for Settle).
+  int32_t AcceptWithin(Matcher& m, int32_t token, int64_t remaining, bool quick);
+  // After kUndecided: kAccepted, or kNoRoom with the token rolled back.
+  int32_t Settle(Matcher& m, int64_t remaining);
   // Clears from `words` (the matcher's plain mask) every token after which the output cannot
   // finish within `remaining` tokens (this one included); returns how many were cleared.
   int64_t RestrictMask(const Matcher& m, uint32_t* words, int64_t remaining);
@@ -106,7 +128,11 @@ class Budget {
     int64_t shortest = -1;    // the shortest one (set with `longest`)
     int64_t max_after = -1;   // RestrictMask: the largest cost after one allowed token
   };
+  // The memo of `config`; a reference valid until the next Entry (it may grow the table).
   Known& Entry(int32_t config);
+  // Whether the output can finish from `config` within `room` tokens: 1 yes, 0 no, -1 not
+  // known without computing the fewest tokens of its completion (only when `quick`).
+  int32_t FitsLocked(int32_t config, int64_t room, bool quick);
   // The matcher's store (configuration ids are a store's own, SharedParser): the memos below
   // are of store_, and are dropped when a matcher on another store asks. Under mu_.
   Parser& StoreLocked(const Matcher& m);
@@ -124,8 +150,9 @@ class Budget {
   bool bytes_are_tokens_ = false;
   std::mutex mu_;
   std::shared_ptr<Parser> store_;  // the store known_ and frame_dist_ describe
-  std::unordered_map<int32_t, Known> known_;
+  std::vector<Known> known_;  // by configuration id (ids are dense in a store)
   std::vector<int64_t> frame_dist_;  // by frame id; -1: not known yet
+  std::vector<std::pair<int32_t, int32_t>> heads_;  // BestHead's scratch
 };
 
 }  // namespace logitgate

@@ -80,7 +80,8 @@ int64_t Parser::memory_bytes() const {
   const int64_t per_block = static_cast<int64_t>(sizeof(Block)) + int64_t{kBlockSize} * num_classes_ * 4;
   int64_t n = static_cast<int64_t>(sizeof(*this)) + max_blocks_ * static_cast<int64_t>(sizeof(Block*));
   n += num_blocks_ * per_block + masks_stored_ * static_cast<int64_t>(sizeof(uint32_t)) * mask_words_hint_;
-  n += HeapBytes(frames_) + HeapBytes(frame_index_) + HeapBytes(heads_) + HeapBytes(config_heads_);
+  n += HeapBytes(frames_) + HeapBytes(frame_shortest_) + HeapBytes(frame_index_) + HeapBytes(heads_) +
+       HeapBytes(config_heads_);
   n += HeapBytes(config_table_) + HeapBytes(config_hash_) + HeapBytes(config_live_classes_);
   n += HeapBytes(out_) + HeapBytes(work_) + HeapBytes(group_events_) + HeapBytes(group_active_);
   n += HeapBytes(group_pairs_) + HeapBytes(group_hashes_) + HeapBytes(group_begin_) + HeapBytes(group_leaders_);
@@ -106,6 +107,7 @@ int32_t Parser::PushFrame(int32_t ret, int32_t parent) {
   }
   int32_t id = static_cast<int32_t>(frames_.size());
   frames_.push_back({ret, parent, depth});
+  if (dist_) frame_shortest_.push_back(std::min(kFar, (*dist_)[static_cast<size_t>(ret)] + frame_shortest_[parent]));
   frame_index_.emplace(key, id);
   return id;
 }
@@ -263,6 +265,7 @@ int32_t Parser::Intern(bool accepting) {
     for (auto& l : block->live) l.store(0, std::memory_order_relaxed);
     for (auto& c : block->capacity) c.store(0, std::memory_order_relaxed);
     for (auto& p : block->plain_successor) p.store(kUnknown, std::memory_order_relaxed);
+    for (auto& d : block->shortest) d.store(-1, std::memory_order_relaxed);
     blocks_[id >> kBlockBits].store(block, std::memory_order_release);
   }
   int32_t capacity = 0;
@@ -278,6 +281,7 @@ int32_t Parser::Intern(bool accepting) {
     }
   }
   block->capacity[id & kBlockMask].store(capacity, std::memory_order_relaxed);
+  if (dist_) block->shortest[id & kBlockMask].store(ShortestLocked(out_.data(), count), std::memory_order_relaxed);
   block->flags[id & kBlockMask].store(static_cast<uint8_t>((accepting ? kAccepting : 0) | (count ? kHasHeads : 0)),
                                       std::memory_order_relaxed);
   config_heads_.push_back({static_cast<uint32_t>(heads_.size()), count});
@@ -620,13 +624,49 @@ void Parser::StoreMask(int32_t config, const uint32_t* words, size_t n_words, bo
   slot.store(copy, std::memory_order_release);
 }
 
-std::vector<std::pair<int32_t, int32_t>> Parser::Heads(int32_t config) const {
+std::shared_ptr<Parser> Parser::Fresh() const {
+  auto fresh = std::make_shared<Parser>(automaton_, limits_);
+  std::shared_ptr<const std::vector<int64_t>> dist;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    dist = dist_;
+  }
+  if (dist) fresh->TrackShortest(std::move(dist));
+  return fresh;
+}
+
+int64_t Parser::ShortestLocked(const uint64_t* heads, uint32_t count) const {
+  int64_t best = kFar;
+  for (uint32_t i = 0; i < count; ++i) {
+    const int64_t through = (*dist_)[static_cast<size_t>(StateOf(heads[i]))] + frame_shortest_[FrameOf(heads[i])];
+    best = std::min(best, through);
+  }
+  return std::min(best, kFar);
+}
+
+void Parser::TrackShortest(std::shared_ptr<const std::vector<int64_t>> dist) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (dist_) return;
+  dist_ = std::move(dist);
+  // Frames are pushed after their parents: one pass in id order.
+  frame_shortest_.assign(1, 0);
+  for (size_t f = 1; f < frames_.size(); ++f) {
+    const Frame& fr = frames_[f];
+    frame_shortest_.push_back(std::min(kFar, (*dist_)[static_cast<size_t>(fr.ret)] + frame_shortest_[fr.parent]));
+  }
+  const int32_t n = num_configs_.load(std::memory_order_relaxed);
+  for (int32_t c = 0; c < n; ++c) {
+    const auto [offset, count] = config_heads_[c];
+    BlockOf(c)->shortest[c & kBlockMask].store(ShortestLocked(heads_.data() + offset, count), std::memory_order_relaxed);
+  }
+  tracks_shortest_.store(true, std::memory_order_release);
+}
+
+void Parser::Heads(int32_t config, std::vector<std::pair<int32_t, int32_t>>* out) const {
   std::lock_guard<std::mutex> lock(mu_);
   const auto [offset, count] = config_heads_[config];
-  std::vector<std::pair<int32_t, int32_t>> heads;
-  heads.reserve(count);
-  for (uint32_t i = 0; i < count; ++i) heads.push_back({StateOf(heads_[offset + i]), FrameOf(heads_[offset + i])});
-  return heads;
+  out->clear();
+  for (uint32_t i = 0; i < count; ++i) out->push_back({StateOf(heads_[offset + i]), FrameOf(heads_[offset + i])});
 }
 
 std::pair<int32_t, int32_t> Parser::FrameLink(int32_t frame) const {

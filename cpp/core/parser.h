@@ -50,7 +50,8 @@ class Parser {
 
   const Automaton& automaton() const { return *automaton_; }
   // An empty store for the same automaton and limits.
-  std::shared_ptr<Parser> Fresh() const { return std::make_shared<Parser>(automaton_, limits_); }
+  // (Shortest completions tracked as in this store.)
+  std::shared_ptr<Parser> Fresh() const;
   // Interns here the configurations `configs` of store `from` (the same automaton's): their
   // ids in this store, in order. Throws StoreFull when they do not fit. Thread-safe.
   std::vector<int32_t> Adopt(const Parser& from, const std::vector<int32_t>& configs);
@@ -117,10 +118,26 @@ class Parser {
   // the walk was `expensive`, else from the configuration's second fill on. Thread-safe.
   void StoreMask(int32_t config, const uint32_t* words, size_t n_words, bool expensive);
 
+  // Shortest completions, for budget.h: given each automaton state's shortest string to the
+  // end of its rule (`dist`, kFar where there is none), every configuration records the
+  // length in bytes of the shortest completion through its heads (a head's state's distance
+  // plus its frames' return states' distances; the cheapest head), computed as it is interned
+  // from the frames' sums kept as they are pushed; configurations interned before the call get
+  // theirs then. So a budget reads it lock-free instead of walking the heads of every new
+  // configuration. Once per store (later calls do nothing); fresh stores inherit it.
+  static constexpr int64_t kFar = INT64_MAX / 4;
+  void TrackShortest(std::shared_ptr<const std::vector<int64_t>> dist);
+  bool tracks_shortest() const { return tracks_shortest_.load(std::memory_order_acquire); }
+  // The shortest completion of `config` through its heads in bytes (kFar: none), or -1 when
+  // not tracked (yet). Lock-free.
+  int64_t shortest(int32_t config) const {
+    return BlockOf(config)->shortest[config & kBlockMask].load(std::memory_order_relaxed);
+  }
+
   // The heads of `config` as (automaton state, frame) pairs, and a frame's (return state,
   // parent frame); frame 0 is the empty stack. Thread-safe (take mu_). For budget.h, which
   // measures completions from the heads.
-  std::vector<std::pair<int32_t, int32_t>> Heads(int32_t config) const;
+  void Heads(int32_t config, std::vector<std::pair<int32_t, int32_t>>* out) const;  // replaces *out
   std::pair<int32_t, int32_t> FrameLink(int32_t frame) const;
 
   int32_t num_configurations() const { return num_configs_.load(std::memory_order_acquire); }
@@ -149,6 +166,7 @@ class Parser {
     std::atomic<uint64_t> live[4 * kBlockSize];  // LiveBytes, written before the id is published
     std::atomic<int32_t> capacity[kBlockSize];    // plain_capacity, likewise
     std::atomic<int32_t> plain_successor[kBlockSize];  // PlainAsciiSuccessor once known, else kUnknown
+    std::atomic<int64_t> shortest[kBlockSize];         // shortest(), -1 until tracked
   };
   struct Frame {
     int32_t ret;
@@ -182,6 +200,8 @@ class Parser {
   // else the empty slot where it belongs.
   size_t FindSlot(const uint64_t* heads, uint32_t count, bool accepting, uint64_t h) const;
   int32_t PushFrame(int32_t ret, int32_t parent);
+  // The shortest completion through `heads` (TrackShortest); dist_ is set.
+  int64_t ShortestLocked(const uint64_t* heads, uint32_t count) const;
   // True when a head at this frame depth may be unable to complete within max_stack_depth
   // (depth + 1 + the automaton's largest stack need passes it: the 1 for a character rule's
   // frame, see Intern): then Closure checks each head's stack need (stack_need_, loaded here
@@ -203,6 +223,10 @@ class Parser {
   int64_t last_safe_depth_;  // NearDepthLimitLocked: the deepest frame depth known to be far
   const int32_t* stack_need_ = nullptr;  // the automaton's, once a head came near the limit
   std::vector<Frame> frames_;
+  // TrackShortest: the states' distances, and per frame the sum of its return states'.
+  std::shared_ptr<const std::vector<int64_t>> dist_;
+  std::vector<int64_t> frame_shortest_;
+  std::atomic<bool> tracks_shortest_{false};
   std::unordered_map<uint64_t, int32_t> frame_index_;
   std::vector<uint64_t> heads_;
   std::vector<std::pair<uint32_t, uint32_t>> config_heads_;  // (offset, count) into heads_

@@ -82,6 +82,9 @@ class Budget:
     """Shortest completions and budget-cut masks of one compiled grammar; thread-safe."""
 
     UNREACHABLE: int
+    REJECTED: int
+    ACCEPTED: int
+    NO_ROOM: int
     def __init__(self, grammar: CompiledGrammar) -> None: ...
     def cost(self, matcher: Matcher) -> tuple[int, int]:
         """(bytes, tokens) of the shortest completion; tokens counts an EOS where one is needed."""
@@ -89,6 +92,8 @@ class Budget:
     def completion_tokens(self, matcher: Matcher) -> list[int]: ...
     def exact_from(self, matcher: Matcher, longest_token: int) -> int: ...
     def token_fits(self, matcher: Matcher, token: int, remaining: int) -> bool: ...
+    def accept_within(self, matcher: Matcher, token: int, remaining: int) -> int:
+        """Accepts `token` when it leaves room to finish: ACCEPTED, else REJECTED or NO_ROOM."""
     def restrict_mask(self, matcher: Matcher, row: npt.NDArray[np.int32], remaining: int) -> int:
         """Clears the tokens after which the output cannot finish within `remaining` tokens."""
     @property

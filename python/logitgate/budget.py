@@ -32,7 +32,7 @@ from .grammar.ir import complement_ranges as _complement
 if TYPE_CHECKING:
     from .compiler import CompiledGrammar
 
-__all__ = ["BudgetGuard", "TokenBudget", "token_budget"]
+__all__ = ["ACCEPTED", "NO_ROOM", "REJECTED", "BudgetGuard", "TokenBudget", "token_budget"]
 
 
 @dataclass(frozen=True)
@@ -278,17 +278,25 @@ def longest_output(grammar: Grammar) -> tuple[float, tuple[str, ...]]:
     return longest, ()
 
 
+ACCEPTED: int = _core.Budget.ACCEPTED
+""":meth:`BudgetGuard.accept`: the token was accepted and leaves room to finish."""
+NO_ROOM: int = _core.Budget.NO_ROOM
+""":meth:`BudgetGuard.accept`: the token leaves no room to finish; the matcher is unchanged."""
+REJECTED: int = _core.Budget.REJECTED
+""":meth:`BudgetGuard.accept`: the grammar refuses the token; the matcher is unchanged."""
+
+
 class BudgetGuard:
     """Budget-aware decoding for one generation of ``max_tokens`` output tokens.
 
-    Per step, :meth:`token_fits` checks the token drawn from the plain mask; where it does not
-    fit, :meth:`restrict` cuts the matcher's mask to the tokens after which the shortest
-    completion still fits in the tokens left (its fewest tokens of the vocabulary, plus EOS
-    where needed), and the token is drawn again. While the budget is not tight the cut leaves
-    the mask exactly as it is. Where no
-    token passes (a completion's fewest tokens are not monotone along it), the next token of
-    a completion that fits is allowed: the *plan*, the fewest tokens spelling the shortest
-    completion from the last state that fit. So the output always keeps a way to finish.
+    Per step, :attr:`accept` accepts the token drawn from the plain mask when it leaves room;
+    where it does not, :meth:`restrict` cuts the matcher's mask to the tokens after which the
+    shortest completion still fits in the tokens left (its fewest tokens of the vocabulary,
+    plus EOS where needed), and the token is drawn again. While the budget is not tight the
+    cut leaves the mask exactly as it is. Where no token passes (a completion's fewest tokens
+    are not monotone along it), the next token of a completion that fits is allowed: the
+    *plan*, the fewest tokens spelling the shortest completion from the last state that fit.
+    So the output always keeps a way to finish.
 
     ``closed`` turns true when the cut removed the token the plain mask's logits ranked first:
     the budget shaped the output.
@@ -299,17 +307,34 @@ class BudgetGuard:
         self.max_tokens = max_tokens
         self.closed = False
         self._plan: list[int] | None = None
+        self._accept_within = self._core.accept_within
+        self.accept: Callable[[_core.Matcher, int, int], int] = self._accept_within
+        """``accept(m, tok, remaining)``: accepts ``tok`` (drawn from ``m``'s plain mask) when
+        it leaves room to finish within ``remaining`` tokens, itself included, and returns
+        :data:`ACCEPTED`; else :data:`NO_ROOM` or :data:`REJECTED`, ``m`` unchanged. The check
+        costs little beyond the accept: the token's transitions are computed once, and while no
+        plan is pending this is the core's method itself (no Python frame on the per-step
+        path); a plan's next token is accepted as it is."""
+
+    def _set_plan(self, plan: list[int] | None) -> None:
+        self._plan = plan or None
+        self.accept = self._accept_within if self._plan is None else self._accept_planned
+
+    def _accept_planned(self, m: _core.Matcher, tok: int, remaining: int) -> int:
+        plan = self._plan
+        if plan and plan[0] == tok:
+            if not m.accept(tok):
+                return REJECTED
+            self._set_plan(plan[1:])
+            return ACCEPTED
+        r = int(self._accept_within(m, tok, remaining))
+        if r == ACCEPTED:
+            self._set_plan(None)
+        return r
 
     def fits(self, m: _core.Matcher, remaining: int) -> bool:
         """True when the output from ``m``'s state can finish within ``remaining`` tokens."""
         return bool(self._core.cost(m)[1] <= remaining)
-
-    def token_fits(self, m: _core.Matcher, tok: int, remaining: int) -> bool:
-        """True when ``tok`` (allowed by ``m``'s plain mask) leaves room to finish within
-        ``remaining`` tokens, itself included; the plan's next token always does."""
-        if self._plan and self._plan[0] == tok:
-            return True
-        return bool(self._core.token_fits(m, tok, remaining))
 
     def restrict(self, m: _core.Matcher, row: Any, remaining: int, top: Callable[[], int] | None = None) -> int:
         """Cuts ``row`` (``m``'s mask, int32 words) to the tokens that leave room. ``top`` gives
@@ -320,7 +345,7 @@ class BudgetGuard:
             return 0
         if not row.any():
             if self._plan is None:
-                self._plan = list(self._core.completion_tokens(m))
+                self._set_plan(list(self._core.completion_tokens(m)))
             if self._plan:
                 tok = self._plan[0]
                 row.view(np.uint32)[tok >> 5] |= np.uint32(1 << (tok & 31))
@@ -330,10 +355,10 @@ class BudgetGuard:
                 self.closed = True
         return cleared
 
-    def accepted(self, ids: list[int]) -> None:
-        """Tells the guard which tokens were accepted since the last :meth:`restrict`."""
+    def accepted(self, ids: list[int], replaced: bool = False) -> None:
+        """Tells the guard which tokens were accepted other than by :attr:`accept`;
+        ``replaced``: the last token accepted was rolled back first (``ids`` spell it again)."""
+        plan = None if replaced else self._plan
         for tok in ids:
-            if self._plan and self._plan[0] == tok:
-                self._plan.pop(0)
-            else:
-                self._plan = None
+            plan = plan[1:] if plan and plan[0] == tok else None
+        self._set_plan(plan)

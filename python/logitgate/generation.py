@@ -39,6 +39,8 @@ from typing import Any, Literal
 
 import torch
 
+from .budget import ACCEPTED as BUDGET_ACCEPTED
+from .budget import REJECTED as BUDGET_REJECTED
 from .budget import BudgetGuard
 from .compiler import CompiledGrammar, Compiler
 from .errors import LogitgateError, OutputValidationError, TokenRejected, TruncatedOutput, UsageError
@@ -551,18 +553,27 @@ def generate(
                     code="dead-end",
                 )
         tok = _sample(logits, temperature, top_p, gen)
-        if guard is not None and m is not None and top_p >= 1.0 and not guard.token_fits(m, tok, max_tokens - len(out)):
+        fitted = False  # accepted by the guard
+        if guard is not None and m is not None and top_p >= 1.0:
             # Checked lazily: a token drawn from the plain mask that fits is what the cut mask
             # would give (greedy: its argmax; sampling: rejection sampling of the cut
             # distribution), so the cut is computed only when the drawn token does not fit.
-            budget_cut = guard.restrict(m, bits[0], max_tokens - len(out))
-            guard.closed = True
-            allowed = apply_mask_counted(logits, bits)
-            tok = _sample(logits, temperature, top_p, gen)
+            fit = guard.accept(m, tok, max_tokens - len(out))
+            if fit == BUDGET_REJECTED:
+                raise TokenRejected(f"sampled token {tok} was rejected after masking", code="internal")
+            fitted = fit == BUDGET_ACCEPTED
+            if not fitted:
+                budget_cut = guard.restrict(m, bits[0], max_tokens - len(out))
+                guard.closed = True
+                allowed = apply_mask_counted(logits, bits)
+                tok = _sample(logits, temperature, top_p, gen)
         if first_token_at is None:
             first_token_at = time.perf_counter()
-        if m is not None and not m.accept(tok):
-            raise TokenRejected(f"sampled token {tok} was rejected after masking", code="internal")
+        if m is not None and not fitted:
+            if not m.accept(tok):
+                raise TokenRejected(f"sampled token {tok} was rejected after masking", code="internal")
+            if guard is not None:
+                guard.accepted([tok])
         out.append(tok)
         if tracer is not None:
             tracer.after_mask(logits, tok, budget_cut)
@@ -578,8 +589,6 @@ def generate(
                 finish = "stop"
                 break
         pending = [tok]
-        if guard is not None and not jump_forward:
-            guard.accepted([tok])
         if m is not None and jump_forward:
             new, replaced = forced_tokens(m, vocab, tokenizer, max_tokens - len(out), last=tok)
             if guard is not None:
@@ -588,7 +597,8 @@ def generate(
                     if replaced and not m.accept(tok):
                         raise TokenRejected(f"token {tok} no longer accepted after rollback", code="internal")
                     new, replaced = [], False
-                guard.accepted(new if replaced else [tok, *new])
+                if new or replaced:
+                    guard.accepted(new, replaced=replaced)
             if replaced:
                 out.pop()
                 pending = []

@@ -283,6 +283,22 @@ def _same(got: Any, want: Any) -> bool:
     return bool(got == want)
 
 
+def score(task: Task, value: Any) -> tuple[int, list[str]]:
+    """How many of the task's key fields ``value`` has right, and ``pointer=value`` for each
+    one it has wrong (``value`` None: none right)."""
+    right, wrong = 0, []
+    for ptr, want in task.expected.items():
+        try:
+            got = _pointer(value, ptr)
+        except (KeyError, IndexError, TypeError):
+            got = None
+        if got is not None and _same(got, want):
+            right += 1
+        else:
+            wrong.append(f"{ptr}={got!r}")
+    return right, wrong
+
+
 @dataclass
 class Outcome:
     name: str
@@ -292,6 +308,7 @@ class Outcome:
     fields_right: int
     fields: int
     value: Any = None
+    stdout: str = ""
     stderr: str = ""
     seconds: float = 0.0
     wrong: list[str] = field(default_factory=list)
@@ -318,18 +335,10 @@ def run_task(task: Task, flags: list[str] | None = None) -> Outcome:
         value = json.loads(out.getvalue())
         jsonschema.validate(value, task.schema, format_checker=jsonschema.FormatChecker())
         valid = True
-    right, wrong = 0, []
-    for ptr, want in task.expected.items():
-        try:
-            got = _pointer(value, ptr)
-        except (KeyError, IndexError, TypeError):
-            got = None
-        if got is not None and _same(got, want):
-            right += 1
-        else:
-            wrong.append(f"{ptr}={got!r}")
+    right, wrong = score(task, value)
     closed = "warning: --max-tokens shaped the output" in stderr
-    return Outcome(task.name, rc, valid, closed, right, len(task.expected), value, stderr, seconds, wrong)
+    n = len(task.expected)
+    return Outcome(task.name, rc, valid, closed, right, n, value, out.getvalue(), stderr, seconds, wrong)
 
 
 def use_model_once() -> None:

@@ -13,11 +13,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+from tests.e2e.tasks import TASKS
 from tests.unit.trees import tree_document, tree_schema
 
 import logitgate as lg
 from logitgate import _core
-from logitgate.budget import BudgetGuard, budget_core
+from logitgate.budget import ACCEPTED, NO_ROOM, REJECTED, BudgetGuard, budget_core
 from logitgate.masks import mask_to_bool
 
 BYTES_VOCAB = [bytes([b]) for b in range(256)] + [b"yes", b"no", b"ab", b"abc", b'{"', b'":', b"<eos>"]
@@ -312,7 +313,8 @@ def test_guard_follows_its_plan_when_no_token_passes(bytes_compiler: lg.Compiler
 
 
 def test_token_fits_agrees_with_the_cut(smollm2_vocab: Any) -> None:
-    """The lazy check of one drawn token (lg.generate's fast path) says what the cut says."""
+    """The lazy check of one drawn token says what the cut says, and so does lg.generate's
+    fused check (accept_within), which advances the matcher exactly when the token fits."""
     rng = random.Random(5)
     g = lg.Compiler(smollm2_vocab).compile_json_schema(INVOICE, whitespace="compact")
     core = budget_core(g)
@@ -326,18 +328,32 @@ def test_token_fits_agrees_with_the_cut(smollm2_vocab: Any) -> None:
             kept = mask_to_bool(cut[0], smollm2_vocab.size)
             for t in rng.sample(ids, min(40, len(ids))):
                 assert core.token_fits(m, t, remaining) == bool(kept[t]), (t, remaining)
+                f = m.fork()
+                r = core.accept_within(f, t, remaining)
+                assert r == (ACCEPTED if kept[t] else NO_ROOM), (t, remaining)
+                assert f.num_accepted == m.num_accepted + (r == ACCEPTED)
+            refused = next(t for t in range(smollm2_vocab.size) if not plain[0, t // 32] >> (t % 32) & 1)
+            f = m.fork()
+            assert core.accept_within(f, refused, 10**6) == REJECTED and f.num_accepted == m.num_accepted
 
 
-def test_max_is_above_every_walk_on_a_bounded_schema(smollm2_vocab: Any) -> None:
+_BOUNDED_SUITE = [t for t in TASKS if t.name in ("triage_reasoning_first", "sentiment_reasoning_first")]
+
+
+@pytest.mark.parametrize(
+    "schema", [INVOICE, *(t.schema for t in _BOUNDED_SUITE)], ids=["invoice", *(t.name for t in _BOUNDED_SUITE)]
+)
+def test_max_is_above_every_walk_on_a_bounded_schema(smollm2_vocab: Any, schema: dict[str, Any]) -> None:
     """Walks that ramble (long tokens, no EOS while anything else is allowed) never pass
-    max_bytes or max_tokens on a bounded schema, and some come close."""
-    g = lg.Compiler(smollm2_vocab).compile_json_schema(INVOICE, whitespace="compact")
+    max_bytes or max_tokens on a bounded schema (this file's invoice and the end-to-end suite's
+    bounded ones, whose model outputs tests/e2e checks too), and some come close."""
+    g = lg.Compiler(smollm2_vocab).compile_json_schema(schema, whitespace="compact")
     tb = g.token_budget()
     assert tb.max_bytes is not None and tb.max_tokens == tb.max_bytes + 1
     rng = random.Random(9)
     eos = set(smollm2_vocab.eos_ids)
     longest = 0
-    for _ in range(12):
+    for _ in range(12 if schema is INVOICE else 4):
         m = g.matcher()
         text, n = b"", 0
         while not m.is_terminated():
@@ -380,6 +396,13 @@ def test_costs_follow_a_matcher_onto_a_fresh_configuration_store() -> None:
         other, reference = shared.matcher(), fresh.matcher()
         assert other.accept_bytes(prefix) and reference.accept_bytes(prefix)
         assert tuple(core.cost(other)) == tuple(budget_core(fresh).cost(reference)), k
+        # The fused check reads the store's shortest completions (fresh stores track them too).
+        tok = core.shortest_completion(other)[0]
+        need = int(core.cost(other)[1])
+        for remaining in range(max(1, need - 2), need + 3):
+            got = core.accept_within(other.fork(), tok, remaining)
+            assert got == budget_core(fresh).accept_within(reference.fork(), tok, remaining), (k, remaining)
+            assert got == (ACCEPTED if remaining >= need else NO_ROOM), (k, remaining)
         sizes.append(shared._core.num_configurations)
     assert any(b < a for a, b in itertools.pairwise(sizes))  # (a store was replaced)
     assert m.accept_bytes(b'{"label":"b","children":[')  # may move m to another store

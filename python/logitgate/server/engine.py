@@ -31,6 +31,8 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
+from ..budget import ACCEPTED as BUDGET_ACCEPTED
+from ..budget import REJECTED as BUDGET_REJECTED
 from ..budget import BudgetGuard
 from ..compiler import CompiledGrammar
 from ..errors import LogitgateError, TokenRejected
@@ -309,13 +311,23 @@ class Engine:
                     code="dead-end",
                 )
         tok = _sample(logits, p.temperature, p.top_p, row.generator)
-        if guard is not None and m is not None and p.top_p >= 1.0 and not guard.token_fits(m, tok, remaining):
-            guard.restrict(m, bits, remaining)
-            guard.closed = True
-            apply_mask_counted(logits, bits[None, :])
-            tok = _sample(logits, p.temperature, p.top_p, row.generator)
-        if m is not None and not m.accept(tok):
-            raise TokenRejected(f"sampled token {tok} was rejected after masking", code="internal")
+        fitted = False  # accepted by the guard
+        if guard is not None and m is not None and p.top_p >= 1.0:
+            # As in lg.generate: the drawn token's check is its accept; the cut only when it does not fit.
+            fit = guard.accept(m, tok, remaining)
+            if fit == BUDGET_REJECTED:
+                raise TokenRejected(f"sampled token {tok} was rejected after masking", code="internal")
+            fitted = fit == BUDGET_ACCEPTED
+            if not fitted:
+                guard.restrict(m, bits, remaining)
+                guard.closed = True
+                apply_mask_counted(logits, bits[None, :])
+                tok = _sample(logits, p.temperature, p.top_p, row.generator)
+        if m is not None and not fitted:
+            if not m.accept(tok):
+                raise TokenRejected(f"sampled token {tok} was rejected after masking", code="internal")
+            if guard is not None:
+                guard.accepted([tok])
         row.out.append(tok)
         row.pending = [tok]
         table = self.vocab.table
@@ -346,7 +358,8 @@ class Engine:
                 if replaced and not m.accept(tok):
                     raise TokenRejected(f"token {tok} no longer accepted after rollback", code="internal")
                 new, replaced = [], False
-            guard.accepted(new if replaced else [tok, *new])
+            if new or replaced:
+                guard.accepted(new, replaced=replaced)
         if replaced:
             row.out.pop()
             row.pending = []
