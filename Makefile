@@ -10,7 +10,7 @@ PYC_STAMP := $(VENV)/.pyc-stamp
 CORE_SOURCES := $(shell find cpp -name '*.cc' -o -name '*.h') CMakeLists.txt pyproject.toml
 PY_SOURCES := $(shell find python -name '*.py')
 
-.PHONY: demo test test-all lint sanitize bench walk-bench fuzz soundness clean
+.PHONY: demo test test-all lint sanitize bench walk-bench fuzz soundness clean lowering-digests lowering-digests-check
 
 # torch is pinned to the local CPU wheel first, so nothing can pull a CUDA build later.
 $(DEPS_STAMP): pyproject.toml
@@ -68,6 +68,14 @@ sanitize: $(DEPS_STAMP)
 bench: $(PYC_STAMP)
 	$(BIN)/pip install -q -c bench/constraints.txt -r bench/requirements.txt
 	$(BIN)/python bench/run.py
+
+# Behaviour gate of the JSON Schema frontend (bench/lowering_digests.py): the digest of every
+# corpus schema's lowering under six option sets. A refactoring keeps the committed files identical.
+lowering-digests: $(PYC_STAMP)
+	nice $(BIN)/python bench/lowering_digests.py
+
+lowering-digests-check: $(PYC_STAMP)
+	nice $(BIN)/python bench/lowering_digests.py --check
 
 # The core without Python, on exported harness cases (bench/native/README.md): for profiling.
 walk-bench: build/walk_bench
