@@ -270,7 +270,7 @@ class Lowering:
         Schemas repeat their leaves: Github_ultra/o15627's 285 leaf property schemas are 4
         distinct ones. None when not a leaf, and always when lenient (each occurrence of a
         dropped constraint is reported at its own pointer)."""
-        if self.diag.lenient:
+        if self.diag.lenient or atom in self.index.synthetic:
             return None
         d = self.index.info[atom][0]
         if not d.keys().isdisjoint(_NOT_LEAF):
@@ -385,7 +385,7 @@ class Lowering:
                 return set()
             if a > 0:
                 d, ptr, _ = self.index.schema_of(a)
-                _narrow_types(types, d, ptr)
+                _narrow_types(types, d, ptr, self.index.synthetic.get(a))
         return types
 
     def _requires_forbidden(self, combo: frozenset[int]) -> bool:

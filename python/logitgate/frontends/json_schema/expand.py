@@ -50,8 +50,9 @@ class Expander:
                 return None
             seen.add(a)
             d, ptr, base = self.index.schema_of(a)
-            if d.get("$lg_not") is not None:  # synthetic negation wrapper
-                self.expand_not(d, ptr, base, stack, pure, disj)
+            syn = self.index.synthetic.get(a)
+            if syn is not None and syn.negates is not None:  # synthetic complement
+                self.expand_not(syn.negates, ptr, base, stack, pure, disj)
                 continue
             pure.append(a)
             if "$ref" in d:
@@ -140,15 +141,14 @@ class Expander:
 
     def expand_not(
         self,
-        d: dict[str, Any],
+        inner: int,
         ptr: str,
         base: str,
         stack: list[int],
         pure: list[int],
         disj: list[list[frozenset[int]]],
     ) -> None:
-        """¬S as a disjunction: ¬(G1 ∧ G2 ∧ ...) = ¬G1 ∨ ¬G2 ∨ ... over independent keyword groups."""
-        inner = d["$lg_not"]
+        """¬inner as a disjunction: ¬(G1 ∧ G2 ∧ ...) = ¬G1 ∨ ¬G2 ∨ ... over independent keyword groups."""
         alts = self.neg.negation(inner, ptr, base)
         if alts is None:
             return  # lenient: the negation was dropped (recorded)
@@ -178,4 +178,5 @@ class Expander:
         }
         if not any(k in d for k in drop):
             return atom
-        return self.index.synth(("pure", atom), {k: v for k, v in d.items() if k not in drop}, ptr, base)
+        pure = {k: v for k, v in d.items() if k not in drop}
+        return self.index.synth(("pure", atom), pure, ptr, base, self.index.synthetic.get(atom))

@@ -8,6 +8,7 @@ from typing import Any
 
 from logitgate.errors import SchemaError
 
+from .synthetic import Synthetic
 from .values import _ptr_join
 
 # Internal type tokens: "number" is split into "integer" and "fraction" (non-integral numbers),
@@ -112,16 +113,16 @@ def _types_of(d: dict[str, Any], ptr: str) -> list[str]:
     return ts
 
 
-def _narrow_types(types: set[str], d: dict[str, Any], ptr: str) -> None:
-    """Keeps in ``types`` what the "type" keyword of ``d`` (with "nullable") and its synthetic
-    type set allow."""
+def _narrow_types(types: set[str], d: dict[str, Any], ptr: str, syn: Synthetic | None) -> None:
+    """Keeps in ``types`` what the "type" keyword of ``d`` (with "nullable") and, for a synthetic
+    atom, its record's type set allow."""
     if "type" in d:
         allowed = _closure(_types_of(d, ptr))
         if d.get("nullable") is True:
             allowed.add("null")
         types.intersection_update(allowed)
-    if "$lg_types" in d:
-        types.intersection_update(d["$lg_types"])
+    if syn is not None and syn.types is not None:
+        types.intersection_update(syn.types)
 
 
 def _ref_overrides_siblings(root: Any) -> bool:
@@ -153,6 +154,10 @@ def _schema_list(d: dict[str, Any], kw: str, ptr: str) -> list[Any]:
     return v
 
 
+# Labels of the negation groups of a synthetic record's constraints (synthetic.Synthetic): read
+# from the record, never from a schema object (they are not keywords).
+_SYN_TYPES = "(synthetic types)"
+_SYN_NOT_ENUM = "(synthetic not-enum)"
 _GROUPS: tuple[tuple[str, ...], ...] = (
     ("type", "nullable"),
     ("const",),
@@ -180,8 +185,8 @@ _GROUPS: tuple[tuple[str, ...], ...] = (
     ("dependentRequired",),
     ("dependentSchemas",),
     ("dependencies",),
-    ("$lg_types",),
-    ("$lg_not_enum",),
+    (_SYN_TYPES,),
+    (_SYN_NOT_ENUM,),
     ("$ref",),
     ("allOf",),
     ("anyOf",),
@@ -193,11 +198,13 @@ _GROUPS: tuple[tuple[str, ...], ...] = (
     ("$recursiveRef",),
 )
 
-# Keywords that make a schema more than a leaf (_leaf_key): every group above but the
-# scalar ones, where subschemas live, the synthetic negation and identifiers.
+# Keywords that make a schema more than a leaf (Lowering._leaf_key): every group above but the
+# scalar ones and the synthetic labels, where subschemas live, and identifiers. (Synthetic atoms
+# are never leaves: their records are not keywords.)
 _NOT_LEAF = (
-    frozenset().union(*_GROUPS, _SCHEMA_CHILDREN, ("$lg_not", "$id", "id", "$anchor", "$dynamicAnchor"))
+    frozenset().union(*_GROUPS, _SCHEMA_CHILDREN, ("$id", "id", "$anchor", "$dynamicAnchor"))
     - _LEAF_KEYWORDS
+    - {_SYN_TYPES, _SYN_NOT_ENUM}
 )
 
 # Keywords that make a $ref schema more than an alias of its target (_Index.alias_target).

@@ -13,6 +13,7 @@ from .facts import _ArrPart, _Facts, _ObjPart
 from .formats import _FORMATS, _UNSUPPORTED_FORMATS
 from .keywords import _ARRAY_KEYWORDS, _NUMBER_KEYWORDS, _OBJECT_KEYWORDS, _STRING_KEYWORDS, _narrow_types
 from .resolve import _Index
+from .synthetic import Synthetic
 from .values import _count_keyword, _json_eq, _number_keyword, _ptr_join, _ValueSet
 
 
@@ -28,11 +29,11 @@ class Merger:
         f = _Facts()
         for a in pure:
             d, ptr, base = self.index.schema_of(a)
-            self._merge_one(f, d, ptr, base)
+            self._merge_one(f, d, ptr, base, self.index.synthetic.get(a))
         return f
 
-    def _merge_one(self, f: _Facts, d: dict[str, Any], ptr: str, base: str) -> None:
-        _narrow_types(f.types, d, ptr)
+    def _merge_one(self, f: _Facts, d: dict[str, Any], ptr: str, base: str, syn: Synthetic | None) -> None:
+        _narrow_types(f.types, d, ptr, syn)
         if "const" in d or "enum" in d:
             vals = [d["const"]] if "const" in d else d["enum"]
             if not isinstance(vals, list):
@@ -48,8 +49,8 @@ class Merger:
                 f.enum = [v for v in f.enum if v in allowed]
             if not f.enum:
                 self.diag.contradiction(f, ptr, "no enum value is left")
-        if "$lg_not_enum" in d:
-            f.not_enum.extend(d["$lg_not_enum"])
+        if syn is not None and syn.not_enum is not None:
+            f.not_enum.extend(syn.not_enum)
         # Most schema objects hold a few keywords: skip the groups they have none of.
         keys = d.keys()
         if not keys.isdisjoint(_NUMBER_KEYWORDS):

@@ -10,8 +10,9 @@ from logitgate.errors import SchemaError
 from .caps import _MAX_BRANCHES
 from .diagnostics import Diagnostics
 from .formats import _FORMATS, _UNSUPPORTED_FORMATS
-from .keywords import _ALL_TYPES, _ANNOTATIONS, _GROUPS, _closure, _schema_list, _types_of
+from .keywords import _ALL_TYPES, _ANNOTATIONS, _GROUPS, _SYN_NOT_ENUM, _SYN_TYPES, _closure, _schema_list, _types_of
 from .resolve import _FALSE, _Index
+from .synthetic import Synthetic
 from .values import _count_keyword, _dig, _json_key, _ptr_join
 
 
@@ -22,18 +23,28 @@ class Negator:
         self.index = index
         self.diag = diag
 
+    def _typed(self, key: tuple[Any, ...], types: list[str], schema: dict[str, Any], ptr: str, base: str) -> int:
+        """The synthetic atom of ``schema`` restricted to the internal type tokens ``types``."""
+        return self.index.synth(key, schema, ptr, base, Synthetic(types=tuple(types)))
+
     def negation(self, inner: int, ptr: str, base: str) -> list[list[int]] | None:
         """Alternatives (each a conjunction of atoms) whose union is ¬inner; None if dropped."""
         s, sptr, sbase = self.index.schema_of(inner)
-        if "$lg_not" in s:
-            return [[s["$lg_not"]]]
+        syn = self.index.synthetic.get(inner)
+        if syn is not None and syn.negates is not None:
+            return [[syn.negates]]
         out: list[list[int]] = []
         for group in _GROUPS:
-            present = [k for k in group if k in s]
+            if group[0] in (_SYN_TYPES, _SYN_NOT_ENUM):  # the record's constraints, never keys of s
+                if syn is None or (syn.types if group[0] == _SYN_TYPES else syn.not_enum) is None:
+                    continue
+                present = [group[0]]
+            else:
+                present = [k for k in group if k in s]
             if not present:
                 continue
             kw = present[0]
-            res = self._negate_group(s, sptr, sbase, group, ptr, base)
+            res = self._negate_group(s, sptr, sbase, syn, group, ptr, base)
             if res is None:
                 self.diag.unsupported("not", f"cannot complement {kw!r} (at {_ptr_join(sptr, kw)})", ptr)
                 return None
@@ -41,7 +52,14 @@ class Negator:
         return out
 
     def _negate_group(
-        self, s: dict[str, Any], sptr: str, sbase: str, group: tuple[str, ...], ptr: str, base: str
+        self,
+        s: dict[str, Any],
+        sptr: str,
+        sbase: str,
+        syn: Synthetic | None,
+        group: tuple[str, ...],
+        ptr: str,
+        base: str,
     ) -> list[list[int]] | None:
         """¬group as alternatives. A keyword that applies to one JSON type holds vacuously for
         the others, so its complement lies within its own type ("not required" is an object
@@ -61,27 +79,29 @@ class Negator:
             if s.get("nullable") is True:
                 ts.add("null")
             return [[self.index.types_atom(_ALL_TYPES - ts, ptr, base)]] if _ALL_TYPES - ts else []
-        if kw == "$lg_types":
-            rest = _ALL_TYPES - set(s["$lg_types"])
+        if kw == _SYN_TYPES:
+            assert syn is not None and syn.types is not None
+            rest = _ALL_TYPES - set(syn.types)
             return [[self.index.types_atom(rest, ptr, base)]] if rest else []
         if kw in ("const", "enum"):
             vals = [s["const"]] if kw == "const" else s["enum"]
             if not isinstance(vals, list):
                 raise SchemaError("enum must be an array", pointer=_ptr_join(sptr, "enum"))
             if not any(isinstance(v, (list, dict)) for v in vals):
-                return [[synth(("ne", key, kw), {"$lg_not_enum": vals}, ptr, base)]]
+                return [[synth(("ne", key, kw), {}, ptr, base, Synthetic(not_enum=vals))]]
             if kw == "const":
                 return self._not_compound(vals[0], ptr, base)
             return self._not_enum_compound(vals, ptr, base)
-        if kw == "$lg_not_enum":
-            return [[synth(("e", key), {"enum": s["$lg_not_enum"]}, ptr, base)]]
+        if kw == _SYN_NOT_ENUM:
+            assert syn is not None and syn.not_enum is not None
+            return [[synth(("e", key), {"enum": syn.not_enum}, ptr, base)]]
         if kw == "required":
             req = s["required"]
             if not isinstance(req, list) or not all(isinstance(x, str) for x in req):
                 raise SchemaError("required must be an array of strings", pointer=_ptr_join(sptr, "required"))
             if not req:
                 return []
-            return [[synth(("nreq", n), {"$lg_types": ["object"], "properties": {n: False}}, ptr, base)] for n in req]
+            return [[self._typed(("nreq", n), ["object"], {"properties": {n: False}}, ptr, base)] for n in req]
         flips = {
             "minimum": ("exclusiveMaximum", "num"),
             "maximum": ("exclusiveMinimum", "num"),
@@ -107,15 +127,15 @@ class Negator:
                 flag = "exclusiveMinimum" if kw == "minimum" else "exclusiveMaximum"
                 if kw in ("minimum", "maximum") and s.get(flag) is True:
                     other = "maximum" if kw == "minimum" else "minimum"  # draft-04: ¬(x > v) = x <= v
-                inside = synth(("nb", key, kw), {"$lg_types": ["integer", "fraction"], other: v}, ptr, base)
+                inside = self._typed(("nb", key, kw), ["integer", "fraction"], {other: v}, ptr, base)
                 return [[inside]]
             n = math.ceil(v) if kw.startswith("min") else math.floor(v)
             if kw.startswith("min"):
                 if n <= 0:
                     return []
-                inside = synth(("nb", key, kw), {"$lg_types": [ty], other: n - 1}, ptr, base)
+                inside = self._typed(("nb", key, kw), [ty], {other: n - 1}, ptr, base)
             else:
-                inside = synth(("nb", key, kw), {"$lg_types": [ty], other: n + 1}, ptr, base)
+                inside = self._typed(("nb", key, kw), [ty], {other: n + 1}, ptr, base)
             return [[inside]]
         if kw == "properties":
             if "patternProperties" in s or s.get("additionalProperties", True) is not True:
@@ -131,9 +151,10 @@ class Negator:
                 na = self.index.not_atom(a, ptr, base)
                 alts.append(
                     [
-                        synth(
+                        self._typed(
                             ("nprop", key, k),
-                            {"$lg_types": ["object"], "required": [k], "properties": {k: self.index.embed(na)}},
+                            ["object"],
+                            {"required": [k], "properties": {k: self.index.embed(na)}},
                             ptr,
                             base,
                         )
@@ -150,17 +171,13 @@ class Negator:
                 for i in range(len(s[pkw])):
                     na = self.index.not_atom(sub(pkw, i), ptr, base)
                     if na != _FALSE:  # ¬true
-                        shape = {
-                            "$lg_types": ["array"],
-                            "minItems": i + 1,
-                            "prefixItems": [True] * i + [self.index.embed(na)],
-                        }
-                        alts.append([synth(("nprefix", key, i), shape, ptr, base)])
+                        shape = {"minItems": i + 1, "prefixItems": [True] * i + [self.index.embed(na)]}
+                        alts.append([self._typed(("nprefix", key, i), ["array"], shape, ptr, base)])
                 return alts
             if a == 0:
                 return []
             na = self.index.not_atom(a, ptr, base)
-            return [[synth(("nitems", key), {"$lg_types": ["array"], "contains": self.index.embed(na)}, ptr, base)]]
+            return [[self._typed(("nitems", key), ["array"], {"contains": self.index.embed(na)}, ptr, base)]]
         if kw == "contains":
             if "contains" not in s:
                 return []
@@ -171,13 +188,13 @@ class Negator:
             alts = []
             if cmin == 1:  # no item matches
                 na = self.index.not_atom(sub("contains"), ptr, base)
-                alts.append([synth(("ncont", key), {"$lg_types": ["array"], "items": self.index.embed(na)}, ptr, base)])
+                alts.append([self._typed(("ncont", key), ["array"], {"items": self.index.embed(na)}, ptr, base)])
             elif cmin > 1:
-                fewer = {"$lg_types": ["array"], "contains": contains, "minContains": 0, "maxContains": cmin - 1}
-                alts.append([synth(("ncont<", key), fewer, ptr, base)])
+                fewer = {"contains": contains, "minContains": 0, "maxContains": cmin - 1}
+                alts.append([self._typed(("ncont<", key), ["array"], fewer, ptr, base)])
             if cmax is not None:
-                more = {"$lg_types": ["array"], "contains": contains, "minContains": cmax + 1}
-                alts.append([synth(("ncont>", key), more, ptr, base)])
+                more = {"contains": contains, "minContains": cmax + 1}
+                alts.append([self._typed(("ncont>", key), ["array"], more, ptr, base)])
             return alts
         if kw == "if":
             if "if" not in s or ("then" not in s and "else" not in s):
@@ -202,12 +219,12 @@ class Negator:
                     if not all(isinstance(x, str) for x in dep):
                         raise SchemaError(f"{kw} values must be arrays of strings", pointer=_ptr_join(sptr, kw, name))
                     for d in dep:
-                        shape = {"$lg_types": ["object"], "required": [name], "properties": {d: False}}
-                        alts.append([synth(("ndep", name, d), shape, ptr, base)])
+                        shape = {"required": [name], "properties": {d: False}}
+                        alts.append([self._typed(("ndep", name, d), ["object"], shape, ptr, base)])
                 elif kw != "dependentRequired" and isinstance(dep, (dict, bool)):
                     na = self.index.not_atom(sub(kw, name), ptr, base)
                     if na != _FALSE:
-                        has = synth(("has", name), {"$lg_types": ["object"], "required": [name]}, ptr, base)
+                        has = self._typed(("has", name), ["object"], {"required": [name]}, ptr, base)
                         alts.append([has, na])
                 else:
                     raise SchemaError(f"bad {kw} entry", pointer=_ptr_join(sptr, kw, name))
@@ -246,27 +263,26 @@ class Negator:
         size, in a missing key, or in one member (each member's own ¬const is a sub-schema, so
         nesting is lowered set by set). None (refused) when ``v`` has no hash key or too many
         alternatives."""
-        synth = self.index.synth
         vk = _json_key(v)
         if vk is None:
             return None
         if isinstance(v, list):
             ty, n = "array", len(v)
-            alts = [] if n == 0 else [[synth(("ne<", ty, n), {"$lg_types": [ty], "maxItems": n - 1}, ptr, base)]]
-            alts.append([synth(("ne>", ty, n), {"$lg_types": [ty], "minItems": n + 1}, ptr, base)])
+            alts = [] if n == 0 else [[self._typed(("ne<", ty, n), [ty], {"maxItems": n - 1}, ptr, base)]]
+            alts.append([self._typed(("ne>", ty, n), [ty], {"minItems": n + 1}, ptr, base)])
             for i, x in enumerate(v):
                 item = {"not": {"const": x}}
-                shape = {"$lg_types": [ty], "minItems": i + 1, "prefixItems": [True] * i + [item]}
-                alts.append([synth(("ne@", vk, i), shape, ptr, base)])
+                shape = {"minItems": i + 1, "prefixItems": [True] * i + [item]}
+                alts.append([self._typed(("ne@", vk, i), [ty], shape, ptr, base)])
         else:
             ty, n = "object", len(v)
-            alts = [[synth(("nreq", k), {"$lg_types": [ty], "properties": {k: False}}, ptr, base)] for k in v]
+            alts = [[self._typed(("nreq", k), [ty], {"properties": {k: False}}, ptr, base)] for k in v]
             # All of the keys and one more (with them required, minProperties counts exactly).
-            extra = {"$lg_types": [ty], "required": list(v), "minProperties": n + 1}
-            alts.append([synth(("ne>", ty, *sorted(v)), extra, ptr, base)])
+            extra = {"required": list(v), "minProperties": n + 1}
+            alts.append([self._typed(("ne>", ty, *sorted(v)), [ty], extra, ptr, base)])
             for k, x in v.items():
-                shape = {"$lg_types": [ty], "required": [k], "properties": {k: {"not": {"const": x}}}}
-                alts.append([synth(("ne@", vk, k), shape, ptr, base)])
+                shape = {"required": [k], "properties": {k: {"not": {"const": x}}}}
+                alts.append([self._typed(("ne@", vk, k), [ty], shape, ptr, base)])
         if len(alts) >= _MAX_BRANCHES:
             return None
         return [[self.index.types_atom(_ALL_TYPES - {ty}, ptr, base)], *alts]
@@ -280,7 +296,8 @@ class Negator:
         skey = _json_key(scalars)
         if skey is None:
             return None
-        out = [[self.index.synth(("ne", skey), {"$lg_types": scalar_types, "$lg_not_enum": scalars}, ptr, base)]]
+        outside = Synthetic(types=tuple(scalar_types), not_enum=scalars)
+        out = [[self.index.synth(("ne", skey), {}, ptr, base, outside)]]
         for ty, cls in kinds.items():
             conj = [self.index.types_atom([ty], ptr, base)]
             branches = 1
@@ -304,8 +321,10 @@ class Negator:
         if depth > 16:
             return False
         s, sptr, sbase = self.index.schema_of(atom)
-        if "$lg_not" in s:
-            return True
+        if atom in self.index.synthetic:  # types and excluded values complement; a complement is its atom
+            syn = self.index.synthetic[atom]
+            if syn.negates is not None:
+                return True
         for k in s:
             if k in _ANNOTATIONS or k in (
                 "type",
@@ -313,8 +332,6 @@ class Negator:
                 "const",
                 "enum",
                 "required",
-                "$lg_types",
-                "$lg_not_enum",
                 "not",
                 "minimum",
                 "maximum",

@@ -21,6 +21,7 @@ from .keywords import (
     _legacy_draft,
     _ref_overrides_siblings,
 )
+from .synthetic import Synthetic
 from .values import _ptr_join
 
 _DEFAULT_BASE = "https://logitgate.invalid/schema.json"
@@ -49,6 +50,7 @@ class _Index:
         self.anchors: dict[str, tuple[Any, str]] = {}  # absolute uri#anchor -> (schema, pointer)
         self._keep: list[Any] = []  # synthetic schemas stay alive so their ids stay unique
         self._synth: dict[tuple[Any, ...], Any] = {}
+        self.synthetic: dict[int, Synthetic] = {}  # synthetic atom -> what it adds to its schema object
         self.bool_atoms: dict[bool, int] = {}
         self._resolved: dict[tuple[str, str], tuple[Any, str, str]] = {}  # (ref, base) -> resolve()
         stack: list[tuple[Any, str, str, int]] = [(root, "", _DEFAULT_BASE, 0)]
@@ -119,15 +121,25 @@ class _Index:
         atom = self.atoms.get(id(schema))
         return default if atom is None else self.info[atom][2]
 
-    def synth(self, key: tuple[Any, ...], schema: dict[str, Any], pointer: str, base: str) -> int:
+    def synth(
+        self,
+        key: tuple[Any, ...],
+        schema: dict[str, Any],
+        pointer: str,
+        base: str,
+        record: Synthetic | None = None,
+    ) -> int:
         """A synthetic schema (from dependentRequired, not, ...) memoized by ``key`` so that the
-        same construct always yields the same atom (atom sets must compare equal)."""
+        same construct always yields the same atom (atom sets must compare equal); ``record``
+        holds what it adds that no keyword spells."""
         hit = self._synth.get(key)
         if hit is None:
             self._keep.append(schema)
             self._synth[key] = schema
-            hit = schema
-            return self._register(schema, pointer, base)
+            atom = self._register(schema, pointer, base)
+            if record is not None:
+                self.synthetic[atom] = record
+            return atom
         return self.atoms[id(hit)]
 
     def resolve(self, ref: str, base: str, pointer: str) -> tuple[Any, str, str]:
@@ -196,7 +208,7 @@ class _Index:
             return _FALSE
         if atom == _FALSE:
             return 0
-        return self.synth(("not", atom), {"$lg_not": atom}, ptr, base)
+        return self.synth(("not", atom), {}, ptr, base, Synthetic(negates=atom))
 
     def embed(self, atom: int) -> Any:
         """The schema value of an atom, for use inside a synthetic schema."""
@@ -208,7 +220,7 @@ class _Index:
 
     def types_atom(self, types: Iterable[str], ptr: str, base: str) -> int:
         ts = sorted(set(types))
-        return self.synth(("types", *ts), {"$lg_types": ts}, ptr, base)
+        return self.synth(("types", *ts), {}, ptr, base, Synthetic(types=tuple(ts)))
 
     def alias_target(self, atom: int) -> int | None:
         """The atom that a schema of only a $ref (and annotations) stands for, through chains
