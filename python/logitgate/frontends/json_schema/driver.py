@@ -8,7 +8,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from logitgate.errors import LimitExceeded, SchemaError
+from logitgate.errors import LimitExceeded, SchemaError, UnsupportedSchemaError
 from logitgate.grammar.ir import (
     EMPTY,
     Grammar,
@@ -242,7 +242,12 @@ class Lowering:
             leaf = None
             if len(key) == 1:
                 (atom,) = key
-                target = self.index.alias_target(atom)
+                try:
+                    target = self.index.alias_target(atom)
+                except UnsupportedSchemaError:  # a remote reference: lowered (and dropped) by expand
+                    if not self.diag.lenient:
+                        raise
+                    target = None
                 if target is not None:
                     node = self.atoms_ref((target,))
                     if type(node) is Ref:

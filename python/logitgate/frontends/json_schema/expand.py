@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from logitgate.errors import SchemaError
+from logitgate.errors import SchemaError, UnsupportedSchemaError
 
 from .diagnostics import Diagnostics
 from .keywords import _schema_list
@@ -59,14 +59,12 @@ class Expander:
                 ref = d["$ref"]
                 if not isinstance(ref, str):
                     raise SchemaError("$ref must be a string", pointer=_ptr_join(ptr, "$ref"))
-                t, tptr, tbase = self.index.resolve(ref, base, _ptr_join(ptr, "$ref"))
-                stack.append(self.index.sub(t, tptr, tbase))
+                self._follow(ref, "$ref", ptr, base, stack)
             for kw in ("$dynamicRef", "$recursiveRef"):
                 if kw in d:
                     ref = d[kw]
                     if kw == "$dynamicRef" and isinstance(ref, str) and self.index.static_dynamic_ok(ref, base):
-                        t, tptr, tbase = self.index.resolve(ref, base, _ptr_join(ptr, kw))
-                        stack.append(self.index.sub(t, tptr, tbase))
+                        self._follow(ref, kw, ptr, base, stack)
                     else:
                         self.diag.unsupported(kw, "dynamic references are not lowered", _ptr_join(ptr, kw))
             if "allOf" in d:
@@ -138,6 +136,18 @@ class Expander:
                     disj.append([frozenset({absent}), frozenset({req, self.index.sub(dep, dptr, base)})])
                 else:
                     raise SchemaError(f"bad {kw} entry", pointer=dptr)
+
+    def _follow(self, ref: str, kw: str, ptr: str, base: str, stack: list[int]) -> None:
+        """Pushes the atom ``ref`` names; a remote reference is unsupported (dropped when lenient:
+        the reference then constrains nothing)."""
+        try:
+            t, tptr, tbase = self.index.resolve(ref, base, _ptr_join(ptr, kw))
+        except UnsupportedSchemaError:
+            if not self.diag.lenient:
+                raise
+            self.diag.unsupported(kw, f"remote or unknown reference {ref!r}", _ptr_join(ptr, kw))
+            return
+        stack.append(self.index.sub(t, tptr, tbase))
 
     def expand_not(
         self,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from logitgate.errors import SchemaError
+from logitgate.errors import SchemaError, UnsupportedSchemaError
 
 from .caps import _MAX_BRANCHES
 from .diagnostics import Diagnostics
@@ -230,7 +230,12 @@ class Negator:
                     raise SchemaError(f"bad {kw} entry", pointer=_ptr_join(sptr, kw, name))
             return alts
         if kw == "$ref":
-            t, tptr, tbase = self.index.resolve(s["$ref"], sbase, _ptr_join(sptr, "$ref"))
+            try:
+                t, tptr, tbase = self.index.resolve(s["$ref"], sbase, _ptr_join(sptr, "$ref"))
+            except UnsupportedSchemaError:  # remote: no complement of what is not known
+                if not self.diag.lenient:
+                    raise
+                return None
             return [[self.index.not_atom(self.index.sub(t, tptr, tbase), ptr, base)]]
         if kw == "allOf":
             lst = _schema_list(s, "allOf", sptr)
