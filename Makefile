@@ -44,7 +44,8 @@ demo: $(PYC_STAMP)
 	$(BIN)/logitgate generate --schema examples/order.json --stats \
 		"Order #4821 for widget and gadget is now shipped."
 
-test: $(PYC_STAMP)
+# CI runs exactly `make test`: the linters (ruff, format, mypy, stubtest) run first.
+test: $(PYC_STAMP) lint
 	$(BIN)/python -m pytest -q
 
 test-all: $(PYC_STAMP)
