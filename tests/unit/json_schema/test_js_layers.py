@@ -50,3 +50,13 @@ def test_design_doc_shows_the_current_graph() -> None:
 def test_modules_stay_small() -> None:
     sizes = {p.name: len(p.read_text().splitlines()) for p in PACKAGE.glob("*.py")}
     assert max(sizes.values()) <= 600, sizes
+
+
+def test_caps_are_documented_under_their_names() -> None:
+    from logitgate.frontends.json_schema.caps import CAPS
+
+    doc = (REPO / "docs" / "limits.md").read_text()
+    for cap in CAPS:
+        row = next((line for line in doc.splitlines() if line.startswith(f"| `{cap.name}` |")), None)
+        assert row is not None, cap.name
+        assert f"| {cap.value:,} |" in row, (cap, row)

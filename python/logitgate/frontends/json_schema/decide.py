@@ -9,7 +9,7 @@ from typing import Any
 from logitgate.errors import LimitExceeded, UnsupportedSchemaError
 from logitgate.limits import Limits
 
-from .caps import _FEW_PARTS, _SHORT_ENUM
+from .caps import _DISJOINT_DEPTH, _FEW_PARTS, _SHORT_ENUM
 from .diagnostics import Diagnostics
 from .expand import Expander
 from .facts import _Facts, _ObjPart
@@ -38,7 +38,7 @@ class Decider:
         # Nested oneOf inside a branch re-enters here through expand(): bound the depth.
         self._disjoint_depth += 1
         try:
-            if self._disjoint_depth > 16:
+            if self._disjoint_depth > _DISJOINT_DEPTH:
                 return False
             return self._pairwise_disjoint_inner(alts)
         finally:

@@ -23,7 +23,7 @@ from logitgate.grammar.json_text import is_empty_language as _is_empty
 from logitgate.limits import Limits
 
 from .arrays import ArrayEmitter
-from .caps import _MAX_BRANCHES, _MAX_RULES
+from .caps import _MAX_BRANCHES, SCHEMA_RULES
 from .decide import Decider
 from .diagnostics import Diagnostics
 from .expand import Expander
@@ -259,8 +259,8 @@ class Lowering:
                 if name is not None:
                     self.names[key] = name
                     return Ref(name)
-            if len(self.names) > _MAX_RULES:
-                raise LimitExceeded("max_automaton_states", self.limits.max_automaton_states, "too many schema rules")
+            if len(self.names) > SCHEMA_RULES.value:
+                raise SCHEMA_RULES.exceeded("too many schema rules")
             name = f"s{len(self.names)}"
             self.names[key] = name
             self.pointers[name] = " & ".join(sorted({"#" + self.index.info[a][1] for a in key if a in self.index.info}))

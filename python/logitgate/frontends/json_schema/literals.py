@@ -16,6 +16,7 @@ from logitgate.grammar.json_text import alt as _alt
 from logitgate.grammar.json_text import seq as _seq
 from logitgate.limits import Limits
 
+from .caps import _ANY_ORDER_LITERAL
 from .decide import Decider
 from .facts import _Facts
 from .members import MemberPositions
@@ -47,7 +48,7 @@ class LiteralEmitter:
         if isinstance(v, dict):
             if not v:
                 return _seq([Literal(b"{"), self.table.ws(), Literal(b"}")])
-            if 1 < len(v) <= 6:  # key order carries no meaning: accept any order
+            if 1 < len(v) <= _ANY_ORDER_LITERAL:  # key order carries no meaning: accept any order
                 members = [
                     (
                         k,

@@ -7,7 +7,7 @@ from typing import Any
 
 from logitgate.errors import SchemaError, UnsupportedSchemaError
 
-from .caps import _MAX_BRANCHES
+from .caps import _MAX_BRANCHES, _NEGATABLE_DEPTH
 from .diagnostics import Diagnostics
 from .formats import _FORMATS, _UNSUPPORTED_FORMATS
 from .keywords import _ALL_TYPES, _ANNOTATIONS, _GROUPS, _SYN_NOT_ENUM, _SYN_TYPES, _closure, _schema_list, _types_of
@@ -323,7 +323,7 @@ class Negator:
         """Static check that _negation(atom) will not need an unsupported complement."""
         if atom in (0, _FALSE):
             return True
-        if depth > 16:
+        if depth > _NEGATABLE_DEPTH:
             return False
         s, sptr, sbase = self.index.schema_of(atom)
         if atom in self.index.synthetic:  # types and excluded values complement; a complement is its atom

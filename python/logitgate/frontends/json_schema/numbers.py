@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from logitgate.errors import LimitExceeded
 from logitgate.grammar.ir import (
     EMPTY,
     CharClass,
@@ -24,7 +23,7 @@ from logitgate.grammar.json_text import seq as _seq
 from logitgate.grammar.json_text import split_fixed as _split_fixed
 from logitgate.limits import Limits
 
-from .caps import _BIG, _FRAC_DIGITS
+from .caps import _BIG, _FRAC_DIGITS, DECIMAL_DIGITS, MULTIPLE_OF_STATES
 from .diagnostics import Diagnostics
 from .facts import _Facts
 from .rules import RuleTable
@@ -56,8 +55,8 @@ def _dec_parts(v: Fraction) -> tuple[int, str]:
         d = rem.numerator // rem.denominator
         out.append(str(d))
         rem -= d
-        if len(out) > 1200:
-            raise LimitExceeded("max_repeat", 1200, "bound with too many decimal digits")
+        if len(out) > DECIMAL_DIGITS.value:
+            raise DECIMAL_DIGITS.exceeded("bound with too many decimal digits")
     return ip, "".join(out)
 
 
@@ -224,20 +223,6 @@ class NumberEmitter:
                 return _alt(Literal(str(v).encode()) for v in vals) if vals else _EMPTY_LANG
             width = len(str(a))
             small = mags(a, 10**width - 1) if a < 10**width else _EMPTY_LANG
-            big = (
-                _alt(
-                    _seq(
-                        [
-                            Literal(str(d).encode()),
-                            Repeat(CharClass(((0x30, 0x39),)), width - 1, width - 1),
-                        ]
-                    )
-                    for d in range(1, 2)
-                )
-                if False
-                else None
-            )
-            del big
             # numbers with > width digits: first digit 1-9, then the automaton from its remainder
             firsts = _alt(_seq([Literal(str(d).encode()), self._mod_after(k, d, width)]) for d in range(1, 10))
             return _alt([small, firsts])
@@ -272,8 +257,8 @@ class NumberEmitter:
                     )
             return Ref(rn)
 
-        if width * k > 20000:
-            raise LimitExceeded("max_automaton_states", self.limits.max_automaton_states, "multipleOf automaton")
+        if width * k > MULTIPLE_OF_STATES.value:
+            raise MULTIPLE_OF_STATES.exceeded("multipleOf automaton")
         return state(d % k, width)
 
     def number_node(self, f: _Facts, excluded: list[Fraction] | None = None) -> Node:
@@ -370,8 +355,8 @@ class NumberEmitter:
     def _frac(self, t_lo: str | None, t_hi: str | None) -> Node:
         """Optional ``.digits`` whose digit string s satisfies t_lo <= s <= t_hi, comparing as
         decimal fractions (right-padded with zeros). One rule per automaton state."""
-        if len(t_lo or "") > 1200 or len(t_hi or "") > 1200:
-            raise LimitExceeded("max_repeat", self.limits.max_repeat, "bound with too many decimal digits")
+        if len(t_lo or "") > DECIMAL_DIGITS.value or len(t_hi or "") > DECIMAL_DIGITS.value:
+            raise DECIMAL_DIGITS.exceeded("bound with too many decimal digits")
         digits = CharClass(((0x30, 0x39),))
         base = f"fr{len(self.table.rules)}_"
         lo_s, hi_s = t_lo or "", t_hi or ""

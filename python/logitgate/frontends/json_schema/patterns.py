@@ -26,7 +26,7 @@ from logitgate.grammar.json_text import positive_ranges as _positive_ranges
 from logitgate.grammar.json_text import seq as _seq
 from logitgate.limits import Limits
 
-from .caps import _NFA_PRODUCT_RULES
+from .caps import _NFA_PRODUCT_RULES, _NFA_STATES, PATTERN_DEPTH
 
 # whose depth is bounded by Limits.max_nesting).
 
@@ -90,7 +90,7 @@ class _Nfa:
     def state(self) -> int:
         self.eps.append([])
         self.moves.append([])
-        if len(self.eps) > 3000:
+        if len(self.eps) > _NFA_STATES:
             raise _NfaTooLarge
         return len(self.eps) - 1
 
@@ -196,8 +196,10 @@ def _length_product_size(nfa: _Nfa, hi: int | None, cap: int) -> int:
 
 
 def _depth_guard(depth: int, limits: Limits) -> None:
-    if depth > min(4 * limits.max_nesting, 800):
+    if depth > 4 * limits.max_nesting:
         raise LimitExceeded("max_nesting", limits.max_nesting, "string pattern nesting")
+    if depth > PATTERN_DEPTH.value:
+        raise PATTERN_DEPTH.exceeded("string pattern nesting")
 
 
 def _map_leaves(node: Node, fn: Callable[[Node], Node], limits: Limits, depth: int = 0) -> Node:
