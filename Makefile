@@ -10,7 +10,7 @@ PYC_STAMP := $(VENV)/.pyc-stamp
 CORE_SOURCES := $(shell find cpp -name '*.cc' -o -name '*.h') CMakeLists.txt pyproject.toml
 PY_SOURCES := $(shell find python -name '*.py')
 
-.PHONY: demo test test-all lint sanitize bench walk-bench fuzz soundness clean
+.PHONY: demo test test-all lint sanitize bench walk-bench fuzz soundness clean lowering-digests lowering-digests-check
 
 # torch is pinned to the local CPU wheel first, so nothing can pull a CUDA build later.
 $(DEPS_STAMP): pyproject.toml
@@ -35,7 +35,13 @@ $(DEPS_STAMP): pyproject.toml
 	$(BIN)/pip install -q "sqlglot>=25"
 	touch $@
 
-$(BUILD_STAMP): $(DEPS_STAMP) $(CORE_SOURCES)
+# The editable install maps each module to its file: adding or removing a module reinstalls
+# (the list is rewritten only when it changes, so its date tells).
+PY_MODULES := $(VENV)/.py-modules
+$(shell mkdir -p $(VENV) && find python -name '*.py' | sort > $(PY_MODULES).new && \
+	(cmp -s $(PY_MODULES).new $(PY_MODULES) || mv $(PY_MODULES).new $(PY_MODULES)); rm -f $(PY_MODULES).new)
+
+$(BUILD_STAMP): $(DEPS_STAMP) $(CORE_SOURCES) $(PY_MODULES)
 	$(BIN)/pip install -q --no-build-isolation --no-deps -e .
 	touch $@
 
@@ -50,7 +56,8 @@ demo: $(PYC_STAMP)
 	$(BIN)/logitgate generate --schema examples/order.json --stats \
 		"Order #4821 for widget and gadget is now shipped."
 
-test: $(PYC_STAMP)
+# CI runs exactly `make test`: the linters (ruff, format, mypy, stubtest) run first.
+test: $(PYC_STAMP) lint
 	$(BIN)/python -m pytest -q
 
 test-all: $(PYC_STAMP)
@@ -80,6 +87,14 @@ sanitize: $(DEPS_STAMP)
 bench: $(PYC_STAMP)
 	$(BIN)/pip install -q -c bench/constraints.txt -r bench/requirements.txt
 	$(BIN)/python bench/run.py
+
+# Behaviour gate of the JSON Schema frontend (bench/lowering_digests.py): the digest of every
+# corpus schema's lowering under six option sets. A refactoring keeps the committed files identical.
+lowering-digests: $(PYC_STAMP)
+	nice $(BIN)/python bench/lowering_digests.py
+
+lowering-digests-check: $(PYC_STAMP)
+	nice $(BIN)/python bench/lowering_digests.py --check
 
 # The core without Python, on exported harness cases (bench/native/README.md): for profiling.
 walk-bench: build/walk_bench

@@ -3,6 +3,7 @@
 // (compile, mask fills) releases the GIL. CoreError becomes logitgate.errors types.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
@@ -58,16 +59,28 @@ std::shared_ptr<Vocabulary> MakeVocabulary(const std::vector<std::optional<nb::b
   return std::make_shared<Vocabulary>(std::move(bytes), std::move(has), special_ids, eos_ids, width);
 }
 
-CoreLimits MakeLimits(const std::vector<int64_t>& v) {
-  if (v.size() != 7) throw CoreError::Usage("limits must have 7 fields");
+// The core's limits by name (the Limits fields it reads, as a dict): a field renamed, added or
+// dropped on one side is an error naming it, never a value read into another field.
+CoreLimits MakeLimits(const std::map<std::string, int64_t>& named) {
   CoreLimits l;
-  l.max_nesting = v[0];
-  l.max_repeat = v[1];
-  l.max_automaton_states = v[2];
-  l.max_stack_depth = v[3];
-  l.max_parse_heads = v[4];
-  l.max_configurations = v[5];
-  l.mask_cache_entries = v[6];
+  const std::pair<const char*, int64_t*> fields[] = {
+      {"max_nesting", &l.max_nesting},
+      {"max_repeat", &l.max_repeat},
+      {"max_automaton_states", &l.max_automaton_states},
+      {"max_stack_depth", &l.max_stack_depth},
+      {"max_parse_heads", &l.max_parse_heads},
+      {"max_configurations", &l.max_configurations},
+      {"mask_cache_entries", &l.mask_cache_entries},
+  };
+  for (const auto& [name, field] : fields) {
+    auto it = named.find(name);
+    if (it == named.end()) throw CoreError::Usage(std::string("limits: missing field ") + name);
+    *field = it->second;
+  }
+  for (const auto& [name, value] : named) {
+    bool known = std::any_of(std::begin(fields), std::end(fields), [&](const auto& f) { return name == f.first; });
+    if (!known) throw CoreError::Usage("limits: unknown field " + name);
+  }
   return l;
 }
 
@@ -260,7 +273,7 @@ NB_MODULE(_core, m) {
   m.def(
       "compile",
       [](std::shared_ptr<Vocabulary> vocab, nb::bytes program_bytes, std::vector<std::string> names,
-         std::vector<int64_t> limits) {
+         std::map<std::string, int64_t> limits) {
         CoreLimits l = MakeLimits(limits);
         if (program_bytes.size() % sizeof(int32_t) != 0) throw CoreError::Usage("a program is whole int32s");
         std::vector<int32_t> program(program_bytes.size() / sizeof(int32_t));

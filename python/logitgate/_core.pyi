@@ -1,7 +1,7 @@
 """Type stub of the C++ extension (cpp/bindings/module.cc). Calls marked "GIL released" run
 without the GIL and may take milliseconds; the rest take nanoseconds to microseconds."""
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -42,7 +42,7 @@ def serialize_ir(
 ) -> bytes:
     """The program of an IR grammar (native int32s as bytes; see grammar/program.py)."""
 
-def compile(vocab: Vocabulary, program: bytes, rule_names: Sequence[str], limits: Sequence[int]) -> CompiledGrammar:
+def compile(vocab: Vocabulary, program: bytes, rule_names: Sequence[str], limits: Mapping[str, int]) -> CompiledGrammar:
     """Compiles a grammar program into an automaton (GIL released)."""
 
 class Matcher:

@@ -95,12 +95,25 @@ class CompiledGrammar:
         )
 
 
+# The Limits fields the core reads; they cross to C++ by name (cpp/bindings/module.cc MakeLimits).
+# max_source_bytes is the frontends' only.
+CORE_LIMIT_FIELDS = (
+    "max_nesting",
+    "max_repeat",
+    "max_automaton_states",
+    "max_stack_depth",
+    "max_parse_heads",
+    "max_configurations",
+    "mask_cache_entries",
+)
+
+
 @functools.lru_cache(maxsize=64)
-def _limits_forms(limits: Limits) -> tuple[bytes, tuple[int, ...]]:
-    """The limits as part of a cache key, and the core's fields (astuple deep-copies: per
-    compile it cost about as much as hashing the program)."""
-    fields = astuple(limits)
-    return repr(fields).encode(), tuple(fields[1:8])
+def _limits_forms(limits: Limits) -> tuple[bytes, dict[str, int]]:
+    """The limits as part of a cache key, and the core's fields by name (astuple deep-copies:
+    per compile it cost about as much as hashing the program). The dict is shared: not to be
+    changed."""
+    return repr(astuple(limits)).encode(), {name: getattr(limits, name) for name in CORE_LIMIT_FIELDS}
 
 
 @contextlib.contextmanager

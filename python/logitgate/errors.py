@@ -112,7 +112,8 @@ class UnsupportedSchemaError(SchemaError):
 
 
 class LimitExceeded(LogitgateError):
-    """A limit of :class:`~logitgate.Limits` was exceeded: ``limit`` names it, ``value`` is its setting."""
+    """A limit of :class:`~logitgate.Limits` (or a fixed cap of the JSON Schema frontend,
+    docs/limits.md) was exceeded: ``limit`` names it, ``value`` is its setting."""
 
     code = "limit"
 

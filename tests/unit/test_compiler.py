@@ -213,3 +213,27 @@ def test_one_request_past_max_configurations_fails_alone() -> None:
     for _ in range(3):
         m = compiler.compile_json_schema(_TREE_SCHEMA).matcher()
         assert m.accept_bytes(b'{"label":"a","children":[]}') and m.is_complete()
+
+
+def test_limits_cross_to_the_core_by_name() -> None:
+    # The core reads its limits by field name: every Limits field is either passed or the
+    # frontends' own, and a dict missing a field or holding an unknown one is refused by name.
+    from dataclasses import fields
+
+    from logitgate import _core
+    from logitgate.compiler import CORE_LIMIT_FIELDS, _limits_forms
+
+    assert {f.name for f in fields(lg.Limits)} == {*CORE_LIMIT_FIELDS, "max_source_bytes"}
+    limits = lg.Limits(max_stack_depth=7, mask_cache_entries=9)
+    _, named = _limits_forms(limits)
+    assert named["max_stack_depth"] == 7 and named["mask_cache_entries"] == 9
+    vocab = lg.Vocabulary.from_tokens([bytes([i]) for i in range(256)] + [b"</s>"], eos_ids=[256])
+    deep = "[" * 40 + "]" * 40  # nests rules far deeper than 7: the core got max_stack_depth itself
+    for lim, ok in ((lg.Limits(), True), (limits, False)):
+        m = lg.Compiler(vocab, limits=lim).compile_json_schema({}).matcher()
+        assert (bool(m.accept_bytes(deep.encode())) and bool(m.is_complete())) == ok
+    missing = {k: v for k, v in named.items() if k != "max_parse_heads"}
+    with pytest.raises(lg.UsageError, match="missing field max_parse_heads"):
+        _core.compile(vocab._core, b"", [], missing)
+    with pytest.raises(lg.UsageError, match="unknown field max_heads"):
+        _core.compile(vocab._core, b"", [], {**named, "max_heads": 1})

@@ -526,25 +526,6 @@ def test_long_enums_keep_json_equality(compiler: lg.Compiler) -> None:
     assert not accepts(nested, '[1, "v7"]')
 
 
-def test_long_enum_lowering_compares_values_linearly(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Counted, not timed: an enum of n values checked against itself (and intersected with
-    # another) one pair at a time made n * n comparisons (4000 strings: 6 s).
-    from logitgate.frontends import json_schema as js
-
-    calls = 0
-    json_eq = js._json_eq
-
-    def counting(a: Any, b: Any) -> bool:
-        nonlocal calls
-        calls += 1
-        return json_eq(a, b)
-
-    monkeypatch.setattr(js, "_json_eq", counting)
-    values: list[Any] = [f"v{i}" for i in range(1500)] + list(range(1500)) + [{"k": [i]} for i in range(100)]
-    schema_to_grammar({"allOf": [{"enum": values}, {"enum": values[::2]}]}, limits=lg.Limits(), check_empty=False)
-    assert calls < len(values)
-
-
 def test_many_allof_object_parts(compiler: lg.Compiler) -> None:
     # key_atoms indexes the parts that list keys (closed parts) apart from those with patterns
     # or additionalProperties (open parts, searched key by key): the same constraints either way.
@@ -558,37 +539,6 @@ def test_many_allof_object_parts(compiler: lg.Compiler) -> None:
         assert accepts(g, json.dumps(v)), v
     for v in [{"p0": 1}, {"p0": 1, "p3": 0, "q": 4}, {"p0": 1, "p3": 0, "p2": 4}, {"p0": 1, "p3": 0, "p4": 15}]:
         assert not accepts(g, json.dumps(v)), v
-
-
-def test_overlapping_patterns_by_prefix() -> None:
-    # _overlapping_atoms finds by literal prefix what _prefix_disjoint decides pair by pair.
-    from logitgate.frontends.json_schema import _overlapping_atoms, _prefix_disjoint
-
-    rng = random.Random(7)
-    pieces = ["a", "ab", "abc", "b", "x_", "x", ""]
-    patterns = [
-        ("^" if rng.random() < 0.8 else "") + "".join(rng.choices(pieces, k=2)) + rng.choice(["", ".*", "[0-9]"])
-        for _ in range(60)
-    ]
-    pairs = [(p, i % 23) for i, p in enumerate(patterns)]
-    overlapping = _overlapping_atoms(pairs)
-    for p, atom in pairs:
-        expected = {atom} | {a2 for p2, a2 in pairs if not _prefix_disjoint(p, p2)}
-        assert {atom} | overlapping(p) == expected, p
-
-
-def test_value_set_membership() -> None:
-    from logitgate.frontends.json_schema import _KEY_DEPTH, _ValueSet
-
-    deep: Any = 0
-    for _ in range(_KEY_DEPTH + 3):  # past the hash key's depth: compared one by one
-        deep = [deep]
-    values = [1, 2.5, True, "1", None, [1, [True]], {"k": {"x": 1}}, deep, float("nan")]
-    s = _ValueSet(values)
-    for v in [1.0, 2.5, True, "1", None, [1.0, [True]], {"k": {"x": 1.0}}, json.loads(json.dumps(deep))]:
-        assert v in s, v
-    for v in [False, 0, "2.5", [[True], 1], [1, [1]], {"k": {"x": 2}}, {"k": {}}, [deep], float("nan")]:
-        assert v not in s, v
 
 
 def test_whitespace_policies(compiler: lg.Compiler) -> None:
@@ -707,36 +657,6 @@ def test_long_string_lengths_are_exact(compiler: lg.Compiler, lo: int, hi: int |
 
 
 @pytest.mark.parametrize(
-    ("pattern", "lo", "hi"),
-    [("^[a-z]+(\\.[a-z]+)*$", 3, 5), ("^(ab|c)*d?$", 2, None), ("^(?:\\S+\\s+){0,3}\\S+$", 0, 12)],
-)
-def test_length_product_count_is_the_rules_built(pattern: str, lo: int, hi: int | None) -> None:
-    # The pre-count decides whether the product is built at all: it must count exactly the
-    # (state, length) rules the product builds, or a fitting product would be refused.
-    from logitgate.frontends import json_schema as js
-    from logitgate.frontends.regex import regex_to_node
-
-    limits = lg.Limits()
-    node, _ = regex_to_node(pattern, limits, anchored_search=True)
-    lowering = js._Lowering(
-        {},
-        limits=limits,
-        whitespace="flexible",
-        max_whitespace=None,
-        property_order="schema",
-        strict=False,
-        lenient=False,
-        oneof="exact",
-    )
-    assert lowering.nfa_with_length([node], lo, hi) is not None
-    built = [n for n in lowering.rules if n.startswith("nl")]  # its rules; encoded classes add others
-    nfa = js._Nfa.build(node, limits)
-    assert nfa is not None
-    cap = hi if hi is not None else lo
-    assert js._length_product_size(nfa, hi, cap) == len(built)
-
-
-@pytest.mark.parametrize(
     ("schema", "seeds", "by_derivatives"),
     [
         ({"format": "uri", "pattern": "^https?://"}, ["https://a.b/c?d#e", "http://[::1]/", "ftp://x", "http:x"], True),
@@ -754,7 +674,7 @@ def test_intersected_patterns_accept_what_both_accept(
 ) -> None:
     # Every JSON spelling of a string is accepted exactly when the string matches every pattern
     # and the format (checked with Python's re on the frontend's own format regexes).
-    from logitgate.frontends.json_schema import _FORMATS
+    from logitgate.frontends.json_schema.formats import _FORMATS
 
     schema = {"type": "string", **schema}
     grammar, _ = schema_to_grammar(schema, limits=lg.Limits())
@@ -1217,7 +1137,7 @@ def test_dead_choices_are_dropped_before_lowering(compiler: lg.Compiler) -> None
     # Under an object-only context, a choice that requires a key another conjunct forbids is
     # dead (dependencies and negated requirements make many): dropped when the choices are
     # made, not lowered.
-    from logitgate.frontends.json_schema import _productive
+    from logitgate.frontends.json_schema.rules import _productive
 
     props = {k: {"type": "integer"} for k in "abcd"}
     exclusive = {"a": {"not": {"required": ["b"]}}, "b": {"not": {"required": ["a"]}}}

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .json_schema import _DATE_RE, _FORMATS
+from .json_schema.formats import _DATE_RE, _FORMATS
 
 __all__ = ["pydantic_schema"]
 

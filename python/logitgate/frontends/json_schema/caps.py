@@ -1,0 +1,68 @@
+"""Named caps of the lowering: each bounds a search or a construction the schema drives, with
+the reason on its line."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+from logitgate.errors import LimitExceeded
+
+
+@dataclass(frozen=True)
+class Cap:
+    """A fixed cap the schema cannot raise, reported under its own name when hit
+    (``LimitExceeded.limit`` is ``name``, ``value`` is ``value``; docs/limits.md lists them)."""
+
+    name: str
+    value: int
+    reason: str
+
+    def exceeded(self, what: str) -> LimitExceeded:
+        return LimitExceeded(self.name, self.value, what)
+
+
+# Caps whose excess raises LimitExceeded (the others below refuse a construct or fall back).
+SCHEMA_RULES = Cap("json_schema_rules", 200_000, "distinct schema sets one document lowers to, one rule each")
+DECIMAL_DIGITS = Cap("json_schema_decimal_digits", 1200, "digits of a numeric bound written out exactly")
+MULTIPLE_OF_STATES = Cap(
+    "json_schema_multiple_of_states", 20_000, "digit positions x modulus of a multipleOf automaton"
+)
+PATTERN_DEPTH = Cap(
+    "json_schema_pattern_depth", 800, "nesting of a pattern's IR walked recursively (also 4 x max_nesting)"
+)
+CAPS = (SCHEMA_RULES, DECIMAL_DIGITS, MULTIPLE_OF_STATES, PATTERN_DEPTH)
+
+# Caps that refuse a construct (UnsupportedSchemaError) or fall back to another construction.
+_MAX_BRANCHES = 256  # branches of one schema set's distributed disjunctions (more: "anyOf" unsupported)
+# Members per block of an ordered object's key alternatives (see MemberPositions.object_in_order).
+_OBJECT_KEY_BLOCK = 8
+# Bounded repetitions of string characters (StringEmitter.bounded): unrolled up to _UNROLLED_MAX,
+# in blocks of _BLOCK up to _BLOCKS_MAX blocks, binary decomposition beyond.
+_UNROLLED_MAX = 1024
+_BLOCK = 256
+_BLOCKS_MAX = 4096
+_MAX_ORDER_ANY = 8  # property_order="any" tracks subsets of at most this many known properties
+
+
+# Objects merged from up to this many parts are searched part by part for a key's atoms
+# (key_atoms; indexing them costs more).
+_FEW_PARTS = 4
+# Enums up to this long are searched one value at a time (hashing them costs more).
+_SHORT_ENUM = 8
+# Values nested deeper than this have no hash key (_json_key): they are compared one by one.
+_KEY_DEPTH = 32
+
+
+# Bounds of a double turned into a short decimal (_short_bound): magnitude and fraction digits,
+# both rounded in the tightening direction (texts beyond are rare).
+_BIG = Fraction(10**30)
+_FRAC_DIGITS = 40
+
+
+_DERIVATIVE_TUPLES = 256  # most derivative tuples intersect_by_derivatives visits
+_NFA_PRODUCT_RULES = 4000  # most (NFA states, length) rules one pattern-with-length product may build
+_NFA_STATES = 3000  # Thompson NFA states of one pattern product (more: built another way or refused)
+_DISJOINT_DEPTH = 16  # oneOf disjointness re-entered through nested oneOfs (deeper: not provably disjoint)
+_NEGATABLE_DEPTH = 16  # sub-schemas looked into for a complement (deeper: not complementable)
+_ANY_ORDER_LITERAL = 6  # const/enum objects of up to this many members accept any member order

@@ -1,0 +1,440 @@
+"""The driver: atom sets to rules (a worklist, not Python recursion), the distribution of
+disjunctions, dispatch to the emitters per JSON type, and :func:`schema_to_grammar`."""
+
+from __future__ import annotations
+
+import collections
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from logitgate.errors import LimitExceeded, SchemaError, UnsupportedSchemaError
+from logitgate.grammar.ir import (
+    EMPTY,
+    Grammar,
+    Literal,
+    Node,
+    Ref,
+    references,
+)
+from logitgate.grammar.json_text import EMPTY_LANG as _EMPTY_LANG
+from logitgate.grammar.json_text import alt as _alt
+from logitgate.grammar.json_text import is_empty_language as _is_empty
+from logitgate.limits import Limits
+
+from .arrays import ArrayEmitter
+from .caps import _MAX_BRANCHES, SCHEMA_RULES
+from .decide import Decider
+from .diagnostics import Diagnostics
+from .expand import Expander
+from .facts import _Facts
+from .keywords import _ALL_TYPES, _LEAF_KEYWORDS, _NOT_LEAF, _legacy_draft, _narrow_types
+from .literals import LiteralEmitter
+from .members import MemberPositions
+from .merge import Merger
+from .negation import Negator
+from .numbers import NumberEmitter
+from .objects import ObjectEmitter
+from .resolve import _DEFAULT_BASE, _FALSE, _Index
+from .rules import RuleTable, _productive
+from .strings import StringEmitter
+from .values import _ptr_join
+
+
+def schema_to_grammar(
+    schema: dict[str, Any] | bool | str,
+    *,
+    limits: Limits,
+    whitespace: str = "flexible",
+    max_whitespace: int | None = None,
+    property_order: str = "schema",
+    strict: bool = False,
+    lenient: bool = False,
+    oneof: str = "exact",
+    check_empty: bool = True,
+    pointers: dict[str, str] | None = None,
+) -> tuple[Grammar, list[str]]:
+    """The grammar of JSON texts valid against ``schema``, and the dropped constraints.
+
+    ``check_empty=False`` skips the (costly) search for an empty language here: the compiler
+    passes it because the core finds an empty root language anyway, and only then asks this
+    function again for the error with its JSON pointer.
+
+    ``pointers``, when given, receives the JSON pointer of each rule that lowers a schema (its
+    name to the pointers of the subschemas it lowers, joined by " & ").
+
+    Options (see docs/json_schema.md): ``whitespace`` "flexible" (any JSON whitespace between
+    tokens; with ``max_whitespace`` N, at most one newline then at most N spaces/tabs per gap)
+    or "compact" (none); ``property_order`` "schema" or "any" (objects of up to 8 listed properties);
+    ``strict`` forbids properties not listed wherever ``additionalProperties`` is absent;
+    ``lenient`` drops unsupported constraints and lists them instead of raising; ``oneof``
+    "exact" (branches must be provably disjoint) or "anyof" (treat oneOf as anyOf).
+    """
+    if isinstance(schema, (bytes, str)):
+        try:
+            text = schema.decode("utf-8") if isinstance(schema, bytes) else schema
+        except UnicodeDecodeError as e:
+            raise SchemaError(f"schema text is not UTF-8: {e}", pointer="", code="schema-json") from None
+        if len(text.encode("utf-8", "surrogatepass")) > limits.max_source_bytes:
+            raise LimitExceeded("max_source_bytes", limits.max_source_bytes, "schema text")
+        try:
+            schema = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise SchemaError(f"schema is not valid JSON: {e}", pointer="", code="schema-json") from None
+        except RecursionError:
+            # Valid JSON nested deeper than Python's parser recurses: a depth problem, not a syntax one.
+            depth = _text_nesting(text)
+            if depth > limits.max_nesting:
+                why = f"schema text nested {depth} levels deep"
+                raise LimitExceeded("max_nesting", limits.max_nesting, why) from None
+            raise SchemaError(
+                f"schema text nested {depth} levels deep: deeper than Python's JSON parser goes",
+                pointer="",
+                code="schema-too-deep",
+            ) from None
+    if not isinstance(schema, (dict, bool)):
+        raise SchemaError(
+            f"a schema must be an object or a boolean (or JSON text), got {type(schema).__name__}",
+            pointer="",
+            code="schema-type",
+        )
+    try:
+        low = Lowering(
+            schema,
+            limits=limits,
+            whitespace=whitespace,
+            max_whitespace=max_whitespace,
+            property_order=property_order,
+            strict=strict,
+            lenient=lenient,
+            oneof=oneof,
+        )
+        if schema is True:
+            return Grammar({"root": low.table.any_value(), **low.table.rules}), []
+        grammar = low.run(check_empty)
+        if pointers is not None:
+            pointers.update(low.pointers)
+    except (TypeError, AttributeError):
+        # A schema passed as Python data may hold what JSON cannot (a set, an object, a
+        # non-string key), which fails deep inside the lowering: looked for here, after the
+        # fact, so that JSON schemas pay nothing; any other failure is raised as it is.
+        found = _non_json_value(schema)
+        if found is None:
+            raise
+        pointer, what = found
+        raise SchemaError(f"the schema holds {what}, which is not JSON data", pointer=pointer) from None
+    return grammar, list(low.diag.dropped)
+
+
+def _text_nesting(text: str) -> int:
+    """The deepest nesting of arrays and objects in JSON ``text`` (brackets inside strings do
+    not count)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
+def _non_json_value(schema: Any) -> tuple[str, str] | None:
+    """The pointer and a description of the first value in ``schema`` that is not JSON data
+    (iterative; containers met twice, as in a cyclic structure, are not walked again)."""
+    stack: list[tuple[Any, str]] = [(schema, "")]
+    seen: set[int] = set()
+    while stack:
+        v, ptr = stack.pop()
+        if v is None or isinstance(v, (str, bool, int, float)):
+            continue
+        if isinstance(v, (dict, list)):
+            if id(v) in seen:
+                continue
+            seen.add(id(v))
+            if isinstance(v, list):
+                stack.extend((x, _ptr_join(ptr, i)) for i, x in enumerate(v))
+                continue
+            for k, x in v.items():
+                if not isinstance(k, str):
+                    return ptr, f"a key of type {type(k).__name__} ({k!r})"
+                stack.append((x, _ptr_join(ptr, k)))
+            continue
+        return ptr, f"a value of type {type(v).__name__}"
+    return None
+
+
+class Lowering:
+    """One schema document lowered: atom sets to named rules, each lowered once."""
+
+    def __init__(
+        self,
+        root: Any,
+        *,
+        limits: Limits,
+        whitespace: str,
+        max_whitespace: int | None,
+        property_order: str,
+        strict: bool,
+        lenient: bool,
+        oneof: str,
+    ) -> None:
+        if whitespace not in ("flexible", "compact"):
+            raise ValueError(f"whitespace must be 'flexible' or 'compact', got {whitespace!r}")
+        if property_order not in ("schema", "any"):
+            raise ValueError(f"property_order must be 'schema' or 'any', got {property_order!r}")
+        if oneof not in ("exact", "anyof"):
+            raise ValueError(f"oneof must be 'exact' or 'anyof', got {oneof!r}")
+        if max_whitespace is not None and (not isinstance(max_whitespace, int) or max_whitespace < 0):
+            raise ValueError("max_whitespace must be None or a non-negative int")
+        self.limits = limits
+        self.diag = Diagnostics(lenient)
+        self.table = RuleTable(whitespace == "compact", max_whitespace)
+        self.index = _Index(root, limits)
+        neg = Negator(self.index, self.diag)
+        self.merger = Merger(self.index, self.diag)
+        self.exp = Expander(self.index, self.diag, neg, lambda alts: dec.pairwise_disjoint(alts), oneof == "anyof")
+        dec = Decider(self.exp, self.merger, self.diag, limits)
+        self.nums = NumberEmitter(self.table, self.diag, limits, not _legacy_draft(root))
+        self.strs = StringEmitter(self.table, self.diag, dec, limits)
+        members = MemberPositions(self.table)
+        self.lits = LiteralEmitter(self.table, dec, members, limits)
+        self.arrs = ArrayEmitter(self.table, self.diag, dec, self.index, self.lits, self.atoms_ref, limits)
+        self.objs = ObjectEmitter(
+            self.table,
+            self.diag,
+            dec,
+            self.exp,
+            self.strs,
+            self.lits,
+            members,
+            self.atoms_ref,
+            limits,
+            strict=strict,
+            order_any=property_order == "any",
+        )
+        self.names: dict[frozenset[int], str] = {}
+        self.pointers: dict[str, str] = {}  # rule name -> JSON pointer(s) of the schema set it lowers
+        self.work: list[tuple[frozenset[int], str]] = []
+        self.leaf_names: dict[tuple[Any, ...], str] = {}  # _leaf_key -> the rule of the first such leaf
+        self.branch_types: dict[frozenset[int], frozenset[str]] = {}  # _branch_types
+
+    def atoms_ref(self, atoms: Iterable[int]) -> Node:
+        key = frozenset(atoms)
+        if 0 in key:
+            key = key - {0}
+        if _FALSE in key:
+            return _EMPTY_LANG
+        if not key:
+            return self.table.any_value()
+        name = self.names.get(key)
+        if name is None:
+            leaf = None
+            if len(key) == 1:
+                (atom,) = key
+                try:
+                    target = self.index.alias_target(atom)
+                except UnsupportedSchemaError:  # a remote reference: lowered (and dropped) by expand
+                    if not self.diag.lenient:
+                        raise
+                    target = None
+                if target is not None:
+                    node = self.atoms_ref((target,))
+                    if type(node) is Ref:
+                        self.names[key] = node.name
+                    return node
+                leaf = self._leaf_key(atom)
+            if leaf is not None:
+                name = self.leaf_names.get(leaf)
+                if name is not None:
+                    self.names[key] = name
+                    return Ref(name)
+            if len(self.names) > SCHEMA_RULES.value:
+                raise SCHEMA_RULES.exceeded("too many schema rules")
+            name = f"s{len(self.names)}"
+            self.names[key] = name
+            self.pointers[name] = " & ".join(sorted({"#" + self.index.info[a][1] for a in key if a in self.index.info}))
+            if leaf is not None:
+                self.leaf_names[leaf] = name
+            self.work.append((key, name))
+        return Ref(name)
+
+    def _leaf_key(self, atom: int) -> tuple[Any, ...] | None:
+        """The constraints of a schema that is a leaf (scalar keywords, annotations and unknown
+        keywords only), as a hashable key: leaves with the same key lower to the same rule.
+        Schemas repeat their leaves: Github_ultra/o15627's 285 leaf property schemas are 4
+        distinct ones. None when not a leaf, and always when lenient (each occurrence of a
+        dropped constraint is reported at its own pointer)."""
+        if self.diag.lenient or atom in self.index.synthetic:
+            return None
+        d = self.index.info[atom][0]
+        if not d.keys().isdisjoint(_NOT_LEAF):
+            return None
+        parts = []
+        for k in sorted(d.keys() & _LEAF_KEYWORDS):
+            v = d[k]
+            # Values compare as written (1 and 1.0, true and 1 are different keys): an enum of
+            # 1.0 is spelled otherwise than one of 1, and a missed share costs only time.
+            if isinstance(v, (list, dict)):
+                try:
+                    v = json.dumps(v, sort_keys=True)
+                except (RecursionError, ValueError, TypeError):  # too deep, or not JSON
+                    return None
+            parts.append((k, (type(v), v)))
+        return tuple(parts)
+
+    def run(self, check_empty: bool = True) -> Grammar:
+        root_atom = self.index.atom(self.index.root, "", _DEFAULT_BASE)
+        if root_atom == _FALSE:
+            raise SchemaError("empty language: the schema is false", pointer="", code="schema-empty")
+        self.table.rules["root"] = EMPTY
+        body = self.atoms_ref([root_atom])
+        while self.work:
+            atoms, name = self.work.pop()
+            self.table.rules[name] = self.lower_set(atoms)
+        self.table.rules["root"] = body
+        if check_empty:
+            self._check_productive()
+        return Grammar(dict(self.table.rules))
+
+    def _check_productive(self) -> None:
+        productive: set[str] = set()
+        users: dict[str, list[str]] = {}
+        for name, node in self.table.rules.items():
+            for ref in references(node):
+                users.setdefault(ref, []).append(name)
+        queue = collections.deque(self.table.rules)
+        while queue:  # re-evaluate a rule only when one of its references became productive
+            name = queue.popleft()
+            if name in productive or not _productive(self.table.rules[name], productive):
+                continue
+            productive.add(name)
+            queue.extend(u for u in users.get(name, ()) if u not in productive)
+        if "root" not in productive:
+            ptr, msg = (
+                self.diag.empty_reasons[0] if self.diag.empty_reasons else ("", "no JSON value satisfies the schema")
+            )
+            raise SchemaError(f"empty language: {msg}", pointer=ptr, code="schema-empty")
+
+    def lower_set(self, atoms: frozenset[int]) -> Node:
+        exp = self.exp.expand(atoms)
+        if exp is None:
+            return _EMPTY_LANG
+        pure, disj = exp
+        if disj:
+            # Alternatives whose own type keywords exclude the context's types die (negations
+            # make many: "not minimum" is a number below it, useless under type: string):
+            # dropped before distribution, and so are choices whose alternatives' types are
+            # disjoint, not lowered to empty sets one by one.
+            types = self._declared_types(pure)
+            typed = [[(alt, types & self._branch_types(alt)) for alt in alts] for alts in disj]
+            typed = [[(alt, ts) for alt, ts in alts if ts] for alts in typed]
+            if not all(typed):
+                return _EMPTY_LANG
+            disj = [[alt for alt, _ in alts] for alts in typed]
+            total = 1
+            for alts in disj:
+                total *= len(alts)
+            if total > _MAX_BRANCHES:
+                ptr = self.index.schema_of(pure[0])[1] if pure else ""
+                self.diag.unsupported("anyOf", f"{total} combined branches exceed {_MAX_BRANCHES}", ptr)
+                disj = []
+        if disj:
+            # Distribute: one branch set per choice. The pure atoms are re-expanded in each branch
+            # without their disjunctions: wrap them as "pure-only" synthetic conjuncts.
+            pure_atoms = [self.exp.pure_only(a) for a in pure]
+            choices: list[tuple[frozenset[int], set[str]]] = [(frozenset(pure_atoms), types)]
+            for alts_types in typed:
+                choices = [(c | alt, ts & ats) for c, ts in choices for alt, ats in alts_types if ts & ats]
+            combos = [c for c, _ in choices]
+            if types <= {"object"}:
+                # Objects only: a choice that requires a key another forbids is empty
+                # (dependencies and their negations make many; each cost a lowering).
+                # (Last choice first: its reason is the one an empty schema reports, as when
+                # the work stack lowered it first.)
+                combos = [c for c in reversed(combos) if not self._requires_forbidden(c)][::-1]
+            return _alt(self.atoms_ref(c) for c in combos)
+        self.diag.lowering(self.index.schema_of(pure[0])[1] if pure else "")
+        f = self.merger.merge(pure)
+        node = self.emit(f)
+        if _is_empty(node) and f.empty_reason is not None:
+            self.diag.empty(*f.empty_reason)
+        return node
+
+    def _branch_types(self, alt: frozenset[int]) -> set[str]:
+        """The types a branch's conjuncts (its negations expanded, so "not minimum" is a number)
+        allow; their own disjunctions are not looked into. Memoized: a branch recurs in every
+        set that distributes it."""
+        hit = self.branch_types.get(alt)
+        if hit is None:
+            exp = self.exp.expand(alt)
+            hit = self.branch_types[alt] = frozenset(self._declared_types(exp[0]) if exp is not None else ())
+        return set(hit)
+
+    def _declared_types(self, atoms: Iterable[int]) -> set[str]:
+        """The types the "type" keywords (and synthetic type sets) of ``atoms`` themselves allow
+        (empty with false among them)."""
+        types = set(_ALL_TYPES)
+        for a in atoms:
+            if a == _FALSE:
+                return set()
+            if a > 0:
+                d, ptr, _ = self.index.schema_of(a)
+                _narrow_types(types, d, ptr, self.index.synthetic.get(a))
+        return types
+
+    def _requires_forbidden(self, combo: frozenset[int]) -> bool:
+        """Whether a conjunct of ``combo`` requires a key that another forbids ("properties":
+        {key: false}); recorded, where it is forbidden, as the reason the set is empty."""
+        required: set[str] = set()
+        forbidden: dict[str, str] = {}  # key -> pointer of a conjunct forbidding it
+        for a in combo:
+            if a <= 0:
+                continue
+            d, ptr, _ = self.index.info[a]
+            req = d.get("required")
+            if isinstance(req, list):
+                required.update(x for x in req if isinstance(x, str))
+            props = d.get("properties")
+            if isinstance(props, dict) and False in props.values():
+                for k, v in props.items():
+                    if v is False:
+                        forbidden.setdefault(k, ptr)
+        both = required.intersection(forbidden)
+        if both:
+            key = min(both)
+            self.diag.empty(forbidden[key], f"required property {key!r} is forbidden")
+        return bool(both)
+
+    def emit(self, f: _Facts) -> Node:
+        if f.enum is not None:
+            return self.lits.emit_enum(f)
+        types = f.types
+        alts: list[Node] = []
+        excluded = f.not_enum
+        if "null" in types and not any(v is None for v in excluded):
+            alts.append(Literal(b"null"))
+        if "boolean" in types:
+            for lit, val in ((b"true", True), (b"false", False)):
+                if not any(v is val for v in excluded):
+                    alts.append(Literal(lit))
+        if "fraction" in types or "integer" in types:
+            alts.append(self.table.shared("num", f, self.nums.emit_number))
+        if "string" in types:
+            alts.append(self.table.shared("str", f, self.strs.emit_string))
+        if "array" in types:
+            alts.append(self.arrs.emit_array(f))
+        if "object" in types:
+            alts.append(self.objs.emit_object(f))
+        alts = [a for a in alts if not _is_empty(a)]
+        return _alt(alts) if alts else _EMPTY_LANG

@@ -1,0 +1,55 @@
+"""Facts: the pure keywords of an atom set merged per JSON type (types intersected, bounds
+tightened, enums intersected, object/array sub-schemas kept as atoms): the typed record between
+the schema algebra and emission."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from .keywords import _ALL_TYPES
+
+
+@dataclass
+class _ObjPart:
+    """Object keywords of one conjunct (additional=None: absent)."""
+
+    props: dict[str, int]
+    patterns: list[tuple[str, int, str]]  # (pattern, atom, pointer)
+    additional: int | None
+    order: list[str]
+
+
+@dataclass
+class _ArrPart:
+    prefix: list[int]
+    items: int | None  # applies at positions >= len(prefix); None: absent (any)
+
+
+@dataclass
+class _Facts:
+    types: set[str] = field(default_factory=lambda: set(_ALL_TYPES))
+    enum: list[Any] | None = None
+    not_enum: list[Any] = field(default_factory=list)
+    lo: Fraction | None = None
+    lo_excl: bool = False
+    hi: Fraction | None = None
+    hi_excl: bool = False
+    multiple: list[tuple[Fraction, str]] = field(default_factory=list)
+    min_len: int = 0
+    max_len: int | None = None
+    patterns: list[tuple[str, str]] = field(default_factory=list)  # (pattern, pointer)
+    formats: list[tuple[str, str]] = field(default_factory=list)
+    objs: list[_ObjPart] = field(default_factory=list)
+    required: list[str] = field(default_factory=list)
+    names: list[int] = field(default_factory=list)  # propertyNames atoms
+    min_props: int = 0
+    min_props_ptr: str = ""  # pointer of the minProperties that set min_props
+    max_props: int | None = None
+    arrs: list[_ArrPart] = field(default_factory=list)
+    min_items: int = 0
+    max_items: int | None = None
+    contains: list[tuple[int, int, int | None, str]] = field(default_factory=list)  # atom, min, max, ptr
+    unique: str | None = None  # pointer of uniqueItems: true
+    empty_reason: tuple[str, str] | None = None  # (pointer, message) when a contradiction was seen

@@ -1,0 +1,72 @@
+"""The ``format`` values lowered, as regexes in the common subset of ECMA and Python
+(Python's ``re`` checks enum values against them)."""
+
+from __future__ import annotations
+
+_DATE_RE = (
+    r"(?:[0-9]{3}[1-9]|[0-9]{2}[1-9][0-9]|[0-9][1-9][0-9]{2}|[1-9][0-9]{3})-"
+    r"(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-8]))"
+    r"|(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:0[48]|[2468][048]|[13579][26])00)-02-29"
+)
+# A leap second only at 23:59:60 UTC (offset Z or +-00:00): stricter than RFC 3339 allows.
+_TIME_RE = (
+    r"(?:(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]+)?(?:[zZ]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])"
+    r"|23:59:60(?:\.[0-9]+)?(?:[zZ]|[+-]00:00))"
+)
+_DEC_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])"
+_IPV4_RE = rf"{_DEC_OCTET}(?:\.{_DEC_OCTET}){{3}}"
+_H16 = r"[0-9a-fA-F]{1,4}"
+_LS32 = rf"(?:{_H16}:{_H16}|{_IPV4_RE})"
+_IPV6_RE = (
+    rf"(?:(?:{_H16}:){{6}}{_LS32}|::(?:{_H16}:){{5}}{_LS32}|(?:{_H16})?::(?:{_H16}:){{4}}{_LS32}"
+    rf"|(?:(?:{_H16}:){{0,1}}{_H16})?::(?:{_H16}:){{3}}{_LS32}|(?:(?:{_H16}:){{0,2}}{_H16})?::(?:{_H16}:){{2}}{_LS32}"
+    rf"|(?:(?:{_H16}:){{0,3}}{_H16})?::{_H16}:{_LS32}|(?:(?:{_H16}:){{0,4}}{_H16})?::{_LS32}"
+    rf"|(?:(?:{_H16}:){{0,5}}{_H16})?::{_H16}|(?:(?:{_H16}:){{0,6}}{_H16})?::)"
+)
+# Labels never carry "--" at positions 3-4 (IDNA A-labels "xn--" are rejected, not checked).
+_AN = "[A-Za-z0-9]"
+_LDH = "[A-Za-z0-9-]"
+_LABEL63 = rf"(?:{_AN}(?:{_LDH}?{_AN})?|{_AN}{_LDH}{{2}}{_AN}|{_AN}{_LDH}(?:{_AN}{_LDH}|-{_AN}){_LDH}{{0,58}}{_AN})"
+_LABEL30 = rf"(?:{_AN}(?:{_LDH}?{_AN})?|{_AN}{_LDH}{{2}}{_AN}|{_AN}{_LDH}(?:{_AN}{_LDH}|-{_AN}){_LDH}{{0,25}}{_AN})"
+# At most 253 characters: up to 3 labels of 63, or up to 8 labels of 30 (both bounded below 253).
+_HOSTNAME_RE = rf"(?:{_LABEL63}(?:\.{_LABEL63}){{0,2}}|{_LABEL30}(?:\.{_LABEL30}){{0,7}})"
+_UNRESERVED = r"A-Za-z0-9\-._~"
+_SUBDELIMS = r"!$&'()*+,;="
+_PCT = r"%[0-9A-Fa-f]{2}"
+_PCHAR = rf"(?:[{_UNRESERVED}{_SUBDELIMS}:@]|{_PCT})"
+_SEGMENT = rf"{_PCHAR}*"
+_AUTHORITY = (
+    rf"(?:(?:[{_UNRESERVED}{_SUBDELIMS}:]|{_PCT})*@)?"
+    rf"(?:\[{_IPV6_RE}\]|(?:[{_UNRESERVED}{_SUBDELIMS}]|{_PCT})*)(?::[0-9]*)?"
+)
+_QUERY = rf"(?:{_PCHAR}|[/?])*"
+_HIER = rf"(?://{_AUTHORITY}(?:/{_SEGMENT})*|/(?:{_PCHAR}+(?:/{_SEGMENT})*)?|{_PCHAR}+(?:/{_SEGMENT})*|)"
+_URI_RE = rf"[A-Za-z][A-Za-z0-9+\-.]*:{_HIER}(?:\?{_QUERY})?(?:#{_QUERY})?"
+_NOSCHEME = rf"(?:[{_UNRESERVED}{_SUBDELIMS}@]|{_PCT})"
+_RELATIVE = (
+    rf"(?://{_AUTHORITY}(?:/{_SEGMENT})*|/(?:{_PCHAR}+(?:/{_SEGMENT})*)?|{_NOSCHEME}+(?:/{_SEGMENT})*|)"
+    rf"(?:\?{_QUERY})?(?:#{_QUERY})?"
+)
+_JSON_POINTER_RE = r"(?:/(?:[^~/]|~[01])*)*"
+_FORMATS: dict[str, str] = {
+    "date": _DATE_RE,
+    "time": _TIME_RE,
+    "date-time": rf"(?:{_DATE_RE})[tT]{_TIME_RE}",
+    "duration": (
+        r"P(?:(?:[0-9]+Y(?:[0-9]+M(?:[0-9]+D)?)?|[0-9]+M(?:[0-9]+D)?|[0-9]+D)"
+        r"(?:T(?:[0-9]+H(?:[0-9]+M(?:[0-9]+S)?)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S))?"
+        r"|T(?:[0-9]+H(?:[0-9]+M(?:[0-9]+S)?)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S)|[0-9]+W)"
+    ),
+    "email": rf"[A-Za-z0-9!#$%&'*+/=?^_`{{|}}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{{|}}~-]+)*@{_HOSTNAME_RE}",
+    "idn-email": rf"[A-Za-z0-9!#$%&'*+/=?^_`{{|}}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{{|}}~-]+)*@{_HOSTNAME_RE}",
+    "hostname": _HOSTNAME_RE,
+    "ipv4": _IPV4_RE,
+    "ipv6": _IPV6_RE,
+    "uuid": r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}",
+    "uri": _URI_RE,
+    "uri-reference": rf"(?:{_URI_RE}|{_RELATIVE})",
+    "json-pointer": _JSON_POINTER_RE,
+    "relative-json-pointer": rf"(?:0|[1-9][0-9]*)(?:#|{_JSON_POINTER_RE})",
+}
+# Formats jsonschema's FormatChecker knows but we do not lower: rejected (never silently ignored).
+_UNSUPPORTED_FORMATS = frozenset({"idn-hostname", "iri", "iri-reference", "uri-template", "regex"})

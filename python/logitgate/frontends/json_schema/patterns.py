@@ -1,0 +1,352 @@
+"""Code-point-level IR utilities for patterns: finite languages, a Thompson NFA, length
+ranges and restriction, literal prefixes (provable disjointness of anchored patterns).
+
+Recursion is bounded: nodes come from our own construction or the regex frontend, whose depth
+is bounded by ``Limits.max_nesting``."""
+
+from __future__ import annotations
+
+import bisect
+import functools
+from collections.abc import Callable
+
+from logitgate.errors import LimitExceeded
+from logitgate.grammar.ir import (
+    Alt,
+    CharClass,
+    Literal,
+    Node,
+    Repeat,
+    Seq,
+)
+from logitgate.grammar.json_text import EMPTY_LANG as _EMPTY_LANG
+from logitgate.grammar.json_text import alt as _alt
+from logitgate.grammar.json_text import is_empty_language as _is_empty
+from logitgate.grammar.json_text import positive_ranges as _positive_ranges
+from logitgate.grammar.json_text import seq as _seq
+from logitgate.limits import Limits
+
+from .caps import _NFA_PRODUCT_RULES, _NFA_STATES, PATTERN_DEPTH
+
+# whose depth is bounded by Limits.max_nesting).
+
+
+def _finite_strings(node: Node, limit: int) -> list[str] | None:
+    """The strings of a code-point-level node's language when it is finite and has at most
+    ``limit`` of them (repetition counted), else None."""
+    if type(node) is Literal:
+        try:
+            return [node.value.decode("utf-8")]
+        except UnicodeDecodeError:
+            return None
+    if type(node) is CharClass:
+        if node.negated or sum(b - a + 1 for a, b in node.ranges) > limit:
+            return None
+        return [chr(c) for a, b in node.ranges for c in range(a, b + 1)]
+    if type(node) is Alt:
+        out: list[str] = []
+        for item in node.items:
+            sub = _finite_strings(item, limit - len(out))
+            if sub is None:
+                return None
+            out.extend(sub)
+        return out if len(out) <= limit else None
+    if type(node) is Seq:
+        acc = [""]
+        for item in node.items:
+            sub = _finite_strings(item, limit)
+            if sub is None or len(acc) * len(sub) > limit:
+                return None
+            acc = [x + y for x in acc for y in sub]
+        return acc
+    if type(node) is Repeat and node.max is not None:
+        sub = _finite_strings(node.item, limit)
+        if sub is None:
+            return None
+        out, level = [], [""]
+        for n in range(node.max + 1):
+            if n >= node.min:
+                out.extend(level)
+            if len(out) > limit:
+                return None
+            if n < node.max:
+                if len(level) * len(sub) > limit:
+                    return None
+                level = [x + y for x in level for y in sub]
+        return out
+    return None
+
+
+class _Nfa:
+    """Thompson NFA over code points of a code-point-level IR node (no byte classes)."""
+
+    def __init__(self) -> None:
+        self.eps: list[list[int]] = []
+        self.moves: list[list[tuple[tuple[tuple[int, int], ...], int]]] = []
+        self.start = 0
+        self.accept = 0
+        self._closures: dict[int, frozenset[int]] = {}
+
+    def state(self) -> int:
+        self.eps.append([])
+        self.moves.append([])
+        if len(self.eps) > _NFA_STATES:
+            raise _NfaTooLarge
+        return len(self.eps) - 1
+
+    def closure(self, q: int) -> frozenset[int]:
+        """States reachable from q by epsilon moves (memoized)."""
+        hit = self._closures.get(q)
+        if hit is None:
+            seen = {q}
+            stack = [q]
+            while stack:
+                x = stack.pop()
+                for t in self.eps[x]:
+                    if t not in seen:
+                        seen.add(t)
+                        stack.append(t)
+            hit = self._closures[q] = frozenset(seen)
+        return hit
+
+    @classmethod
+    def build(cls, node: Node, limits: Limits) -> _Nfa | None:
+        nfa = cls()
+        try:
+            nfa.start = nfa.state()
+            nfa.accept = nfa.state()
+            nfa._add(node, nfa.start, nfa.accept, limits, 0)
+        except _NfaTooLarge:
+            return None
+        return nfa
+
+    def _add(self, node: Node, a: int, b: int, limits: Limits, depth: int) -> None:
+        """Wire ``node`` from state a to state b (recursion bounded like the other node walks)."""
+        _depth_guard(depth, limits)
+        if isinstance(node, Literal):
+            chars = node.value.decode("utf-8")
+            cur = a
+            for i, ch in enumerate(chars):
+                nxt = b if i == len(chars) - 1 else self.state()
+                self.moves[cur].append((((ord(ch), ord(ch)),), nxt))
+                cur = nxt
+            if not chars:
+                self.eps[a].append(b)
+        elif isinstance(node, CharClass):
+            ranges = tuple(_positive_ranges(node))
+            if ranges:
+                self.moves[a].append((ranges, b))
+        elif isinstance(node, Seq):
+            cur = a
+            for i, item in enumerate(node.items):
+                nxt = b if i == len(node.items) - 1 else self.state()
+                self._add(item, cur, nxt, limits, depth + 1)
+                cur = nxt
+            if not node.items:
+                self.eps[a].append(b)
+        elif isinstance(node, Alt):
+            for item in node.items:
+                s, t = self.state(), self.state()
+                self.eps[a].append(s)
+                self.eps[t].append(b)
+                self._add(item, s, t, limits, depth + 1)
+        elif isinstance(node, Repeat):
+            cur = a
+            for _ in range(node.min):
+                nxt = self.state()
+                self._add(node.item, cur, nxt, limits, depth + 1)
+                cur = nxt
+            if node.max is None:
+                s, t = self.state(), self.state()
+                self.eps[cur].append(s)
+                self.eps[s].append(t)
+                self._add(node.item, s, t, limits, depth + 1)
+                self.eps[t].append(s)
+                self.eps[t].append(b)
+                self.eps[cur].append(b)
+            else:
+                for _ in range(node.max - node.min):
+                    nxt = self.state()
+                    self.eps[cur].append(b)
+                    self._add(node.item, cur, nxt, limits, depth + 1)
+                    cur = nxt
+                self.eps[cur].append(b)
+        else:
+            raise _NfaTooLarge
+
+
+class _NfaTooLarge(Exception):
+    pass
+
+
+def _length_product_size(nfa: _Nfa, hi: int | None, cap: int) -> int:
+    """How many (state, length) pairs ``nfa_with_length`` would reach for one NFA, counted
+    with plain sets and stopping once past the budget, so a product that cannot fit fails in
+    a few ms instead of after building thousands of rules."""
+    layer = {nfa.start}
+    seen: set[tuple[int, int]] = {(nfa.start, 0)}
+    k = 0
+    while layer and (hi is None or k < hi) and len(seen) <= _NFA_PRODUCT_RULES:
+        k2 = min(k + 1, cap) if hi is None else k + 1
+        nxt = {t for q in layer for x in nfa.closure(q) for _, t in nfa.moves[x]}
+        layer = {t for t in nxt if (t, k2) not in seen}
+        seen.update((t, k2) for t in layer)
+        k = k2
+    return len(seen)
+
+
+def _depth_guard(depth: int, limits: Limits) -> None:
+    if depth > 4 * limits.max_nesting:
+        raise LimitExceeded("max_nesting", limits.max_nesting, "string pattern nesting")
+    if depth > PATTERN_DEPTH.value:
+        raise PATTERN_DEPTH.exceeded("string pattern nesting")
+
+
+def _map_leaves(node: Node, fn: Callable[[Node], Node], limits: Limits, depth: int = 0) -> Node:
+    _depth_guard(depth, limits)
+    if isinstance(node, Seq):
+        return _seq(_map_leaves(i, fn, limits, depth + 1) for i in node.items)
+    if isinstance(node, Alt):
+        return _alt(_map_leaves(i, fn, limits, depth + 1) for i in node.items) if node.items else node
+    if isinstance(node, Repeat):
+        inner = _map_leaves(node.item, fn, limits, depth + 1)
+        return Repeat(inner, node.min, node.max)
+    return fn(node)
+
+
+def _length_range(node: Node, limits: Limits, depth: int = 0) -> tuple[int, int | None]:
+    _depth_guard(depth, limits)
+    if isinstance(node, Literal):
+        return (len(node.value.decode("utf-8")),) * 2  # type: ignore[return-value]
+    if isinstance(node, CharClass):
+        return (1, 1)
+    if isinstance(node, Seq):
+        lo = 0
+        hi_opt: int | None = 0
+        for i in node.items:
+            a, b = _length_range(i, limits, depth + 1)
+            lo += a
+            hi_opt = None if hi_opt is None or b is None else hi_opt + b
+        return lo, hi_opt
+    if isinstance(node, Alt):
+        if not node.items:
+            return (0, 0)
+        rs = [_length_range(i, limits, depth + 1) for i in node.items]
+        his = [b for _, b in rs]
+        return min(a for a, _ in rs), None if any(b is None for b in his) else max(b for b in his if b is not None)
+    if isinstance(node, Repeat):
+        a, b = _length_range(node.item, limits, depth + 1)
+        return a * node.min, None if node.max is None or b is None else b * node.max
+    raise TypeError(node)
+
+
+def _restrict_length(node: Node, lo: int, hi: int | None, limits: Limits, depth: int = 0) -> Node | None:
+    """``node`` ∩ strings of length [lo, hi], when expressible simply; None when not."""
+    _depth_guard(depth, limits)
+    a, b = _length_range(node, limits)
+    if a >= lo and (hi is None or (b is not None and b <= hi)):
+        return node
+    if (hi is not None and a > hi) or (b is not None and b < lo):
+        return _EMPTY_LANG
+    if isinstance(node, Repeat):
+        ia, ib = _length_range(node.item, limits)
+        if ia == ib and ia > 0:
+            w = ia
+            nmin = max(node.min, -(-lo // w))
+            nmax_parts = [x for x in (node.max, None if hi is None else hi // w) if x is not None]
+            nmax = min(nmax_parts) if nmax_parts else None
+            if nmax is not None and nmin > nmax:
+                return _EMPTY_LANG
+            if nmax is not None and nmax > limits.max_repeat:
+                return None
+            return Repeat(node.item, nmin, nmax)
+        return None
+    if isinstance(node, Seq):
+        ranges = [_length_range(i, limits) for i in node.items]
+        var = [i for i, (x, y) in enumerate(ranges) if x != y]
+        if len(var) != 1:
+            return None
+        fixed = sum(x for i, (x, _) in enumerate(ranges) if i != var[0])
+        sub = _restrict_length(
+            node.items[var[0]], max(0, lo - fixed), None if hi is None else hi - fixed, limits, depth + 1
+        )
+        if sub is None:
+            return None
+        items = list(node.items)
+        items[var[0]] = sub
+        return _seq(items)
+    if isinstance(node, Alt):
+        out = []
+        for i in node.items:
+            r = _restrict_length(i, lo, hi, limits, depth + 1)
+            if r is None:
+                return None
+            out.append(r)
+        out = [x for x in out if not _is_empty(x)]
+        return _alt(out) if out else _EMPTY_LANG
+    return None
+
+
+@functools.lru_cache(maxsize=4096)  # asked for every pair of a schema's patterns
+def _literal_prefix(pattern: str) -> str | None:
+    """The literal text every match of an anchored ``^...`` pattern starts with (None: unanchored)."""
+    if not pattern.startswith("^"):
+        return None
+    out: list[str] = []
+    i = 1
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\" and i + 1 < len(pattern) and not pattern[i + 1].isalnum():
+            lit, step = pattern[i + 1], 2
+        elif ch.isalnum() or ch in "_-:/@ =,;'\"!#%&~<>":
+            lit, step = ch, 1
+        else:
+            break
+        nxt = pattern[i + step] if i + step < len(pattern) else ""
+        if nxt in ("?", "*", "{"):
+            break
+        out.append(lit)
+        if nxt == "+":
+            break
+        i += step
+    return "".join(out)
+
+
+def _overlapping_atoms(patterns: list[tuple[str, int]]) -> Callable[[str], set[int]]:
+    """For (pattern, atom) pairs: a function from one of the patterns to the atoms of those it is
+    not _prefix_disjoint from (itself included). By literal prefix, not pair by pair: a key
+    matching several patterns must satisfy each, and objects may list hundreds."""
+    unprefixed: set[int] = set()
+    by_prefix: dict[str, set[int]] = {}
+    for pattern, atom in patterns:
+        prefix = _literal_prefix(pattern)
+        if prefix:
+            by_prefix.setdefault(prefix, set()).add(atom)
+        else:
+            unprefixed.add(atom)
+    every = {atom for _, atom in patterns}
+    ordered = sorted(by_prefix)
+
+    def overlapping(pattern: str) -> set[int]:
+        prefix = _literal_prefix(pattern)
+        if not prefix:
+            return every
+        out = set(unprefixed)
+        for k in range(1, len(prefix) + 1):  # the prefixes this one extends, itself included
+            out.update(by_prefix.get(prefix[:k], ()))
+        i = bisect.bisect_right(ordered, prefix)  # then those that extend it: a sorted run
+        while i < len(ordered) and ordered[i].startswith(prefix):
+            out.update(by_prefix[ordered[i]])
+            i += 1
+        return out
+
+    return overlapping
+
+
+def _prefix_disjoint(p: str, q: str) -> bool:
+    """Two patterns are provably disjoint when both are anchored with literal prefixes neither of
+    which extends the other."""
+    a, b = _literal_prefix(p), _literal_prefix(q)
+    if not a or not b:
+        return False
+    return not (a.startswith(b) or b.startswith(a))

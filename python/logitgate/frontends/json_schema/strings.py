@@ -1,0 +1,363 @@
+"""Emission of strings: contents built at code point level (length, patterns, formats), then
+JSON-encoded, so escapes never weaken a constraint."""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+from logitgate.errors import GrammarError, LimitExceeded
+from logitgate.frontends.regex import ANY_STRING as _ANY_STRING
+from logitgate.frontends.regex import regex_to_node
+from logitgate.grammar.derivatives import NOTHING as _NOTHING
+from logitgate.grammar.derivatives import Derivatives as _Derivatives
+from logitgate.grammar.ir import (
+    EMPTY,
+    MAX_CODE_POINT,
+    Alt,
+    ByteClass,
+    CharClass,
+    Literal,
+    Node,
+    Ref,
+    Repeat,
+    StringExcept,
+)
+from logitgate.grammar.json_text import EMPTY_LANG as _EMPTY_LANG
+from logitgate.grammar.json_text import alt as _alt
+from logitgate.grammar.json_text import encoded_class as _encoded_class
+from logitgate.grammar.json_text import encoded_class_ascii as _encoded_class_ascii
+from logitgate.grammar.json_text import encoded_literal as _encoded_literal
+from logitgate.grammar.json_text import intersect as _intersect
+from logitgate.grammar.json_text import intersect_ranges as _intersect_ranges
+from logitgate.grammar.json_text import is_empty_language as _is_empty
+from logitgate.grammar.json_text import non_ascii_escape_tail as _non_ascii_escape_tail
+from logitgate.grammar.json_text import opt as _opt
+from logitgate.grammar.json_text import positive_ranges as _positive_ranges
+from logitgate.grammar.json_text import seq as _seq
+from logitgate.limits import Limits
+
+from .caps import _BLOCK, _BLOCKS_MAX, _DERIVATIVE_TUPLES, _NFA_PRODUCT_RULES, _UNROLLED_MAX
+from .decide import Decider
+from .diagnostics import Diagnostics
+from .facts import _Facts
+from .formats import _FORMATS
+from .patterns import _length_product_size, _map_leaves, _Nfa, _restrict_length
+from .rules import RuleTable
+
+
+class StringEmitter:
+    """String rules from facts."""
+
+    def __init__(self, table: RuleTable, diag: Diagnostics, dec: Decider, limits: Limits) -> None:
+        self.table = table
+        self.diag = diag
+        self.dec = dec
+        self.limits = limits
+        self.enc_memo: dict[Node, Node] = {}
+        self.format_memo: dict[str, Node] = {}
+
+    def bounded(self, item: Ref, lo: int, hi: int | None) -> Node:
+        """``item{lo,hi}``. Up to _UNROLLED_MAX, plain repetition: ``item`` is a rule, so each
+        copy costs two automaton states, and the parser steps through one configuration per
+        position (which the mask walk's chain shortcut handles well). Up to _BLOCKS_MAX blocks,
+        a block decomposition: whole blocks of _BLOCK items (one shared rule), then a partial
+        block, so the automaton holds O(n / _BLOCK + _BLOCK) states and a position has two or
+        three parse heads (in a block, in the partial block). Larger bounds use a binary
+        decomposition (rules item^(2^j)) so the automaton stays O(log n); it is unambiguous
+        as a parse, but a prefix fits several decompositions, so masks there cost more."""
+        small = min(_UNROLLED_MAX, self.limits.max_repeat)
+        if lo <= small and (hi is None or hi <= small):
+            return Repeat(item, lo, hi)
+        most = max(lo, hi - lo if hi is not None else 0)
+        if most // _BLOCK <= _BLOCKS_MAX and max(_BLOCK, most // _BLOCK) <= self.limits.max_repeat:
+            block = self.table.rule(f"{item.name}_block", lambda: Repeat(item, _BLOCK, _BLOCK))
+
+            def blocks_then(n: int, upto: bool) -> Node:
+                """``item{n}`` (``item{0,n}`` when ``upto``) in blocks."""
+                if n <= small:
+                    return Repeat(item, 0 if upto else n, n)
+                q, r = divmod(n, _BLOCK)
+                if not upto:
+                    return _seq([Repeat(block, q, q), Repeat(item, r, r)])
+                # Fewer than q blocks then a partial block, or q blocks then at most r items:
+                # one parse per length (a partial block is shorter than a block).
+                return _alt(
+                    [
+                        _seq([Repeat(block, 0, q - 1), Repeat(item, 0, _BLOCK - 1)]),
+                        _seq([Repeat(block, q, q), Repeat(item, 0, r)]),
+                    ]
+                )
+
+            tail = Repeat(item, 0, None) if hi is None else blocks_then(hi - lo, True)
+            return _seq([blocks_then(lo, False), tail])
+        if lo > 1 << 31:
+            raise LimitExceeded("max_repeat", self.limits.max_repeat, f"minimum length {lo}")
+        if hi is not None and hi > 1 << 31:
+            hi = 1 << 31  # tightening (sound): longer strings cannot be generated anyway
+
+        def power(j: int) -> Node:
+            if (1 << j) <= 64:
+                return Repeat(item, 1 << j, 1 << j)
+            name = f"{item.name}_x{1 << j}"
+            if name not in self.table.rules:
+                self.table.rules[name] = _seq([power(j - 1), power(j - 1)])
+            return Ref(name)
+
+        def exact(n: int) -> Node:
+            return _seq(power(j) for j in range(n.bit_length() - 1, -1, -1) if n >> j & 1)
+
+        def upto(m: int) -> Node:
+            if m == 0:
+                return EMPTY
+            k = m.bit_length() - 1
+            below = _seq(_opt(power(j)) for j in range(k - 1, -1, -1))
+            return _alt([below, _seq([power(k), upto(m - (1 << k))])])
+
+        head = exact(lo) if lo > 64 else Repeat(item, lo, lo)
+        tail = Repeat(item, 0, None) if hi is None else upto(hi - lo)
+        return _seq([head, tail])
+
+    def non_ascii_escape(self) -> Ref:
+        """What follows ``\\u`` in the escape of any character above 0x7F: four hex digits
+        (0080-D7FF, E000-FFFF) or a surrogate pair."""
+        return self.table.rule("u_non_ascii", _non_ascii_escape_tail)
+
+    def encode_class(self, cc: CharClass) -> Node:
+        hit = self.enc_memo.get(cc)
+        if hit is not None:
+            return hit
+        ranges = _positive_ranges(cc)
+        if ranges == [(0, 0x10FFFF)]:
+            node: Node = self.table.char_rule()
+        elif ranges and ranges[-1][0] <= 0x80 and ranges[-1][1] == 0x10FFFF:
+            # Every non-ASCII character is in the class (a key-complement position excludes a
+            # few ASCII characters): its \u escapes above 0x7F are one shared rule, not a copy
+            # per class (they were most of a schema's grammar).
+            node = _encoded_class_ascii(tuple(_intersect(ranges, 0, 0x7F)), self.non_ascii_escape())
+        else:
+            node = _encoded_class(cc)
+        if isinstance(node, Alt):  # raw characters | escapes: a rule, not a copy per use
+            name = f"cls{len(self.enc_memo)}"
+            self.table.rules[name] = node
+            node = Ref(name)
+        self.enc_memo[cc] = node
+        return node
+
+    def encode_leaf(self, n: Node) -> Node:
+        """One code-point-level leaf -> its JSON string spellings (other nodes unchanged)."""
+        if isinstance(n, CharClass):
+            return self.encode_class(n)
+        if isinstance(n, Literal):
+            return _encoded_literal(n.value)
+        if isinstance(n, ByteClass):
+            raise GrammarError("byte classes cannot appear in a string pattern", code="schema-internal")
+        return n
+
+    def encode(self, node: Node) -> Node:
+        """Code-point-level node -> JSON string content bytes (every encoding decodes back)."""
+        return _map_leaves(node, self.encode_leaf, self.limits)
+
+    def format_node(self, fmt: str) -> Node:
+        hit = self.format_memo.get(fmt)
+        if hit is None:
+            hit, _ = regex_to_node(_FORMATS[fmt], self.limits)
+            self.format_memo[fmt] = hit
+        return hit
+
+    def emit_string(self, f: _Facts) -> Node:
+        if not (f.patterns or f.formats or f.min_len or f.max_len is not None):
+            if not any(isinstance(v, str) for v in f.not_enum):
+                return self.table.any_string()
+        body = self.string_contents(f)
+        return _EMPTY_LANG if _is_empty(body) else _seq([Literal(b'"'), body, Literal(b'"')])
+
+    def string_contents(self, f: _Facts) -> Node:
+        """The encoded text between a string's quotes (a key's, too) under the string facts."""
+        if f.max_len is not None and f.min_len > f.max_len:
+            self.diag.contradiction(f, "", "minLength > maxLength")
+            return _EMPTY_LANG
+        contents: list[tuple[Node, str, str]] = []
+        for p, ptr in f.patterns:
+            try:
+                node, _ = regex_to_node(p, self.limits, anchored_search=True)
+            except GrammarError as e:
+                self.diag.pattern_not_lowered("pattern", e, ptr)
+                continue
+            contents.append((node, "pattern", ptr))
+        for fmt, ptr in f.formats:
+            contents.append((self.format_node(fmt), "format", ptr))
+        excluded = [v for v in f.not_enum if isinstance(v, str)]
+        if not contents:
+            if excluded:
+                excluded = [v for v in excluded if f.min_len <= len(v) and (f.max_len is None or len(v) <= f.max_len)]
+            if excluded:
+                if f.min_len or f.max_len is not None:
+                    self.diag.unsupported("not", "excluding strings under length bounds is not lowered", "")
+                return StringExcept(tuple(sorted(set(excluded))), self.table.string_tail())
+            if f.min_len == 0 and f.max_len is None:
+                return Repeat(self.table.char_rule(), 0, None)
+            return self.bounded(self.table.char_rule(), f.min_len, f.max_len)
+        node, kw, ptr = contents[0]
+        encoded: Node | None = None
+        if len(contents) > 1:
+            nodes = [c[0] for c in contents]
+            if f.min_len == 0 and f.max_len is None:
+                encoded = self.intersect_by_derivatives(nodes)
+            if encoded is None:
+                encoded = self.nfa_with_length(nodes, f.min_len, f.max_len)
+            if encoded is None:
+                _, kw2, ptr2 = contents[1]
+                self.diag.unsupported(kw2, "several patterns/formats on one string: intersection too large", ptr2)
+        if encoded is None and (f.min_len > 0 or f.max_len is not None):
+            restricted = _restrict_length(node, f.min_len, f.max_len, self.limits)
+            if restricted is None:
+                encoded = self.nfa_with_length([node], f.min_len, f.max_len)
+            if restricted is None and encoded is None:
+                self.diag.unsupported(
+                    "maxLength" if f.max_len is not None else "minLength",
+                    f"length bounds combined with this {kw} are not lowered",
+                    ptr,
+                )
+            elif restricted is not None:
+                node = restricted
+        for v in excluded:
+            # An excluded string the grammar cannot produce anyway needs no exclusion.
+            matches = all(self.dec.py_search(p, v, pp) for p, pp in f.patterns) and all(
+                re.fullmatch(_FORMATS[x], v) is not None for x, _ in f.formats
+            )
+            if matches:
+                self.diag.unsupported("not", "excluding strings matched by a pattern/format is not lowered", ptr)
+                break
+        if _is_empty(node) or _is_empty(encoded):
+            self.diag.contradiction(f, ptr, f"{kw} and length bounds leave no string")
+            return _EMPTY_LANG
+        return self.encode(node) if encoded is None else encoded
+
+    def intersect_by_derivatives(self, nodes: list[Node]) -> Node | None:
+        """Encoded content of ``nodes[0] ∩ nodes[1] ∩ ...`` (grammar/derivatives.py): one rule per
+        reachable tuple of derivatives, its moves one encoded class per distinct next tuple; a
+        tuple where all sides but one accept anything is that side's derivative, encoded as it
+        is. ``^https?://`` ∩ uri is eight rules and the rest of uri, where the automaton product
+        builds a rule per state of uri's (740, a third of that schema's compile). None past
+        ``_DERIVATIVE_TUPLES`` tuples: the caller falls back to the product."""
+        base = f"nd{len(self.table.rules)}_"
+        walk = _Derivatives()
+        try:
+            start = tuple(walk.intern(n) for n in nodes)
+        except LimitExceeded:
+            return None
+        # Keyed by the ids of the derivatives: the walk hash-conses them, and keeps them alive.
+        first = base + "0"
+        names: dict[tuple[int, ...], str] = {tuple(map(id, start)): first}
+        work = [start]
+        rules: dict[str, Node] = {}
+        try:
+            while work:
+                state = work.pop()
+                here = names[tuple(map(id, state))]
+                rest = [n for n in state if n != _ANY_STRING]
+                if len(rest) <= 1:
+                    rules[here] = self.encode(rest[0] if rest else _ANY_STRING)
+                    continue
+                alts: list[Node] = [EMPTY] if all(walk.nullable(n) for n in state) else []
+                points = {0, 0xD800, 0xE000, MAX_CODE_POINT + 1}  # (surrogates: no derivative)
+                for n in state:
+                    walk.first_boundaries(n, points)
+                cuts = sorted(points)
+                moves: dict[tuple[int, ...], tuple[tuple[Node, ...], list[tuple[int, int]]]] = {}
+                for lo, nxt in itertools.pairwise(cuts):
+                    if lo == 0xD800:
+                        continue
+                    d = tuple(walk.derivative(n, lo) for n in state)
+                    if _NOTHING in d:
+                        continue
+                    key = tuple(map(id, d))
+                    if key in moves:
+                        moves[key][1].append((lo, nxt - 1))
+                    else:
+                        moves[key] = (d, [(lo, nxt - 1)])
+                for key, (d, ranges) in moves.items():
+                    name = names.get(key)
+                    if name is None:
+                        if len(names) >= _DERIVATIVE_TUPLES:
+                            return None
+                        name = names[key] = f"{base}{len(names)}"
+                        work.append(d)
+                    alts.append(_seq([self.encode_class(CharClass(tuple(ranges))), Ref(name)]))
+                rules[here] = _alt(alts) if alts else _EMPTY_LANG
+        except LimitExceeded:
+            return None  # nested too deep for derivatives: the product has its own bound
+        self.table.rules.update(rules)
+        return Ref(first)
+
+    def nfa_with_length(self, nodes: list[Node], lo: int, hi: int | None) -> Node | None:
+        """Encoded content of ``nodes[0] ∩ nodes[1] ∩ ...`` ∩ strings of [lo, hi] code points: the
+        product of Thompson NFAs of the nodes with a length counter, one rule per reachable
+        (states, length). None when the product would exceed a few thousand rules."""
+        nfas = []
+        for node in nodes:
+            nfa = _Nfa.build(node, self.limits)
+            if nfa is None:
+                return None
+            nfas.append(nfa)
+        cap = hi if hi is not None else lo  # lengths above lo are equivalent when hi is open
+        if len(nfas) == 1 and _length_product_size(nfas[0], hi, cap) > _NFA_PRODUCT_RULES:
+            return None  # known too large before a rule is built (labels never meet empty here)
+        base = f"nl{len(self.table.rules)}_"
+
+        def name(qs: tuple[int, ...], k: int) -> str:
+            return base + "_".join(map(str, qs)) + f"_{k}"
+
+        start = tuple(n.start for n in nfas)
+        made: set[tuple[tuple[int, ...], int]] = {(start, 0)}
+        work = [(start, 0)]
+        rules: dict[str, Node] = {}
+        # Per state tuple: whether it accepts, and its moves (encoded class, target tuple). They do
+        # not depend on the length, and one tuple recurs at up to hi + 1 lengths.
+        moves_memo: dict[tuple[int, ...], tuple[bool, list[tuple[Node, tuple[int, ...]]]]] = {}
+
+        def moves(qs: tuple[int, ...]) -> tuple[bool, list[tuple[Node, tuple[int, ...]]]] | None:
+            """None when the product's moves from qs alone exceed the budget."""
+            hit = moves_memo.get(qs)
+            if hit is not None:
+                return hit
+            cls = [n.closure(q) for n, q in zip(nfas, qs, strict=True)]
+            accepts = all(n.accept in c for n, c in zip(nfas, cls, strict=True))
+            # moves of the product: a transition of every NFA, labels intersected
+            combos: list[tuple[list[tuple[int, int]], tuple[int, ...]]] = [([(0, 0x10FFFF)], ())]
+            for i, (n, c) in enumerate(zip(nfas, cls, strict=True)):
+                nxt = []
+                for ranges, targets in combos:
+                    for x in sorted(c):
+                        for lab, t in n.moves[x]:
+                            inter = list(lab) if i == 0 else _intersect_ranges(ranges, list(lab))
+                            if inter:
+                                nxt.append((inter, (*targets, t)))
+                combos = nxt
+                if len(combos) > _NFA_PRODUCT_RULES:
+                    return None
+            out = moves_memo[qs] = (accepts, [(self.encode_class(CharClass(tuple(r))), t) for r, t in combos])
+            return out
+
+        while work:
+            qs, k = work.pop()
+            if len(made) > _NFA_PRODUCT_RULES:
+                return None
+            found = moves(qs)
+            if found is None:
+                return None
+            accepts, edges = found
+            alts: list[Node] = []
+            if k >= lo and accepts:
+                alts.append(EMPTY)
+            if hi is None or k < hi:
+                k2 = min(k + 1, cap) if hi is None else k + 1
+                for label, targets in edges:
+                    if (targets, k2) not in made:
+                        made.add((targets, k2))
+                        work.append((targets, k2))
+                    alts.append(_seq([label, Ref(name(targets, k2))]))
+            rules[name(qs, k)] = _alt(alts) if alts else _EMPTY_LANG
+        self.table.rules.update(rules)
+        return Ref(name(start, 0))
