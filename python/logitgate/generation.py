@@ -486,7 +486,13 @@ def generate(
         for tok in new:
             record(tok, -1, True)
 
-    guard = BudgetGuard(compiled, max_tokens) if compiled is not None and m is not None and budget_aware else None
+    # (Grammars with token terminals are not measured: see budget.token_budget.)
+    measurable = compiled is not None and not compiled.has_token_terminals
+    guard = (
+        BudgetGuard(compiled, max_tokens)
+        if compiled is not None and m is not None and budget_aware and measurable
+        else None
+    )
     if guard is not None and m is not None and not guard.fits(m, max_tokens):
         guard = None  # below the grammar's minimum: truncation, as without a budget
     if m is not None and jump_forward:
