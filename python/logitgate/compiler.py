@@ -275,7 +275,11 @@ class Compiler:
 
         with _gc_paused():
             grammar = lower_structural_tag(
-                spec, limits=self.limits, token_id=self.vocab.token_id, json_schema=json_schema
+                spec,
+                limits=self.limits,
+                token_id=self.vocab.token_id,
+                json_schema=json_schema,
+                special_texts=self.vocab.special_texts(),
             )
         return self.compile_grammar(grammar)
 

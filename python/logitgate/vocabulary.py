@@ -101,6 +101,20 @@ class Vocabulary:
             self._names = names
         return self._names.get(name.encode("utf-8"))
 
+    def special_texts(self) -> dict[str, int]:
+        """The text of each special token with bytes (valid UTF-8), but the EOS ids: text ->
+        id (the lowest id where several share a text)."""
+        out: dict[str, int] = {}
+        eos = set(self.eos_ids)
+        for i in sorted(self._table.special_ids - eos, reverse=True):
+            b = self._table.tokens[i]
+            if b:
+                try:
+                    out[b.decode("utf-8")] = i
+                except UnicodeDecodeError:
+                    continue
+        return out
+
     # -- queries ------------------------------------------------------------------------------
     @property
     def size(self) -> int:
