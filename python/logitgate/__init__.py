@@ -33,6 +33,7 @@ from .errors import (
     VocabularyError,
 )
 from .limits import Limits
+from .tool_calls import tool_call_structure
 
 __version__ = "0.1.0"
 
@@ -58,6 +59,7 @@ __all__ = [
     "apply_mask",
     "fill_masks",
     "generate",
+    "tool_call_structure",
 ]
 
 # LOGITGATE_NO_CORE=1 lets pure-Python parts (frontends, loaders) be imported and tested before

@@ -339,7 +339,7 @@ class _Lowering:
             if cnt < 0:
                 raise StructuralTagError("max_whitespace_cnt must be >= 0", path=f"{path}.max_whitespace_cnt")
             options["max_whitespace"] = cnt
-        return self.embed(self.json_schema(schema, f"{path}.json_schema", options), "json")
+        return self.embed(self.json_schema(_close_objects(schema), f"{path}.json_schema", options), "json")
 
     def _grammar(self, fmt: Mapping[str, Any], path: str, end: _End | None) -> Node:
         from .gbnf import parse_gbnf
@@ -703,6 +703,48 @@ class _AhoCorasick:
                 chars |= set(self.goto[f])
             self._interesting[q] = frozenset(chars)
         return self._interesting[q]
+
+
+# Keywords whose values are data, not subschemas.
+_DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples", "required"})
+
+
+def _close_objects(schema: Any) -> Any:
+    """``schema`` with ``"additionalProperties": false`` in every object schema that lists
+    ``properties`` and says nothing of other properties: XGrammar compiles structural-tag
+    schemas in its strict mode, which closes exactly those objects (an object schema without
+    ``properties`` still takes any property). Iterative: schema depth is user-driven."""
+    if not isinstance(schema, dict):
+        return schema
+    root: dict[str, Any] = {}
+    stack: list[tuple[dict[str, Any], dict[str, Any]]] = [(schema, root)]
+    while stack:
+        src, dst = stack.pop()
+        for key, value in src.items():
+            if key in _DATA_KEYWORDS:
+                dst[key] = value
+            elif isinstance(value, dict):
+                dst[key] = {}
+                stack.append((value, dst[key]))
+            elif isinstance(value, list):
+                items: list[Any] = []
+                for v in value:
+                    if isinstance(v, dict):
+                        items.append({})
+                        stack.append((v, items[-1]))
+                    else:
+                        items.append(v)
+                dst[key] = items
+            else:
+                dst[key] = value
+        if (
+            isinstance(src.get("properties"), dict)
+            and "additionalProperties" not in src
+            and "patternProperties" not in src
+            and "unevaluatedProperties" not in src
+        ):
+            dst["additionalProperties"] = False
+    return root
 
 
 def _as_tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:
