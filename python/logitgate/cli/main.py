@@ -30,6 +30,7 @@ from typing import Any, NoReturn
 from logitgate.errors import LogitgateError, OutputValidationError
 
 from .budget import add_budget_command, add_generate_flags, report_budget
+from .reasoning import add_reasoning_flags, reasoning_kwargs, report_reasoning
 from .repetition import add_repetition_flags, repetition_kwargs
 
 __all__ = ["EXIT_CODES", "main"]
@@ -551,12 +552,14 @@ def cmd_generate(args: argparse.Namespace) -> int:
         on_text=_write_stdout if stream else None,
         budget_aware=not args.no_budget,
         **repetition_kwargs(args),
+        **reasoning_kwargs(args),
     )
     if stream:
         print(flush=True)
     if args.stats:
         _print_stats(res, setup)
     report_budget(res, args.stats)
+    report_reasoning(res)
     if not res.complete:
         print(f"logitgate: finish_reason={res.finish_reason} (truncated)", file=sys.stderr)
         if not stream:
@@ -710,6 +713,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr (default: off)")
     add_generate_flags(p)
+    add_reasoning_flags(p)
     add_repetition_flags(p)
     p.add_argument("prompt", help="the user message (or, with --raw, the whole prompt)")
     p.set_defaults(func=cmd_generate)

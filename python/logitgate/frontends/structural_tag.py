@@ -50,7 +50,7 @@ from ..grammar.ir import (
 )
 from ..limits import Limits
 
-__all__ = ["lower_structural_tag"]
+__all__ = ["lower_structural_tag", "rename_refs"]
 
 # The most Aho-Corasick states one free-text span may have (each is an IR rule).
 MAX_FREE_TEXT_STATES = 1 << 16
@@ -236,7 +236,7 @@ class _Lowering:
         prefix = self.fresh(stem)
         names = {name: f"{prefix}_{name}" for name in grammar.rules}
         for name, body in grammar.rules.items():
-            self.rules[names[name]] = _rename(body, names)
+            self.rules[names[name]] = rename_refs(body, names)
         return Ref(names[grammar.root])
 
     def field(self, fmt: Mapping[str, Any], key: str, kind: type | tuple[type, ...], path: str) -> Any:
@@ -751,7 +751,7 @@ def _as_tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:
     return kind if isinstance(kind, tuple) else (kind,)
 
 
-def _rename(node: Node, names: Mapping[str, str]) -> Node:
+def rename_refs(node: Node, names: Mapping[str, str]) -> Node:
     """``node`` with every reference renamed through ``names`` (iterative: IR depth is
     user-driven)."""
     out: dict[int, Node] = {}
