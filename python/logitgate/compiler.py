@@ -268,7 +268,8 @@ class Compiler:
 
         def json_schema(schema: Any, path: str, options: dict[str, Any]) -> Grammar:
             try:
-                grammar, _ = schema_to_grammar(schema, limits=self.limits, **options)
+                # (An empty schema language is left to the core, as compile_json_schema does.)
+                grammar, _ = schema_to_grammar(schema, limits=self.limits, check_empty=False, **options)
             except SchemaError as e:
                 raise StructuralTagError(f"json_schema: {e.message}", path=path, code="structural-tag-schema") from e
             return grammar

@@ -47,6 +47,7 @@ from ..grammar.ir import (
     StringExcept,
     TokenSet,
     merge_ranges,
+    references,
 )
 from ..limits import Limits
 
@@ -200,6 +201,7 @@ class _Lowering:
         self.token_id = token_id
         self.json_schema = json_schema
         self.rules: dict[str, Node] = {}
+        self.shared: dict[Node, str] = {}  # embedded rule bodies -> their names (embed)
         self.n = 0
 
     def fresh(self, stem: str) -> str:
@@ -210,6 +212,8 @@ class _Lowering:
     def delimiter(self, text: str) -> Node:
         """A delimiter's text; where it holds the text of a special token, that token too (a
         model emits ``<tool_call>`` as its one special token; the text spelling stays valid)."""
+        if not any(t in text for t in self.special_texts):
+            return Literal(text.encode())
         parts: list[Node] = []
         plain_start = i = 0
         while i < len(text):
@@ -232,12 +236,35 @@ class _Lowering:
         return None if hit is None else (self.special_texts[hit], text[len(hit) :])
 
     def embed(self, grammar: Grammar, stem: str) -> Node:
-        """Adds ``grammar``'s rules under fresh names; returns a reference to its root."""
+        """Adds ``grammar``'s rules; returns a reference to its root. Rules are hash-consed:
+        a rule whose body (its references resolved the same way) equals one added before is
+        that rule, so the spans of many tools share their string, number and whitespace rules
+        (400 tools' schemas: one copy of each). Rules on a reference cycle get fresh names."""
+        canon: dict[str, str] = {}
+        pending = list(grammar.rules)
+        refs = {name: references(body) for name, body in grammar.rules.items()}
+        progress = True
+        while progress:
+            progress = False
+            for name in list(pending):
+                body = grammar.rules[name]
+                if not all(r in canon for r in refs[name]):
+                    continue
+                resolved = rename_refs(body, canon) if refs[name] else body
+                existing = self.shared.get(resolved)
+                if existing is None:
+                    existing = f"{self.fresh(stem)}_{name}"
+                    self.rules[existing] = resolved
+                    self.shared[resolved] = existing
+                canon[name] = existing
+                pending.remove(name)
+                progress = True
         prefix = self.fresh(stem)
-        names = {name: f"{prefix}_{name}" for name in grammar.rules}
-        for name, body in grammar.rules.items():
-            self.rules[names[name]] = rename_refs(body, names)
-        return Ref(names[grammar.root])
+        for name in pending:
+            canon[name] = f"{prefix}_{name}"
+        for name in pending:
+            self.rules[canon[name]] = rename_refs(grammar.rules[name], canon)
+        return Ref(canon[grammar.root])
 
     def field(self, fmt: Mapping[str, Any], key: str, kind: type | tuple[type, ...], path: str) -> Any:
         if key not in fmt:
