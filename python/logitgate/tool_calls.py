@@ -173,6 +173,27 @@ def _qwen3(functions: list[tuple[str, Any]], mode: str, parallel: bool, reasonin
     return _with_reasoning(suffix, reasoning, "\n\n")
 
 
+def _call_block(
+    calls: list[Format], begin: str, separator: str, end: str, mode: str, parallel: bool, excludes: list[str]
+) -> Format:
+    """Calls in one delimited block (``begin`` call ``separator`` call ... ``end``), after free
+    text (auto) or at once (required, forced)."""
+    body: Format = {
+        "type": "tags_with_separator",
+        "tags": calls,
+        "separator": separator,
+        "at_least_one": True,
+        "stop_after_first": not parallel or mode == "forced",
+    }
+    block = {"type": "tag", "begin": begin, "content": body, "end": end}
+    if mode in ("forced", "required"):
+        return block
+    trigger = {"type": "triggered_tags", "triggers": [begin], "tags": [block], "stop_after_first": True}
+    if excludes:
+        trigger["excludes"] = excludes
+    return trigger
+
+
 def _mistral(functions: list[tuple[str, Any]], mode: str, parallel: bool, reasoning: bool | str) -> Format:
     # Mistral (v0.3, Nemo): [TOOL_CALLS][{"name": "f", "arguments": {...}}, ...]
     if mode == "none":
@@ -181,17 +202,7 @@ def _mistral(functions: list[tuple[str, Any]], mode: str, parallel: bool, reason
         {"type": "tag", "begin": '{"name": "' + name + '", "arguments": ', "content": _json(params), "end": "}"}
         for name, params in functions
     ]
-    body: Format = {
-        "type": "tags_with_separator",
-        "tags": calls,
-        "separator": ", ",
-        "at_least_one": True,
-        "stop_after_first": not parallel or mode == "forced",
-    }
-    block = {"type": "tag", "begin": "[TOOL_CALLS][", "content": body, "end": "]"}
-    if mode in ("forced", "required"):
-        return block
-    return {"type": "triggered_tags", "triggers": ["[TOOL_CALLS]"], "tags": [block], "stop_after_first": True}
+    return _call_block(calls, "[TOOL_CALLS][", ", ", "]", mode, parallel, [])
 
 
 def _deepseek_v3(functions: list[tuple[str, Any]], mode: str, parallel: bool, reasoning: bool | str) -> Format:
@@ -208,25 +219,10 @@ def _deepseek_v3(functions: list[tuple[str, Any]], mode: str, parallel: bool, re
         }
         for name, params in functions
     ]
-    body: Format = {
-        "type": "tags_with_separator",
-        "tags": calls,
-        "separator": "\n",
-        "at_least_one": True,
-        "stop_after_first": not parallel or mode == "forced",
-    }
-    block = {"type": "tag", "begin": "<｜tool▁calls▁begin｜>", "content": body, "end": "<｜tool▁calls▁end｜>"}
-    if mode in ("forced", "required"):
-        suffix: Format = block
-    else:
-        suffix = {
-            "type": "triggered_tags",
-            "triggers": ["<｜tool▁calls▁begin｜>"],
-            "tags": [block],
-            "excludes": list(_THINK_EXCLUDES),
-            "stop_after_first": True,
-        }
-    return _with_reasoning(suffix, reasoning)
+    block = _call_block(
+        calls, "<｜tool▁calls▁begin｜>", "\n", "<｜tool▁calls▁end｜>", mode, parallel, list(_THINK_EXCLUDES)
+    )
+    return _with_reasoning(block, reasoning)
 
 
 def _harmony(functions: list[tuple[str, Any]], mode: str, parallel: bool, reasoning: bool | str) -> Format:

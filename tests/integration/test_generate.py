@@ -28,17 +28,6 @@ status ::= "\"pending\"" | "\"shipped\"" | "\"delivered\"" | "\"cancelled\""
 
 
 @pytest.fixture(scope="session")
-def smol() -> tuple[Any, Any]:
-    from logitgate.models import default_gguf_path, load_default_model
-
-    try:
-        default_gguf_path()
-    except FileNotFoundError as e:
-        pytest.skip(str(e))
-    return load_default_model(quiet=True)
-
-
-@pytest.fixture(scope="session")
 def vocab(smol: tuple[Any, Any]) -> lg.Vocabulary:
     from logitgate.integrations.transformers import vocabulary_for
 

@@ -1,5 +1,6 @@
 """Reasoning and tool calls with the embedded SmolLM2-135M-Instruct model (CPU, greedy): a
-reasoning-then-JSON generation and a tool call from a prose prompt, both valid."""
+reasoning-then-JSON generation and a tool call from a prose prompt, both valid (the model:
+the session fixture in conftest.py)."""
 
 from __future__ import annotations
 
@@ -34,17 +35,6 @@ WEATHER_TOOLS = [
         },
     }
 ]
-
-
-@pytest.fixture(scope="module")
-def smol() -> tuple[Any, Any]:
-    from logitgate.models import default_gguf_path, load_default_model
-
-    try:
-        default_gguf_path()
-    except FileNotFoundError as e:
-        pytest.skip(str(e))
-    return load_default_model(quiet=True)
 
 
 def test_reasoning_then_json(smol: tuple[Any, Any]) -> None:
