@@ -77,7 +77,7 @@ class CompiledGrammar:
 
         return token_budget(self)
 
-    @property
+    @functools.cached_property
     def has_token_terminals(self) -> bool:
         """True when the grammar reads whole tokens (:class:`~logitgate.grammar.ir.TokenSet`:
         special tokens, ``<[id]>``), which the token budget does not measure yet."""
