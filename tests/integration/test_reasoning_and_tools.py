@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import jsonschema
 import pytest
 
 import logitgate as lg
@@ -50,7 +51,7 @@ def test_reasoning_then_json(smol: tuple[Any, Any]) -> None:
     assert res.reasoning is not None  # the span closed (within its budget)
     assert "</think>" not in res.reasoning
     value = json.loads(res.text)
-    assert set(value) == {"city", "population"} and isinstance(value["population"], int)
+    jsonschema.validate(value, ANSWER)  # (8.0 is an integer in JSON Schema: the lowering allows it)
     assert res.complete
 
 
