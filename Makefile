@@ -33,6 +33,8 @@ $(DEPS_STAMP): pyproject.toml
 	$(BIN)/pip install -q "fastapi>=0.110" "uvicorn>=0.29" "prometheus-client>=0.20" "openai>=1.40" "httpx>=0.27"
 	# schema toolkit tests (issue 27): sqlglot parses the SQL containment walks (openai is installed above)
 	$(BIN)/pip install -q "sqlglot>=25"
+	# structural tags: XGrammar for the mask agreement tests; the constraints keep torch 2.13.0
+	$(BIN)/pip install -q -c bench/constraints.txt xgrammar==0.2.9
 	touch $@
 
 # The editable install maps each module to its file: adding or removing a module reinstalls

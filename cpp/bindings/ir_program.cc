@@ -19,7 +19,7 @@ namespace logitgate {
 namespace {
 
 // The IR classes, in IrProgramTypes order.
-enum IrType { kLiteral, kCharClass, kByteClass, kSeq, kAlt, kRepeat, kRef, kStringExcept, kNumIrTypes };
+enum IrType { kLiteral, kCharClass, kByteClass, kSeq, kAlt, kRepeat, kRef, kStringExcept, kTokenSet, kNumIrTypes };
 
 nb::object Name(const char* s) {
   PyObject* p = PyUnicode_InternFromString(s);
@@ -49,7 +49,7 @@ int32_t ToInt32(int64_t v) {
 
 nb::bytes SerializeIr(nb::tuple types, nb::list nodes, nb::list names, int32_t root, int64_t max_nesting,
                       int64_t max_repeat) {
-  if (types.size() != kNumIrTypes) throw nb::value_error("expected the 8 IR node classes");
+  if (types.size() != kNumIrTypes) throw nb::value_error("expected the 9 IR node classes");
   PyObject* type_of[kNumIrTypes];
   for (size_t k = 0; k < kNumIrTypes; ++k) type_of[k] = types[k].ptr();
   const size_t n_rules = nodes.size();
@@ -58,7 +58,8 @@ nb::bytes SerializeIr(nb::tuple types, nb::list nodes, nb::list names, int32_t r
   }
   const nb::object a_value = Name("value"), a_ranges = Name("ranges"), a_negated = Name("negated"),
                    a_items = Name("items"), a_item = Name("item"), a_min = Name("min"), a_max = Name("max"),
-                   a_name = Name("name"), a_words = Name("words"), a_tail = Name("tail");
+                   a_name = Name("name"), a_words = Name("words"), a_tail = Name("tail"),
+                   a_ids = Name("ids");
   nb::dict index;
   for (size_t r = 0; r < n_rules; ++r) index[names[r]] = nb::int_(r);
 
@@ -137,6 +138,14 @@ nb::bytes SerializeIr(nb::tuple types, nb::list nodes, nb::list names, int32_t r
         }
         nb::object tail = Attr(node, a_tail);
         stack.push_back({tail.ptr(), depth + 1});
+      } else if (type == type_of[kTokenSet]) {
+        nb::object ids = Attr(node, a_ids), negated = Attr(node, a_negated);
+        if (!PyTuple_Check(ids.ptr())) throw nb::type_error("TokenSet ids must be a tuple");
+        const Py_ssize_t n = PyTuple_GET_SIZE(ids.ptr());
+        out.push_back(kOpTokenSet);
+        out.push_back(PyObject_IsTrue(negated.ptr()) == 1 ? 1 : 0);
+        out.push_back(ToInt32(n));
+        for (Py_ssize_t i = 0; i < n; ++i) out.push_back(ToInt32(Int(PyTuple_GET_ITEM(ids.ptr(), i))));
       } else {
         nb::object r = nb::steal(PyObject_Repr(node));
         throw nb::type_error(("not an IR node: " + (r.is_valid() ? nb::cast<std::string>(r) : std::string("?"))).c_str());

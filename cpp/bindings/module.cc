@@ -283,6 +283,7 @@ NB_MODULE(_core, m) {
         g->vocab = std::move(vocab);
         g->limits = l;
         g->automaton = std::make_shared<const Automaton>(program, std::move(names), l);
+        g->token_masks = TokenSetMasks(*g->vocab, *g->automaton);
         g->parser = std::make_shared<Parser>(g->automaton, l);
         return g;
       },

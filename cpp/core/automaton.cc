@@ -172,6 +172,7 @@ void Automaton::Build(const std::vector<int32_t>& program) {
         case kOpAlt: pending += std::max(0, rd.At(pos + 1)); pos += 2; break;
         case kOpRepeat: pending += 1; pos += 3; break;
         case kOpRef: pos += 2; break;
+        case kOpTokenSet: pos += 3 + static_cast<size_t>(std::max(0, rd.At(pos + 2))); break;
         case kOpStringExcept: {
           const int32_t n_words = std::max(0, rd.At(pos + 1));
           pos += 2;
@@ -250,6 +251,10 @@ void Automaton::Build(const std::vector<int32_t>& program) {
             add(1, copies);
             sh.refs.push_back(rd.At(p + 1));
             p += 2;
+            break;
+          case kOpTokenSet:
+            add(1, copies);
+            p += 3 + static_cast<size_t>(std::max(0, rd.At(p + 2)));
             break;
           case kOpStringExcept: {
             // A few states per trie node (code point), and the shared exits.
@@ -533,7 +538,7 @@ void Automaton::Build(const std::vector<int32_t>& program) {
         }
         case kOpRef: {
           int32_t r = rd.At(pos + 1);
-          if (r < 0 || r >= static_cast<int32_t>(a->rule_start_.size())) {
+          if (r < 0 || r >= static_cast<int32_t>(shapes.size())) {
             throw CoreError::Grammar("bad-program", "rule reference out of range");
           }
           const RuleShape& callee = shapes[r];
@@ -547,6 +552,22 @@ void Automaton::Build(const std::vector<int32_t>& program) {
           }
           int32_t ret = New();
           a->calls_[from].push_back({r, ret});
+          return ret;
+        }
+        case kOpTokenSet: {
+          TokenSet set;
+          set.negated = rd.At(pos + 1) != 0;
+          const int32_t n = rd.At(pos + 2);
+          if (n < 0) throw CoreError::Grammar("bad-program", "bad token set size");
+          for (int32_t i = 0; i < n; ++i) {
+            const int32_t id = rd.At(pos + 3 + static_cast<size_t>(i));
+            if (id < 0) throw CoreError::Grammar("bad-program", "negative token id");
+            set.ids.push_back(id);
+          }
+          std::sort(set.ids.begin(), set.ids.end());
+          set.ids.erase(std::unique(set.ids.begin(), set.ids.end()), set.ids.end());
+          const int32_t ret = New();
+          a->calls_[from].push_back({a->TokenRule(std::move(set)), ret});
           return ret;
         }
         default:
@@ -565,6 +586,27 @@ void Automaton::Build(const std::vector<int32_t>& program) {
     pos = skip(pos);
   }
   if (pos != program.size()) throw CoreError::Grammar("bad-program", "trailing data after grammar program");
+  if (!token_read_.empty()) token_read_.resize(bytes_.size());
+  token_rules_.clear();
+}
+
+int32_t Automaton::TokenRule(TokenSet set) {
+  auto it = token_rules_.find(set);
+  if (it != token_rules_.end()) return it->second;
+  const auto r = static_cast<int32_t>(rule_start_.size());
+  const auto index = static_cast<int32_t>(token_sets_.size());
+  std::string name = "<token set " + std::to_string(index) + ">";
+  const int32_t start = NewState(), end = NewState();
+  state_rule_[start] = state_rule_[end] = r;
+  final_[end] = true;
+  rule_start_.push_back(start);
+  rule_final_.push_back(end);
+  rule_names_.push_back(std::move(name));
+  token_sets_.push_back(set);
+  token_rules_.emplace(std::move(set), r);
+  if (token_read_.size() < bytes_.size()) token_read_.resize(bytes_.size());
+  token_read_[start] = {index, end};
+  return r;
 }
 
 void Automaton::CheckLeftRecursion() {
@@ -664,6 +706,7 @@ void Automaton::PruneDead() {
     for (int32_t s = 0; s < n; ++s) {
       for (const ByteEdge& e : bytes_[s]) pass ? rev.Add(e.target, s) : rev.Count(e.target);
       for (int32_t t : eps_[s]) pass ? rev.Add(t, s) : rev.Count(t);
+      if (reads_token(s)) pass ? rev.Add(token_read_[s].target, s) : rev.Count(token_read_[s].target);
       for (const CallEdge& c : calls_[s]) {
         if (pass) {
           by_callee.Add(c.rule, {s, c.ret});
@@ -730,6 +773,7 @@ void Automaton::ComputeKernels() {
   for (int32_t s = 0; s < n; ++s) {
     for (const ByteEdge& e : bytes_[s]) entry[e.target] = true;
     for (const CallEdge& c : calls_[s]) entry[c.ret] = true;
+    if (reads_token(s)) entry[token_read_[s].target] = true;
   }
   for (int32_t r : rule_start_) entry[r] = true;
   kernel_offset_.assign(n + 1, 0);
@@ -742,7 +786,7 @@ void Automaton::ComputeKernels() {
     while (!work.empty()) {
       int32_t t = work.back();
       work.pop_back();
-      if (!bytes_[t].empty() || !calls_[t].empty() || final_[t]) kernel_.push_back(t);
+      if (!bytes_[t].empty() || !calls_[t].empty() || final_[t] || reads_token(t)) kernel_.push_back(t);
       for (int32_t u : eps_[t]) {
         if (stamp[u] != s) {
           stamp[u] = s;
@@ -763,7 +807,7 @@ void Automaton::MarkTailCalls() {
     for (CallEdge& c : calls) {
       bool only_end = true;
       for (const int32_t* k = kernel_begin(c.ret); k != kernel_end(c.ret); ++k) {
-        only_end = only_end && bytes_[*k].empty() && calls_[*k].empty();
+        only_end = only_end && bytes_[*k].empty() && calls_[*k].empty() && !reads_token(*k);
       }
       c.tail = only_end;
       if (!c.tail && !pushed[c.rule]) {
@@ -798,6 +842,7 @@ void Automaton::ComputeStackNeed() const {
     auto depends = [&](int32_t t, int32_t on) { pass ? rev.Add(t, on) : rev.Count(t); };
     for (int32_t s = 0; s < n; ++s) {
       for (const ByteEdge& e : bytes_[s]) depends(e.target, s);
+      if (reads_token(s)) depends(token_read_[s].target, s);
       for (const int32_t* k = kernel_begin(s); k != kernel_end(s); ++k) {
         if (*k != s) depends(*k, s);
       }
@@ -1104,6 +1149,14 @@ void Automaton::Determinize() {
     out_det.resize(base);
     copy_rule(r, false);
   }
+  if (!token_read_.empty()) {
+    // Token rules are copied (their two states form a DFA already), so `remap` holds theirs.
+    std::vector<TokenRead> moved(out_bytes.size());
+    for (int32_t s = 0; s < n; ++s) {
+      if (token_read_[s].set >= 0) moved[remap[s]] = {token_read_[s].set, remap[token_read_[s].target]};
+    }
+    token_read_ = std::move(moved);
+  }
   bytes_ = std::move(out_bytes);
   eps_ = std::move(out_eps);
   calls_ = std::move(out_calls);
@@ -1391,7 +1444,8 @@ int64_t Automaton::memory_bytes() const {
   n += HeapBytes(bytes_) + HeapBytes(eps_) + HeapBytes(calls_);
   n += HeapBytes(final_) + HeapBytes(deterministic_) + HeapBytes(universal_) + HeapBytes(capacity_);
   n += HeapBytes(single_start_) + HeapBytes(char_ascii_) + HeapBytes(char_utf8_);
-  n += HeapBytes(kernel_offset_) + HeapBytes(kernel_) + HeapBytes(plan_states_);
+  n += HeapBytes(kernel_offset_) + HeapBytes(kernel_) + HeapBytes(plan_states_) + HeapBytes(token_read_);
+  for (const TokenSet& t : token_sets_) n += static_cast<int64_t>(sizeof(t)) + HeapBytes(t.ids);
   return n;
 }
 

@@ -19,8 +19,10 @@
 //   right recursion and chains of rules in tail position do not deepen the stack.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -43,6 +45,17 @@ enum Op : int32_t {
   // JSON string contents spelling anything but the words, then `tail` (string_except.cc):
   // [8, n_words, (n, code point 0 .. n-1) per word, tail node]
   kOpStringExcept = 8,
+  // One whole token whose id is in the set, or (negated) any token whose id is not:
+  // [9, negated, n, id0 .. id(n-1)]. Special tokens are read only this way (never as bytes).
+  kOpTokenSet = 9,
+};
+
+// A token terminal's set of ids (sorted, distinct); `negated`: every id but those.
+struct TokenSet {
+  bool negated = false;
+  std::vector<int32_t> ids;
+  bool Contains(int32_t id) const { return std::binary_search(ids.begin(), ids.end(), id) != negated; }
+  bool operator<(const TokenSet& o) const { return negated != o.negated ? negated < o.negated : ids < o.ids; }
 };
 
 struct ByteEdge {
@@ -114,6 +127,16 @@ class Automaton {
   const int32_t* kernel_begin(int32_t s) const { return kernel_.data() + kernel_offset_[s]; }
   const int32_t* kernel_end(int32_t s) const { return kernel_.data() + kernel_offset_[s + 1]; }
   const std::vector<std::string>& rule_names() const { return rule_names_; }
+  // Token terminals (kOpTokenSet). Each distinct set is a rule of its own, two states: its
+  // start *reads a token* of the set to its final state, and has no other edge. Such a start
+  // is a kernel state and a parse head like a state with byte edges, but bytes never move it:
+  // text never produces a token terminal and a token terminal never matches text.
+  // token_set(s): the set state s reads (index into token_sets()), or -1; token_target(s):
+  // where reading one leads.
+  const std::vector<TokenSet>& token_sets() const { return token_sets_; }
+  bool has_token_sets() const { return !token_sets_.empty(); }
+  int32_t token_set(int32_t s) const { return token_read_.empty() ? -1 : token_read_[s].set; }
+  int32_t token_target(int32_t s) const { return token_read_[s].target; }
   // What reading from state s does, by state alone (no stack): for byte b, and for every valid
   // UTF-8 character that starts with lead byte `lead`. The answer is the one state reached
   // (for a character: through states without calls that cannot end their rule, so no frame
@@ -170,6 +193,16 @@ class Automaton {
 
   CoreLimits limits_;
   std::vector<std::string> rule_names_;
+  struct TokenRead {
+    int32_t set = -1, target = -1;
+  };
+  std::vector<TokenSet> token_sets_;
+  // Per state (empty when the grammar has no token terminal); Determinize renumbers it.
+  std::vector<TokenRead> token_read_;
+  std::map<TokenSet, int32_t> token_rules_;  // set -> its rule (while building)
+  bool reads_token(int32_t s) const { return !token_read_.empty() && token_read_[s].set >= 0; }
+  // The rule reading one token of `set` (made on first use).
+  int32_t TokenRule(TokenSet set);
   int32_t root_ = 0;
   std::vector<int32_t> rule_start_, rule_final_;
   std::vector<int32_t> state_rule_;

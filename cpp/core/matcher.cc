@@ -138,8 +138,14 @@ bool Matcher::Accept(int32_t token) {
     history_.push_back({current(), true});
     return true;
   }
-  if (!v.is_text(token)) return false;
-  const int32_t next = WithRoom([&] { return Advance(current(), v.bytes(token)); });
+  const bool text = v.is_text(token);
+  if (!text && !v.is_special(token)) return false;
+  const int32_t next = WithRoom([&] {
+    const int32_t config = current();
+    const int32_t by_bytes = text ? Advance(config, v.bytes(token)) : Parser::kDead;
+    if (!parser_->has_token_heads(config)) return by_bytes;
+    return parser_->Union(by_bytes, parser_->NextToken(config, token));
+  });
   if (next == Parser::kDead) return false;
   history_.push_back({next, false});
   return true;
@@ -170,7 +176,8 @@ std::string Matcher::ForcedBytes(int64_t max_bytes) {
 std::string Matcher::ForcedBytesInStore(int64_t max_bytes) {
   std::string out;
   int32_t config = current();
-  while (static_cast<int64_t>(out.size()) < max_bytes && !parser_->accepting(config)) {
+  while (static_cast<int64_t>(out.size()) < max_bytes && !parser_->accepting(config) &&
+         !parser_->has_token_heads(config)) {
     int32_t only = -1, next = Parser::kDead;
     for (int b = 0; b < 256; ++b) {
       int32_t c = parser_->Next(config, static_cast<uint8_t>(b));
@@ -961,6 +968,12 @@ void Matcher::FillMaskInStore(uint32_t* words) {
   const int32_t config = current();
   const auto start = std::chrono::steady_clock::now();
   Walk(config, words);
+  if (parser_->has_token_heads(config)) {
+    for (int32_t set : parser_->TokenSets(config)) {
+      const uint32_t* m = grammar_->token_masks[static_cast<size_t>(set)].data();
+      for (size_t w = 0; w < n_words; ++w) words[w] |= m[w];
+    }
+  }
   if (parser_->accepting(config)) {
     for (int32_t id : v.eos_ids()) words[id >> 5] |= 1u << (id & 31);
   }
@@ -973,6 +986,34 @@ void Matcher::FillMaskInStore(uint32_t* words) {
   const bool expensive =
       walk_nodes_ > static_cast<int64_t>(n_words / 4) || elapsed_ns > 2 * static_cast<int64_t>(n_words);
   parser_->StoreMask(config, words, n_words, expensive);
+}
+
+std::vector<std::vector<uint32_t>> TokenSetMasks(const Vocabulary& vocab, const Automaton& automaton) {
+  std::vector<std::vector<uint32_t>> masks;
+  const size_t n_words = static_cast<size_t>(vocab.mask_words());
+  for (const TokenSet& set : automaton.token_sets()) {
+    for (int32_t id : set.ids) {
+      if (id >= vocab.width() || (!vocab.is_text(id) && !vocab.is_special(id))) {
+        throw CoreError::Grammar("unknown-token", "token id " + std::to_string(id) + " is not in the vocabulary");
+      }
+      if (!set.negated && vocab.is_eos(id)) {
+        throw CoreError::Grammar("eos-token", "token id " + std::to_string(id) +
+                                                  " is an EOS id: the grammar's end allows it, no terminal may read it");
+      }
+    }
+    std::vector<uint32_t> m(n_words, 0);
+    if (set.negated) {
+      for (int32_t id = 0; id < vocab.width(); ++id) {
+        if ((vocab.is_text(id) || vocab.is_special(id)) && !vocab.is_eos(id) && set.Contains(id)) {
+          m[static_cast<size_t>(id) >> 5] |= 1u << (id & 31);
+        }
+      }
+    } else {
+      for (int32_t id : set.ids) m[static_cast<size_t>(id) >> 5] |= 1u << (id & 31);
+    }
+    masks.push_back(std::move(m));
+  }
+  return masks;
 }
 
 }  // namespace logitgate

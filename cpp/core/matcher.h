@@ -8,7 +8,11 @@
 //
 // Mask semantics: token t is allowed iff its whole byte string keeps the output a viable
 // prefix (the configuration after it is not dead); EOS ids iff the output is a complete
-// sentence; special ids and ids without bytes never. After EOS is accepted only EOS is allowed.
+// sentence; ids without bytes never; special ids only where a token terminal of the grammar
+// reads them (Automaton::token_set), never through text. A token terminal reads a whole token
+// (text or special, never EOS, which is the grammar's end): a text token is allowed when its
+// bytes keep the output viable or a terminal reads its id (both ways are followed). After EOS
+// is accepted only EOS is allowed.
 #pragma once
 
 #include <atomic>
@@ -28,7 +32,15 @@ struct CompiledGrammar {
   std::shared_ptr<const Automaton> automaton;
   SharedParser parser;  // the store new matchers start on; internally synchronized
   CoreLimits limits;
+  // Per token set of the automaton, the ids it allows (mask_words() words; TokenSetMasks).
+  std::vector<std::vector<uint32_t>> token_masks;
 };
+
+// The mask of each of the automaton's token sets over `vocab`: a set's ids, or (negated)
+// every text and special id but those and the EOS ids. Throws CoreError (code unknown-token)
+// for an id outside the vocabulary or without bytes, and (eos-token) for an EOS id named in a
+// set: EOS ends the grammar, it is no terminal.
+std::vector<std::vector<uint32_t>> TokenSetMasks(const Vocabulary& vocab, const Automaton& automaton);
 
 class Matcher {
  public:

@@ -85,6 +85,7 @@ int64_t Parser::memory_bytes() const {
   n += HeapBytes(config_table_) + HeapBytes(config_hash_) + HeapBytes(config_live_classes_);
   n += HeapBytes(out_) + HeapBytes(work_) + HeapBytes(group_events_) + HeapBytes(group_active_);
   n += HeapBytes(group_pairs_) + HeapBytes(group_hashes_) + HeapBytes(group_begin_) + HeapBytes(group_leaders_);
+  n += HeapBytes(token_next_);
   return n + visited_.memory_bytes();
 }
 
@@ -135,7 +136,7 @@ void Parser::Closure(int32_t state0, int32_t frame0) {
       if (near && stack_need_[s] > room) continue;  // every way to end s's rule nests too deep
       uint64_t head = Pack(s, frame);
       if (!visited_.Insert(head)) continue;
-      if (!a.bytes(s).empty()) {
+      if (!a.bytes(s).empty() || a.token_set(s) >= 0) {
         out_.push_back(head);
         if (static_cast<int64_t>(out_.size()) > limits_.max_parse_heads) {
           throw CoreError::Limit("max_parse_heads", limits_.max_parse_heads,
@@ -282,8 +283,13 @@ int32_t Parser::Intern(bool accepting) {
   }
   block->capacity[id & kBlockMask].store(capacity, std::memory_order_relaxed);
   if (dist_) block->shortest[id & kBlockMask].store(ShortestLocked(out_.data(), count), std::memory_order_relaxed);
-  block->flags[id & kBlockMask].store(static_cast<uint8_t>((accepting ? kAccepting : 0) | (count ? kHasHeads : 0)),
-                                      std::memory_order_relaxed);
+  bool token_heads = false;
+  if (automaton_->has_token_sets()) {
+    for (uint32_t i = 0; i < count && !token_heads; ++i) token_heads = automaton_->token_set(StateOf(out_[i])) >= 0;
+  }
+  block->flags[id & kBlockMask].store(
+      static_cast<uint8_t>((accepting ? kAccepting : 0) | (count ? kHasHeads : 0) | (token_heads ? kHasTokenHeads : 0)),
+      std::memory_order_relaxed);
   config_heads_.push_back({static_cast<uint32_t>(heads_.size()), count});
   heads_.insert(heads_.end(), out_.begin(), out_.end());
   config_hash_.push_back(h);
@@ -672,6 +678,52 @@ void Parser::Heads(int32_t config, std::vector<std::pair<int32_t, int32_t>>* out
 std::pair<int32_t, int32_t> Parser::FrameLink(int32_t frame) const {
   std::lock_guard<std::mutex> lock(mu_);
   return {frames_[frame].ret, frames_[frame].parent};
+}
+
+std::vector<int32_t> Parser::TokenSets(int32_t config) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<int32_t> sets;
+  const auto [offset, count] = config_heads_[config];
+  for (uint32_t i = 0; i < count; ++i) {
+    const int32_t set = automaton_->token_set(StateOf(heads_[offset + i]));
+    if (set >= 0) sets.push_back(set);
+  }
+  std::sort(sets.begin(), sets.end());
+  sets.erase(std::unique(sets.begin(), sets.end()), sets.end());
+  return sets;
+}
+
+int32_t Parser::NextToken(int32_t config, int32_t token) {
+  if (!has_token_heads(config)) return kDead;
+  std::lock_guard<std::mutex> lock(mu_);
+  const uint64_t key = static_cast<uint64_t>(config) << 32 | static_cast<uint32_t>(token);
+  auto it = token_next_.find(key);
+  if (it != token_next_.end()) return it->second;
+  const Automaton& a = *automaton_;
+  out_.clear();
+  visited_.Clear();
+  accepting_scratch_ = false;
+  const auto [offset, count] = config_heads_[config];
+  for (uint32_t i = 0; i < count; ++i) {
+    const uint64_t head = heads_[offset + i];
+    const int32_t set = a.token_set(StateOf(head));
+    if (set >= 0 && a.token_sets()[set].Contains(token)) Closure(a.token_target(StateOf(head)), FrameOf(head));
+  }
+  const int32_t next = Intern(accepting_scratch_);
+  token_next_.emplace(key, next);
+  return next;
+}
+
+int32_t Parser::Union(int32_t a, int32_t b) {
+  if (a == b || b == kDead) return a;
+  if (a == kDead) return b;
+  std::lock_guard<std::mutex> lock(mu_);
+  out_.clear();
+  for (int32_t c : {a, b}) {
+    const auto [offset, count] = config_heads_[c];
+    out_.insert(out_.end(), heads_.begin() + offset, heads_.begin() + offset + count);
+  }
+  return Intern(accepting(a) || accepting(b));
 }
 
 }  // namespace logitgate

@@ -57,8 +57,21 @@ class Parser {
   std::vector<int32_t> Adopt(const Parser& from, const std::vector<int32_t>& configs);
   int32_t initial() const { return initial_; }
   bool accepting(int32_t config) const { return Flags(config) & kAccepting; }
-  // True when some byte can still be consumed.
+  // True when some byte or token terminal can still be consumed.
   bool has_heads(int32_t config) const { return Flags(config) & kHasHeads; }
+  // True when some head reads a token terminal (Automaton::token_set): then the mask has the
+  // terminals' ids besides the text tokens, and no byte is forced.
+  bool has_token_heads(int32_t config) const { return Flags(config) & kHasTokenHeads; }
+  // The token sets the heads of `config` read (indices into Automaton::token_sets, sorted,
+  // distinct). Thread-safe.
+  std::vector<int32_t> TokenSets(int32_t config) const;
+  // Successor of `config` on token terminal `token` (whole: its bytes play no part), kDead
+  // when no head's set holds it; memoized. The caller checks that the id is one a grammar may
+  // read (matcher.h). Thread-safe.
+  int32_t NextToken(int32_t config, int32_t token);
+  // The configuration holding the heads of both (accepting when either is): a text token
+  // that a negated token set also reads goes both ways. Thread-safe.
+  int32_t Union(int32_t a, int32_t b);
   // How many plain characters are viable from here, whatever they are: the largest
   // Automaton::plain_capacity of the heads' states (kUnbounded: every plain text).
   int32_t plain_capacity(int32_t config) const {
@@ -152,6 +165,7 @@ class Parser {
   static constexpr int32_t kBlockMask = kBlockSize - 1;
   static constexpr uint8_t kAccepting = 1;
   static constexpr uint8_t kHasHeads = 2;
+  static constexpr uint8_t kHasTokenHeads = 4;
   static constexpr uint8_t kStepsAscii = 1;  // steps_ready bits
   static constexpr uint8_t kStepsLeads = 3;  // leads imply ASCII
 
@@ -246,6 +260,7 @@ class Parser {
     uint64_t pair;  // head index << 32 | edge index
     bool enter;
   };
+  std::unordered_map<uint64_t, int32_t> token_next_;  // NextToken's memo: config << 32 | token
   std::vector<Event> group_events_;
   std::vector<uint64_t> group_active_, group_pairs_, group_hashes_;
   std::vector<size_t> group_begin_, group_leaders_;

@@ -25,6 +25,7 @@ from .errors import (
     LogitgateError,
     OutputValidationError,
     SchemaError,
+    StructuralTagError,
     TokenRejected,
     TruncatedOutput,
     UnsupportedSchemaError,
@@ -32,6 +33,7 @@ from .errors import (
     VocabularyError,
 )
 from .limits import Limits
+from .tool_calls import tool_call_structure
 
 __version__ = "0.1.0"
 
@@ -51,6 +53,7 @@ __all__ = [
     "OutputValidationError",
     "SchemaError",
     "StrictConversionError",
+    "StructuralTagError",
     "TokenRejected",
     "TruncatedOutput",
     "UnsupportedSchemaError",
@@ -67,6 +70,7 @@ __all__ = [
     "grammars",
     "lint",
     "to_strict",
+    "tool_call_structure",
     "with_refusal",
 ]
 

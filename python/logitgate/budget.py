@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import _core
+from .errors import UsageError
 from .grammar.ir import Alt, ByteClass, CharClass, Grammar, Literal, Node, Ref, Repeat, Seq, StringExcept
 from .grammar.ir import children as _children
 from .grammar.ir import complement_ranges as _complement
@@ -70,6 +71,16 @@ class TokenBudget:
         return "\n".join(lines)
 
 
+def _check_measurable(g: CompiledGrammar) -> None:
+    """Completions are measured as bytes spelled by text tokens: a grammar that reads whole
+    tokens (special-token terminals) has completions no byte string spells."""
+    if g.has_token_terminals:
+        raise UsageError(
+            "the token budget does not measure grammars with token terminals (special tokens)",
+            code="budget-token-terminals",
+        )
+
+
 def budget_core(g: CompiledGrammar) -> _core.Budget:
     """The grammar's core :class:`_core.Budget` (built on first use: a shortest-path pass over
     the automaton), cached on the compiled grammar."""
@@ -82,6 +93,7 @@ def budget_core(g: CompiledGrammar) -> _core.Budget:
 
 def token_budget(g: CompiledGrammar) -> TokenBudget:
     """See :meth:`CompiledGrammar.token_budget`."""
+    _check_measurable(g)
     core = budget_core(g)
     m = g.matcher()
     min_bytes, min_tokens = core.cost(m)

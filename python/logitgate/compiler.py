@@ -17,7 +17,7 @@ from dataclasses import astuple
 from typing import TYPE_CHECKING, Any
 
 from . import _core
-from .errors import GrammarError, SchemaError, UsageError
+from .errors import GrammarError, SchemaError, StructuralTagError, UsageError
 from .grammar.ir import Alt, Grammar, Literal
 from .grammar.program import serialize
 from .limits import DEFAULT_LIMITS, Limits
@@ -76,6 +76,14 @@ class CompiledGrammar:
         from .budget import token_budget
 
         return token_budget(self)
+
+    @functools.cached_property
+    def has_token_terminals(self) -> bool:
+        """True when the grammar reads whole tokens (:class:`~logitgate.grammar.ir.TokenSet`:
+        special tokens, ``<[id]>``), which the token budget does not measure yet."""
+        from .grammar.ir import TokenSet
+
+        return any(isinstance(n, TokenSet) for n in self.grammar.iter_nodes())
 
     @property
     def num_states(self) -> int:
@@ -218,7 +226,7 @@ class Compiler:
 
         _check_text(text, "compile_ebnf", "grammar")
         with _gc_paused():
-            grammar = parse_gbnf(text, root=root, limits=self.limits)
+            grammar = parse_gbnf(text, root=root, limits=self.limits, token_id=self.vocab.token_id)
         return self.compile_grammar(grammar)
 
     def compile_regex(self, pattern: str) -> CompiledGrammar:
@@ -272,6 +280,32 @@ class Compiler:
         from .frontends.pydantic import pydantic_schema
 
         return self.compile_json_schema(pydantic_schema(model), **options)
+
+    def compile_structural_tag(self, spec: dict[str, Any] | str) -> CompiledGrammar:
+        """Compiles a structural tag in XGrammar's format (a dict or its JSON text): free text
+        with constrained spans, tool calls, reasoning sections, special-token delimiters (see
+        docs/structural_tags.md). What cannot be compiled raises
+        :class:`~logitgate.StructuralTagError` naming its path inside the tag."""
+        from .frontends.json_schema import schema_to_grammar
+        from .frontends.structural_tag import lower_structural_tag
+
+        def json_schema(schema: Any, path: str, options: dict[str, Any]) -> Grammar:
+            try:
+                # (An empty schema language is left to the core, as compile_json_schema does.)
+                grammar, _ = schema_to_grammar(schema, limits=self.limits, check_empty=False, **options)
+            except SchemaError as e:
+                raise StructuralTagError(f"json_schema: {e.message}", path=path, code="structural-tag-schema") from e
+            return grammar
+
+        with _gc_paused():
+            grammar = lower_structural_tag(
+                spec,
+                limits=self.limits,
+                token_id=self.vocab.token_id,
+                json_schema=json_schema,
+                special_texts=self.vocab.special_texts(),
+            )
+        return self.compile_grammar(grammar)
 
     def compile_choice(self, choices: Sequence[str | bytes]) -> CompiledGrammar:
         """The output is exactly one of ``choices``."""

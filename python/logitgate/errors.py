@@ -91,6 +91,19 @@ class GrammarError(LogitgateError, ValueError):
         super().__init__(full, code=code)
 
 
+class StructuralTagError(GrammarError):
+    """A structural tag cannot be compiled: ``path`` locates the format inside it
+    (``$.format.elements[1].content``); ``code`` is ``structural-tag`` (malformed),
+    ``structural-tag-unsupported`` (valid, but not supported), ``structural-tag-token`` (a token
+    the vocabulary lacks) or ``structural-tag-limit``."""
+
+    code = "structural-tag"
+
+    def __init__(self, message: str, *, path: str, code: str | None = None) -> None:
+        self.path = path
+        super().__init__(f"{message} at {path}", code=code)
+
+
 class SchemaError(LogitgateError, ValueError):
     """A JSON Schema is invalid; ``pointer`` is the JSON pointer of the offending keyword."""
 

@@ -46,6 +46,7 @@ from .compiler import CompiledGrammar, Compiler
 from .errors import LogitgateError, OutputValidationError, TokenRejected, TruncatedOutput, UsageError
 from .integrations.transformers import vocabulary_for
 from .masks import allocate_mask, apply_mask_counted
+from .reasoning import Reasoning, ReasoningTracker, as_reasoning, reasoning_grammar
 from .repetition import RepetitionControl
 from .trace.record import Trace, TraceRecorder, TraceStep
 from .vocabulary import Vocabulary
@@ -114,6 +115,9 @@ class GenerationResult:
     kind: Literal["json", "pydantic", "text", "none"] = "none"
     trace: Trace = field(default_factory=Trace)
     budget_closed: bool = False
+    #: With ``reasoning``: the reasoning span's text (``text`` is what follows it); None when
+    #: the span never closed.
+    reasoning: str | None = None
     _pydantic_model: Any = field(default=None, repr=False)
     _refusal_allowed: bool = field(default=False, repr=False)
     _value: Any = field(default=_UNSET, repr=False)
@@ -416,6 +420,7 @@ def generate(
     frequency_penalty: float = 0.0,
     presence_penalty: float = 0.0,
     dry_multiplier: float = 0.0,
+    reasoning: bool | Reasoning | None = None,
 ) -> GenerationResult:
     """Generates text from ``model`` that matches at most one given structure.
 
@@ -446,13 +451,25 @@ def generate(
     (CTRL), ``frequency_penalty`` and ``presence_penalty`` (OpenAI's semantics) and
     ``dry_multiplier`` (a DRY n-gram penalty) lower the logits of tokens the output already
     holds, before the mask.
+
+    ``reasoning`` (True, or a :class:`~logitgate.reasoning.Reasoning` with its tags and a
+    token budget): a free reasoning span comes first, only its end excluded, then the
+    structure; :attr:`GenerationResult.reasoning` holds the span's text and ``text`` the rest
+    (see :mod:`logitgate.reasoning`).
     """
     _check_arguments(max_tokens, temperature, top_p)
+    reasoning_spec = as_reasoning(reasoning)
     repetition = RepetitionControl(repetition_penalty, frequency_penalty, presence_penalty, dry_multiplier)
     t_start = time.perf_counter()
     vocab = vocabulary_for(model, tokenizer)
     t_vocab = time.perf_counter()
     compiled, kind = _compile(vocab, json_schema, pydantic, regex, ebnf, choice, grammar, schema_options)
+    tracker = None
+    if reasoning_spec is not None:
+        structure = compiled.grammar if compiled is not None else None
+        compiler = compiler_for(vocab)
+        compiled = compiler.compile_grammar(reasoning_grammar(reasoning_spec, structure, vocab, compiler.limits))
+        tracker = ReasoningTracker(reasoning_spec, vocab)
     timings = Timings(vocab_s=t_vocab - t_start, compile_s=time.perf_counter() - t_vocab)
     table = vocab.table
     eos = _eos_ids(model, tokenizer, vocab)
@@ -494,7 +511,13 @@ def generate(
         for tok in new:
             record(tok, -1, True)
 
-    guard = BudgetGuard(compiled, max_tokens) if compiled is not None and m is not None and budget_aware else None
+    # (Grammars with token terminals are not measured: see budget.token_budget.)
+    measurable = compiled is not None and not compiled.has_token_terminals
+    guard = (
+        BudgetGuard(compiled, max_tokens)
+        if compiled is not None and m is not None and budget_aware and measurable
+        else None
+    )
     if guard is not None and m is not None and not guard.fits(m, max_tokens):
         guard = None  # below the grammar's minimum: truncation, as without a budget
     if m is not None and jump_forward:
@@ -515,6 +538,16 @@ def generate(
         if len(out) >= max_tokens:
             finish = "length"
             break
+        if tracker is not None and tracker.must_close():  # the thinking budget is spent
+            closing = tracker.closing_tokens(tokenizer)[: max_tokens - len(out)]
+            if m is not None and not all(m.accept(t) for t in closing):
+                raise TokenRejected("the reasoning span's end was rejected", code="internal")
+            out += closing
+            pending += closing
+            n_forced += len(closing)
+            record_forced(closing)
+            tracker.update(out)
+            continue
         t0 = time.perf_counter()
         with torch.inference_mode():
             res = model(
@@ -610,6 +643,8 @@ def generate(
             out += new
             pending += new
             record_forced(new)
+        if tracker is not None:
+            tracker.update(out)
     t_end = time.perf_counter()
     text = table.decode(out).decode("utf-8", errors="replace")
     if stop_cut is not None:
@@ -619,6 +654,9 @@ def generate(
         complete = m.is_complete()
     else:
         complete = finish == "stop"
+    reasoning_text = None
+    if tracker is not None and stop_cut is None:
+        reasoning_text, text = tracker.split(out)
     if text_stream is not None:
         text_stream.finish(text)
     timings.total_s = t_end - t_start
@@ -649,6 +687,7 @@ def generate(
         kind=kind,
         trace=traced,
         budget_closed=guard is not None and guard.closed,
+        reasoning=reasoning_text,
         _pydantic_model=pydantic,
         _refusal_allowed=_refusal_schema(json_schema),
     )

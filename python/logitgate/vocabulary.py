@@ -4,6 +4,7 @@ token trie. Build it with one of the ``from_*`` constructors; share it between c
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -31,6 +32,7 @@ class Vocabulary:
 
     def __init__(self, table: TokenTable) -> None:
         self._table = table
+        self._names: dict[bytes, int] | None = None  # token_id's index, built on first use
         self._core = _core.make_vocabulary(
             list(table.tokens), sorted(table.special_ids), list(table.eos_ids), table.logits_width
         )
@@ -67,6 +69,51 @@ class Vocabulary:
     ) -> Vocabulary:
         """From explicit token bytes (``None`` for ids without bytes)."""
         return cls(table_from_tokens(list(tokens), eos_ids=eos_ids, special_ids=special_ids, logits_width=logits_width))
+
+    def with_special_ids(self, ids: Iterable[int]) -> Vocabulary:
+        """This vocabulary with ``ids`` declared special as well: for tokenizers that do not
+        mark some control tokens (a chat template's ``<tool_call>`` kept as a plain added
+        token, say). Special ids are never produced by grammar text; a grammar reads them only
+        as token terminals (``<|name|>``, ``<[id]>``). Returns a new vocabulary (compile
+        against it); ids outside the table raise :class:`~logitgate.VocabularyError`.
+
+        >>> import logitgate as lg
+        >>> v = lg.Vocabulary.from_tokens([b"a", b"<call>", None], eos_ids=[2])
+        >>> sorted(v.with_special_ids([1]).special_ids)
+        [1, 2]
+        """
+        table = dataclasses.replace(self._table, special_ids=self._table.special_ids | frozenset(ids))
+        return Vocabulary(table)
+
+    def token_id(self, name: str) -> int | None:
+        """The id of the token spelled exactly ``name`` (``"<|im_end|>"``): a special token
+        of that text first, else a text token of exactly those bytes; None when there is none.
+        This is how grammars resolve token terminals by name."""
+        if self._names is None:
+            names: dict[bytes, int] = {}
+            for i, b in enumerate(self._table.tokens):
+                if b is not None and i not in self._table.special_ids:
+                    names.setdefault(b, i)
+            for i in sorted(self._table.special_ids):  # special tokens win over text of the same bytes
+                b = self._table.tokens[i]
+                if b is not None:
+                    names[b] = i
+            self._names = names
+        return self._names.get(name.encode("utf-8"))
+
+    def special_texts(self) -> dict[str, int]:
+        """The text of each special token with bytes (valid UTF-8), but the EOS ids: text ->
+        id (the lowest id where several share a text)."""
+        out: dict[str, int] = {}
+        eos = set(self.eos_ids)
+        for i in sorted(self._table.special_ids - eos, reverse=True):
+            b = self._table.tokens[i]
+            if b:
+                try:
+                    out[b.decode("utf-8")] = i
+                except UnicodeDecodeError:
+                    continue
+        return out
 
     # -- queries ------------------------------------------------------------------------------
     @property

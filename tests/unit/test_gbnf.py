@@ -193,9 +193,9 @@ def test_raw_newline_inside_literal_is_kept() -> None:
         ('item ::= "a"\n', "gbnf-missing-root", 1, 1),
         ("", "gbnf-missing-root", 1, 1),
         ("# only a comment\n", "gbnf-missing-root", 1, 1),
-        ("root ::= <[1234]>", "gbnf-unsupported", 1, 10),
-        ('root ::= "a" <think>', "gbnf-unsupported", 1, 14),
-        ("root ::= !<[1]>", "gbnf-unsupported", 1, 10),
+        ("root ::= <[12", "gbnf-syntax", 1, 10),
+        ('root ::= "a" <think>', "gbnf-unknown-token", 1, 14),  # a name needs a vocabulary
+        ("root ::= !<[1-x]>", "gbnf-bad-token-set", 1, 10),
     ],
 )
 def test_error_families(text: str, code: str, line: int, column: int) -> None:

@@ -34,6 +34,7 @@ from logitgate.errors import LogitgateError, OutputValidationError
 from .budget import add_budget_command, add_generate_flags, report_budget
 from .inspect import add_inspect_command
 from .lint import add_lint_command
+from .reasoning import add_reasoning_flags, reasoning_kwargs, report_reasoning
 from .repetition import add_repetition_flags, repetition_kwargs
 from .serve import add_serve_command
 from .trace_html import add_trace_html_flag, check_trace_html_path, write_trace_html
@@ -564,6 +565,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         budget_aware=not args.no_budget,
         trace=args.trace_html is not None,
         **repetition_kwargs(args),
+        **reasoning_kwargs(args),
     )
     if stream:
         print(flush=True)
@@ -571,6 +573,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     if args.stats:
         _print_stats(res, setup)
     report_budget(res, args.stats)
+    report_reasoning(res)
     if not res.complete:
         print(f"logitgate: finish_reason={res.finish_reason} (truncated)", file=sys.stderr)
         if not stream:
@@ -724,6 +727,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr (default: off)")
     add_generate_flags(p)
+    add_reasoning_flags(p)
     add_repetition_flags(p)
     add_trace_html_flag(p)
     p.add_argument("prompt", help="the user message (or, with --raw, the whole prompt)")

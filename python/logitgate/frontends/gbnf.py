@@ -12,8 +12,16 @@ Dialect (as documented in llama.cpp's grammars/README.md):
   code points (``\\xHH`` is U+00HH, not a raw byte). ``\\-`` and ``\\^`` are accepted too because
   :meth:`Grammar.to_ebnf` prints them inside classes.
 
+Token terminals (llguidance's notation, which llama.cpp shares in part): ``<|im_end|>`` (any text
+between ``<`` and ``>``) is the one token of that name, resolved through the vocabulary
+(:meth:`logitgate.Vocabulary.token_id`); ``<[128010]>`` a token by id; ``<[128000-128255]>`` and
+``<[1,5-9]>`` any one of several; ``<[^1,5-9]>`` any one token but those; ``<[*]>`` any one token;
+``!<...>`` negates a name or id list (llama.cpp). They lower to :class:`~logitgate.grammar.ir.TokenSet`:
+a whole token, never text. Without a vocabulary (``token_id`` None) a name is a ``gbnf-unknown-token``
+error; an unknown name is one too.
+
 Departures from llama.cpp, all rejections of what it accepts: duplicate rule definitions, ``{}`` and
-``{,}``, and token-level syntax (``<[id]>``, ``<token>``, ``!``) raise :class:`GrammarError`.
+``{,}`` raise :class:`GrammarError`.
 
 IR shape (canonical, so ``parse_gbnf(g.to_ebnf())`` round-trips): a one-item sequence is the item, a
 one-branch alternation is the branch, nested sequences/alternations are flattened into their parent,
@@ -29,10 +37,23 @@ Every failure is a :class:`GrammarError` (with source offset) or :class:`LimitEx
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from logitgate.errors import GrammarError, LimitExceeded
-from logitgate.grammar.ir import MAX_CODE_POINT, Alt, CharClass, Grammar, Literal, Node, Ref, Repeat, Seq, merge_ranges
+from logitgate.grammar.ir import (
+    MAX_CODE_POINT,
+    Alt,
+    CharClass,
+    Grammar,
+    Literal,
+    Node,
+    Ref,
+    Repeat,
+    Seq,
+    TokenSet,
+    merge_ranges,
+)
 from logitgate.limits import DEFAULT_LIMITS, Limits
 
 __all__ = ["parse_gbnf"]
@@ -46,7 +67,12 @@ CODE_BAD_REPEAT = "gbnf-bad-repeat"
 CODE_UNDEFINED_RULE = "gbnf-undefined-rule"
 CODE_DUPLICATE_RULE = "gbnf-duplicate-rule"
 CODE_MISSING_ROOT = "gbnf-missing-root"
-CODE_UNSUPPORTED = "gbnf-unsupported"
+CODE_UNKNOWN_TOKEN = "gbnf-unknown-token"
+CODE_BAD_TOKEN_SET = "gbnf-bad-token-set"
+
+# The most ids one ``<[a-b]>`` may spell (larger than any vocabulary).
+MAX_TOKEN_SET_IDS = 1 << 22
+_TOKEN_ITEM_RE = re.compile(r"\s*([0-9]{1,9})\s*(?:-\s*([0-9]{1,9})\s*)?")
 
 _NAME_RE = re.compile(r"[A-Za-z0-9_-]+")
 _STRING_RUN_RE = re.compile(r'[^"\\]+')
@@ -62,8 +88,14 @@ _ANY = CharClass(((0, MAX_CODE_POINT),))
 _MAX_BOUND_DIGITS = 19
 
 
-def parse_gbnf(text: str, root: str = "root", limits: Limits | None = None) -> Grammar:
-    """Parse GBNF ``text`` into a :class:`Grammar` whose start rule is ``root``.
+def parse_gbnf(
+    text: str,
+    root: str = "root",
+    limits: Limits | None = None,
+    token_id: Callable[[str], int | None] | None = None,
+) -> Grammar:
+    """Parse GBNF ``text`` into a :class:`Grammar` whose start rule is ``root``; ``token_id``
+    resolves a token name (``<|im_end|>``) to its id, or None when the vocabulary has none.
 
     Rules keep their definition order; a rule may be referenced before it is defined.
 
@@ -82,7 +114,7 @@ def parse_gbnf(text: str, root: str = "root", limits: Limits | None = None) -> G
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > lim.max_source_bytes:
         raise LimitExceeded("max_source_bytes", lim.max_source_bytes, f"GBNF text is {size} bytes")
-    return _Parser(text, lim).parse(root)
+    return _Parser(text, lim, token_id).parse(root)
 
 
 @dataclass
@@ -131,7 +163,8 @@ def _flatten(kind: type[Seq | Alt], parts: list[tuple[Node, int]]) -> tuple[Node
 class _Parser:
     """Single-pass parser over ``text``; ``pos`` is a character offset into it."""
 
-    def __init__(self, text: str, limits: Limits) -> None:
+    def __init__(self, text: str, limits: Limits, token_id: Callable[[str], int | None] | None = None) -> None:
+        self.token_id = token_id
         self.text = text
         self.n = len(text)
         self.limits = limits
@@ -228,10 +261,6 @@ class _Parser:
 
     def _unexpected(self, pos: int, what: str) -> GrammarError:
         c = self.text[pos]
-        if c == "<":
-            return self._error("token references ('<...>') are not supported", CODE_UNSUPPORTED, pos)
-        if c == "!":
-            return self._error("token negation ('!') is not supported", CODE_UNSUPPORTED, pos)
         if self.text.startswith("::=", pos):
             return self._error(
                 "unexpected '::=': a rule must start on its own line (a newline right after '::=' or '|'"
@@ -276,6 +305,9 @@ class _Parser:
             elif c == ".":
                 group.items.append((_ANY, 0))
                 pos += 1
+            elif c == "<" or (c == "!" and text.startswith("<", pos + 1)):
+                node, pos = self._parse_token(pos)
+                group.items.append((node, 0))
             elif c == "(":
                 self._check_nest(len(stack), pos)
                 stack.append(_Group(open_offset=pos))
@@ -314,6 +346,47 @@ class _Parser:
         node, depth = _make_alt(top.branches)
         self._check_nest(depth, top.open_offset)
         return node, pos
+
+    def _parse_token(self, pos: int) -> tuple[Node, int]:
+        """A token terminal at ``pos`` (``<name>``, ``<[ids]>``, either after ``!``)."""
+        start = pos
+        negated = self.text[pos] == "!"
+        pos += 1 if negated else 0
+        end = self.text.find(">", pos + 1)
+        newline = min((i for i in (self.text.find("\n", pos), self.text.find("\r", pos)) if i >= 0), default=-1)
+        if end < 0 or (0 <= newline < end):
+            raise self._error("unclosed token reference: '<' needs a '>' on the same line", CODE_SYNTAX, start)
+        inner = self.text[pos + 1 : end]
+        if inner.startswith("[") and inner.endswith("]"):
+            spec = inner[1:-1].strip()
+            if spec.startswith("^"):
+                negated = not negated
+                spec = spec[1:]
+            if spec.strip() == "*":
+                if negated:
+                    raise self._error("'<[^*]>' matches no token", CODE_BAD_TOKEN_SET, start)
+                return TokenSet((), negated=True), end + 1
+            ids: set[int] = set()
+            for item in spec.split(","):
+                m = _TOKEN_ITEM_RE.fullmatch(item)
+                if m is None:
+                    raise self._error(
+                        f"bad token id list {inner!r}: expected ids and ranges like 5,7-9", CODE_BAD_TOKEN_SET, start
+                    )
+                lo = int(m.group(1))
+                hi = int(m.group(2)) if m.group(2) is not None else lo
+                if hi < lo or len(ids) + hi - lo + 1 > MAX_TOKEN_SET_IDS:
+                    raise self._error(f"bad token id range {lo}-{hi}", CODE_BAD_TOKEN_SET, start)
+                ids.update(range(lo, hi + 1))
+            return TokenSet(ids, negated=negated), end + 1
+        if not inner:
+            raise self._error("empty token name '<>'", CODE_SYNTAX, start)
+        name = "<" + inner + ">"
+        resolved = self.token_id(name) if self.token_id is not None else None
+        if resolved is None:
+            why = "is not a token of this vocabulary" if self.token_id is not None else "needs a vocabulary to resolve"
+            raise self._error(f"token {name} {why}", CODE_UNKNOWN_TOKEN, start)
+        return TokenSet((resolved,), negated=negated), end + 1
 
     def _apply_repeat(self, group: _Group, lo: int, hi: int | None, pos: int) -> None:
         if not group.items:

@@ -16,6 +16,14 @@ A :class:`Grammar` is a set of named rules over *bytes*. Each rule body is a tre
 - :class:`StringExcept` JSON string contents spelling any string but a few words (the keys a
   JSON object does not list); built natively by the core, printed through its IR expansion
   (:func:`logitgate.grammar.json_text.expand_string_except`).
+- :class:`TokenSet`  exactly one whole *token* whose id is in a set (or, negated, any token
+  whose id is not): how a grammar names special tokens (``<|im_end|>``, ``<[128010]>``). It
+  never matches bytes: text never produces a special token, and a token terminal never
+  matches text, even text that spells the token's name. A negated set reads text tokens too
+  (as whole tokens: ``<[^5]>`` is any one token but id 5) but never an EOS id, which ends
+  the grammar. Ids are the vocabulary's, so an IR with token sets compiles for the vocabulary
+  it was resolved against (:meth:`logitgate.Vocabulary.special_token_id`); the GBNF frontend
+  and structural tags lower to it, and so may other frontends (``<|...|>`` in Lark).
 
 Nodes are immutable and hashable, so grammars can be compared and cached by value.
 
@@ -45,6 +53,7 @@ __all__ = [
     "Repeat",
     "Seq",
     "StringExcept",
+    "TokenSet",
     "children",
     "references",
 ]
@@ -172,6 +181,28 @@ class StringExcept:
         d["tail"] = tail
 
 
+@dataclass(frozen=True, init=False)
+class TokenSet:
+    """One whole token whose id is in ``ids`` (sorted, distinct), or not in them if ``negated``.
+
+    >>> print(Grammar({"root": Seq((Literal(b"hi"), TokenSet((7,))))}).to_ebnf(), end="")
+    root ::= "hi" <[7]>
+    """
+
+    ids: tuple[int, ...]
+    negated: bool = False
+
+    def __init__(self, ids: Iterable[int], negated: bool = False) -> None:
+        ordered = tuple(sorted(set(ids)))
+        if ordered and ordered[0] < 0:
+            raise ValueError(f"negative token id {ordered[0]}")
+        if not ordered and not negated:
+            raise ValueError("an empty token set matches nothing")
+        d = self.__dict__
+        d["ids"] = ordered
+        d["negated"] = negated
+
+
 def merge_ranges(ranges: Iterable[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
     """Sorts inclusive ranges and merges overlapping or adjacent ones."""
     out: list[tuple[int, int]] = []
@@ -197,7 +228,7 @@ def complement_ranges(ranges: Iterable[tuple[int, int]], top: int = MAX_CODE_POI
     return tuple(out)
 
 
-Node = Literal | CharClass | ByteClass | Seq | Alt | Repeat | Ref | StringExcept
+Node = Literal | CharClass | ByteClass | Seq | Alt | Repeat | Ref | StringExcept | TokenSet
 
 EMPTY = Seq(())
 
@@ -290,6 +321,8 @@ def _print(node: Node, prec: int) -> str:
         else:
             op = f"{{{lo},{hi}}}"
         return inner + op
+    if isinstance(node, TokenSet):
+        return _print_token_set(node)
     if isinstance(node, StringExcept):
         from .json_text import expand_string_except  # imports this module
 
@@ -345,3 +378,13 @@ def _print_class(ranges: tuple[tuple[int, int], ...], negated: bool, unicode: bo
         parts.append(_class_char(lo) if lo == hi else f"{_class_char(lo)}-{_class_char(hi)}")
     body = ("^" if negated else "") + "".join(parts)
     return f"[{body}]" if unicode else f"[{body}]/*bytes*/"
+
+
+def _print_token_set(node: TokenSet) -> str:
+    """``<[1,4-9]>``, ``<[^3]>``, ``<[*]>`` (llguidance's notation, which the GBNF frontend reads)."""
+    if node.negated and not node.ids:
+        return "<[*]>"
+    parts = []
+    for lo, hi in merge_ranges((i, i) for i in node.ids):
+        parts.append(str(lo) if lo == hi else f"{lo}-{hi}")
+    return "<[" + ("^" if node.negated else "") + ",".join(parts) + "]>"

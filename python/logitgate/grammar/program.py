@@ -4,7 +4,8 @@ core compiles (cpp/core/automaton.h documents the opcodes; keep both in sync).
 Layout: ``[n_rules, root_index, body(rule 0), body(rule 1), ...]`` with each body in prefix
 form: ``[1, n, byte...]`` literal, ``[2|3, negated, n, lo, hi, ...]`` character / byte class,
 ``[4|5, n, child...]`` sequence / alternation, ``[6, min, max or -1, child]`` repetition,
-``[7, rule]`` reference, ``[8, n_words, (n, code point...)..., tail]`` StringExcept. The core
+``[7, rule]`` reference, ``[8, n_words, (n, code point...)..., tail]`` StringExcept,
+``[9, negated, n, id...]`` token set. The core
 walks the IR itself (cpp/bindings/ir_program.cc, an explicit stack: IR depth is user-driven);
 this runs once per node of every compiled grammar, and in Python it was a fifth of a JSON
 Schema compile.
@@ -15,11 +16,11 @@ from __future__ import annotations
 from .. import _core
 from ..errors import GrammarError
 from ..limits import Limits
-from .ir import Alt, ByteClass, CharClass, Grammar, Literal, Ref, Repeat, Seq, StringExcept
+from .ir import Alt, ByteClass, CharClass, Grammar, Literal, Ref, Repeat, Seq, StringExcept, TokenSet
 
 __all__ = ["serialize"]
 
-_IR_TYPES = (Literal, CharClass, ByteClass, Seq, Alt, Repeat, Ref, StringExcept)
+_IR_TYPES = (Literal, CharClass, ByteClass, Seq, Alt, Repeat, Ref, StringExcept, TokenSet)
 
 
 def serialize(grammar: Grammar, limits: Limits) -> tuple[bytes, list[str]]:

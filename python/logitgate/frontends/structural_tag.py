@@ -1,0 +1,811 @@
+"""Structural tags: XGrammar 0.2.9's JSON format for free text with constrained spans, accepted
+verbatim, lowered to one :class:`~logitgate.grammar.ir.Grammar` (docs/structural_tags.md).
+
+Input: a format object (``{"type": "tag", ...}``), the response-format wrapper
+``{"type": "structural_tag", "format": {...}}``, or the legacy envelope
+``{"type": "structural_tag", "structures": [{"begin", "schema", "end"}], "triggers": [...]}``;
+a dict or its JSON text. A format may omit ``type``: it is inferred from its fields in
+XGrammar's order (tag, const_string, json_schema, any_text, sequence, or, triggered_tags,
+tags_with_separator, optional, plus, star, repeat, dispatch, token_dispatch).
+
+Lowering:
+
+- Text formats lower through the other frontends (``json_schema`` through the public
+  JSON Schema lowering, ``grammar`` through GBNF, ``regex``), their rules renamed under a
+  prefix of their own.
+- *Free text* (``any_text``, the text between ``triggered_tags``' tags, ``dispatch``) is an
+  Aho-Corasick automaton over its patterns, one IR rule per automaton state: the text reads on
+  until a pattern completes; an exclude is a dead end, a trigger continues with its tags, and
+  inside a ``tag`` whose end is text, the end continues after the tag (the first occurrence of
+  the end ends the content, as XGrammar's end detection does).
+- Token formats lower to :class:`~logitgate.grammar.ir.TokenSet` terminals: whole tokens,
+  never text. Inside a ``tag`` whose end is a token, ``exclude_token``, ``any_tokens`` and
+  ``token_triggered_tags`` exclude that token.
+
+What cannot be lowered exactly is a :class:`~logitgate.errors.StructuralTagError` naming the
+path inside the structural tag (``$.format.elements[1].content``), never a silent drop.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import LogitgateError, StructuralTagError
+from ..grammar.ir import (
+    EMPTY,
+    Alt,
+    CharClass,
+    Grammar,
+    Literal,
+    Node,
+    Ref,
+    Repeat,
+    Seq,
+    StringExcept,
+    TokenSet,
+    merge_ranges,
+    references,
+)
+from ..limits import Limits
+
+__all__ = ["lower_structural_tag", "rename_refs"]
+
+# The most Aho-Corasick states one free-text span may have (each is an IR rule).
+MAX_FREE_TEXT_STATES = 1 << 16
+
+_TYPES = (
+    "const_string",
+    "json_schema",
+    "grammar",
+    "regex",
+    "any_text",
+    "sequence",
+    "or",
+    "optional",
+    "plus",
+    "star",
+    "repeat",
+    "tag",
+    "triggered_tags",
+    "tags_with_separator",
+    "dispatch",
+    "token",
+    "exclude_token",
+    "any_tokens",
+    "token_triggered_tags",
+    "token_dispatch",
+)
+# Fields each format requires, and (for inference) may have; XGrammar's inference order.
+_REQUIRED: dict[str, tuple[str, ...]] = {
+    "tag": ("begin", "content", "end"),
+    "const_string": ("value",),
+    "json_schema": ("json_schema",),
+    "any_text": (),
+    "sequence": ("elements",),
+    "or": ("elements",),
+    "triggered_tags": ("triggers", "tags"),
+    "tags_with_separator": ("tags", "separator"),
+    "optional": ("content",),
+    "plus": ("content",),
+    "star": ("content",),
+    "repeat": ("min", "max", "content"),
+    "dispatch": ("rules",),
+    "token_dispatch": ("rules",),
+}
+_ALLOWED: dict[str, frozenset[str]] = {
+    "const_string": frozenset({"value"}),
+    "json_schema": frozenset({"json_schema", "style", "any_order", "max_whitespace_cnt"}),
+    "grammar": frozenset({"grammar", "syntax"}),
+    "regex": frozenset({"pattern"}),
+    "any_text": frozenset({"excludes", "max_tokens", "max_chars"}),
+    "sequence": frozenset({"elements"}),
+    "or": frozenset({"elements"}),
+    "optional": frozenset({"content"}),
+    "plus": frozenset({"content"}),
+    "star": frozenset({"content"}),
+    "repeat": frozenset({"min", "max", "content"}),
+    "tag": frozenset({"begin", "content", "end"}),
+    "triggered_tags": frozenset({"triggers", "tags", "at_least_one", "stop_after_first", "excludes"}),
+    "tags_with_separator": frozenset({"tags", "separator", "at_least_one", "stop_after_first"}),
+    "dispatch": frozenset({"rules", "loop", "excludes"}),
+    "token": frozenset({"token"}),
+    "exclude_token": frozenset({"exclude_tokens"}),
+    "any_tokens": frozenset({"exclude_tokens", "max_tokens"}),
+    "token_triggered_tags": frozenset({"trigger_tokens", "tags", "exclude_tokens", "at_least_one", "stop_after_first"}),
+    "token_dispatch": frozenset({"rules", "loop", "exclude_tokens"}),
+}
+
+
+def lower_structural_tag(
+    spec: Mapping[str, Any] | str,
+    *,
+    limits: Limits,
+    token_id: Callable[[str], int | None],
+    json_schema: Callable[[Any, str, dict[str, Any]], Grammar],
+    special_texts: Mapping[str, int] | None = None,
+) -> Grammar:
+    """The grammar of a structural tag. ``token_id`` resolves token names; ``json_schema``
+    lowers a schema (its arguments: the schema, its path, the options) to a grammar;
+    ``special_texts`` maps the text of each special token to its id: a delimiter (a tag's
+    begin or end, a trigger, a separator) holding that text also accepts the token there."""
+    if isinstance(spec, str):
+        if len(spec.encode("utf-8", "surrogatepass")) > limits.max_source_bytes:
+            from ..errors import LimitExceeded
+
+            raise LimitExceeded("max_source_bytes", limits.max_source_bytes, "structural tag text")
+        try:
+            spec = json.loads(spec)
+        except (json.JSONDecodeError, RecursionError) as e:
+            raise StructuralTagError(f"not valid JSON: {e}", path="$") from None
+    if not isinstance(spec, Mapping):
+        raise StructuralTagError(f"a structural tag is an object, not {type(spec).__name__}", path="$")
+    lowering = _Lowering(limits, token_id, json_schema, dict(special_texts or {}))
+    fmt, path = _unwrap(spec)
+    root = lowering.lower(fmt, path, None)
+    lowering.rules["root"] = root
+    rules = {"root": root, **{k: v for k, v in lowering.rules.items() if k != "root"}}
+    return Grammar(rules)
+
+
+def _unwrap(spec: Mapping[str, Any]) -> tuple[Any, str]:
+    """The format object of any accepted envelope, and its path."""
+    if "structures" in spec or ("triggers" in spec and "tags" not in spec):
+        if spec.get("type", "structural_tag") != "structural_tag":
+            raise StructuralTagError("the legacy envelope's type must be 'structural_tag'", path="$.type")
+        structures = spec.get("structures")
+        triggers = spec.get("triggers")
+        if not isinstance(structures, list) or not isinstance(triggers, list):
+            raise StructuralTagError("the legacy envelope needs lists 'structures' and 'triggers'", path="$")
+        tags = []
+        for i, s in enumerate(structures):
+            if not isinstance(s, Mapping) or not {"begin", "schema", "end"} <= set(s):
+                raise StructuralTagError("a structure needs 'begin', 'schema' and 'end'", path=f"$.structures[{i}]")
+            tags.append(
+                {
+                    "type": "tag",
+                    "begin": s["begin"],
+                    "content": {"type": "json_schema", "json_schema": s["schema"]},
+                    "end": s["end"],
+                }
+            )
+        return {"type": "triggered_tags", "triggers": triggers, "tags": tags}, "$"
+    if spec.get("type") == "structural_tag" or ("format" in spec and "type" not in spec):
+        if "format" not in spec:
+            raise StructuralTagError("a structural tag needs a 'format'", path="$")
+        return spec["format"], "$.format"
+    return spec, "$"
+
+
+@dataclass(frozen=True)
+class _End:
+    """The end of the enclosing tag, for formats that read on until it: its strings (text
+    level) or its token id (token level)."""
+
+    strings: tuple[str, ...] = ()
+    token: int | None = None
+
+
+class _Lowering:
+    def __init__(
+        self,
+        limits: Limits,
+        token_id: Callable[[str], int | None],
+        json_schema: Callable[[Any, str, dict[str, Any]], Grammar],
+        special_texts: dict[str, int],
+    ) -> None:
+        self.special_texts = special_texts
+        self.limits = limits
+        self.token_id = token_id
+        self.json_schema = json_schema
+        self.rules: dict[str, Node] = {}
+        self.shared: dict[Node, str] = {}  # embedded rule bodies -> their names (embed)
+        self.n = 0
+
+    def fresh(self, stem: str) -> str:
+        self.n += 1
+        return f"st{self.n}_{stem}"
+
+    # -- helpers ---------------------------------------------------------------------------------
+    def delimiter(self, text: str) -> Node:
+        """A delimiter's text; where it holds the text of a special token, that token too (a
+        model emits ``<tool_call>`` as its one special token; the text spelling stays valid)."""
+        if not any(t in text for t in self.special_texts):
+            return Literal(text.encode())
+        parts: list[Node] = []
+        plain_start = i = 0
+        while i < len(text):
+            hit = max((t for t in self.special_texts if text.startswith(t, i)), key=len, default=None)
+            if hit is None:
+                i += 1
+                continue
+            if plain_start < i:
+                parts.append(Literal(text[plain_start:i].encode()))
+            parts.append(Alt((Literal(hit.encode()), TokenSet((self.special_texts[hit],)))))
+            i += len(hit)
+            plain_start = i
+        if plain_start < len(text) or not parts:
+            parts.append(Literal(text[plain_start:].encode()))
+        return parts[0] if len(parts) == 1 else Seq(tuple(parts))
+
+    def special_prefix(self, text: str) -> tuple[int, str] | None:
+        """(id, rest) when ``text`` starts with a special token's text."""
+        hit = max((t for t in self.special_texts if text.startswith(t)), key=len, default=None)
+        return None if hit is None else (self.special_texts[hit], text[len(hit) :])
+
+    def embed(self, grammar: Grammar, stem: str) -> Node:
+        """Adds ``grammar``'s rules; returns a reference to its root. Rules are hash-consed:
+        a rule whose body (its references resolved the same way) equals one added before is
+        that rule, so the spans of many tools share their string, number and whitespace rules
+        (400 tools' schemas: one copy of each). Rules on a reference cycle get fresh names."""
+        canon: dict[str, str] = {}
+        pending = list(grammar.rules)
+        refs = {name: references(body) for name, body in grammar.rules.items()}
+        progress = True
+        while progress:
+            progress = False
+            for name in list(pending):
+                body = grammar.rules[name]
+                if not all(r in canon for r in refs[name]):
+                    continue
+                resolved = rename_refs(body, canon) if refs[name] else body
+                existing = self.shared.get(resolved)
+                if existing is None:
+                    existing = f"{self.fresh(stem)}_{name}"
+                    self.rules[existing] = resolved
+                    self.shared[resolved] = existing
+                canon[name] = existing
+                pending.remove(name)
+                progress = True
+        prefix = self.fresh(stem)
+        for name in pending:
+            canon[name] = f"{prefix}_{name}"
+        for name in pending:
+            self.rules[canon[name]] = rename_refs(grammar.rules[name], canon)
+        return Ref(canon[grammar.root])
+
+    def field(self, fmt: Mapping[str, Any], key: str, kind: type | tuple[type, ...], path: str) -> Any:
+        if key not in fmt:
+            raise StructuralTagError(f"missing field {key!r}", path=path)
+        value = fmt[key]
+        if not isinstance(value, kind) or (isinstance(value, bool) and bool not in _as_tuple(kind)):
+            raise StructuralTagError(f"field {key!r} has the wrong type ({type(value).__name__})", path=f"{path}.{key}")
+        return value
+
+    def opt(self, fmt: Mapping[str, Any], key: str, kind: type | tuple[type, ...], default: Any, path: str) -> Any:
+        if key not in fmt or (fmt[key] is None and default is None):
+            return default
+        return self.field(fmt, key, kind, path)
+
+    def strings(self, fmt: Mapping[str, Any], key: str, path: str, required: bool = False) -> list[str]:
+        value = self.field(fmt, key, list, path) if required else self.opt(fmt, key, list, [], path)
+        for i, s in enumerate(value):
+            if not isinstance(s, str):
+                raise StructuralTagError(f"{key} must hold strings", path=f"{path}.{key}[{i}]")
+        return list(value)
+
+    def token(self, value: Any, path: str) -> int:
+        if isinstance(value, bool) or not isinstance(value, (int, str)):
+            raise StructuralTagError("a token is an id or a token string", path=path)
+        if isinstance(value, int):
+            if value < 0:
+                raise StructuralTagError(f"token id {value} is negative", path=path)
+            return value
+        resolved = self.token_id(value)
+        if resolved is None:
+            raise StructuralTagError(
+                f"token {value!r} is not in the vocabulary", path=path, code="structural-tag-token"
+            )
+        return resolved
+
+    def tokens(self, fmt: Mapping[str, Any], key: str, path: str, required: bool = False) -> list[int]:
+        value = self.field(fmt, key, list, path) if required else self.opt(fmt, key, list, [], path)
+        return [self.token(v, f"{path}.{key}[{i}]") for i, v in enumerate(value)]
+
+    def type_of(self, fmt: Mapping[str, Any], path: str) -> str:
+        if "type" in fmt:
+            t = fmt["type"]
+            if t == "qwen_xml_parameter":
+                return "json_schema"
+            if not isinstance(t, str) or t not in _TYPES:
+                raise StructuralTagError(f"unknown format type {t!r}", path=f"{path}.type")
+            return t
+        for t, required in _REQUIRED.items():
+            if all(k in fmt for k in required) and set(fmt) <= _ALLOWED[t]:
+                return t
+        raise StructuralTagError("cannot infer the format's type from its fields", path=path)
+
+    # -- formats ---------------------------------------------------------------------------------
+    def lower(self, fmt: Any, path: str, end: _End | None) -> Node:
+        """The IR of ``fmt``. With ``end``, formats that read on until the enclosing tag's end
+        consume that end themselves (``reads_end`` says which)."""
+        if not isinstance(fmt, Mapping):
+            raise StructuralTagError(f"a format is an object, not {type(fmt).__name__}", path=path)
+        t = self.type_of(fmt, path)
+        extra = set(fmt) - _ALLOWED[t] - {"type"}
+        if extra:
+            raise StructuralTagError(f"unknown field(s) {sorted(extra)} for {t}", path=path)
+        method: Callable[[Mapping[str, Any], str, _End | None], Node] = getattr(self, "_" + t)
+        return method(fmt, path, end)
+
+    def reads_end(self, fmt: Any, end: _End) -> bool:
+        """True when ``fmt`` is a format that reads on until the enclosing end of its level."""
+        if not isinstance(fmt, Mapping):
+            return False
+        t = fmt.get("type")
+        if t is None:
+            try:
+                t = self.type_of(fmt, "$")
+            except LogitgateError:
+                return False
+        if end.token is not None:
+            return t in ("any_tokens", "token_triggered_tags", "exclude_token")
+        return t in ("any_text", "triggered_tags")
+
+    def _const_string(self, fmt: Mapping[str, Any], path: str, end: _End | None) -> Node:
+        return Literal(self.field(fmt, "value", str, path).encode())
+
+    def _json_schema(self, fmt: Mapping[str, Any], path: str, end: _End | None) -> Node:
+        schema = self.field(fmt, "json_schema", (dict, bool), path)
+        style = self.opt(fmt, "style", str, "json", path)
+        if fmt.get("type") == "qwen_xml_parameter":
+            style = "qwen_xml"
+        if style != "json":
+            raise StructuralTagError(
+                f"json_schema style {style!r} is not supported", path=f"{path}.style", code="structural-tag-unsupported"
+            )
+        if self.opt(fmt, "any_order", bool, False, path):
+            raise StructuralTagError(
+                "any_order is not supported", path=f"{path}.any_order", code="structural-tag-unsupported"
+            )
+        options: dict[str, Any] = {}
+        cnt = self.opt(fmt, "max_whitespace_cnt", int, None, path)
+        if cnt is not None:
+            if cnt < 0:
+                raise StructuralTagError("max_whitespace_cnt must be >= 0", path=f"{path}.max_whitespace_cnt")
+            options["max_whitespace"] = cnt
+        return self.embed(self.json_schema(_close_objects(schema), f"{path}.json_schema", options), "json")
+
+    def _grammar(self, fmt: Mapping[str, Any], path: str, end: _End | None) -> Node:
+        from .gbnf import parse_gbnf
+
+        text = self.field(fmt, "grammar", str, path)
+        syntax = self.opt(fmt, "syntax", str, "ebnf", path)
+        if syntax != "ebnf":
+            raise StructuralTagError(
+                f"grammar syntax {syntax!r} is not supported", path=f"{path}.syntax", code="structural-tag-unsupported"
+            )
+        return self.embed(parse_gbnf(text, limits=self.limits, token_id=self.token_id), "grammar")
+
+    def _regex(self, fmt: Mapping[str, Any], path: str, end: _End | None) -> Node:
+        from .regex import parse_regex
+
+        return self.embed(parse_regex(self.field(fmt, "pattern", str, path), limits=self.limits), "regex")
+
+    def _any_text(self, fmt: Mapping[str, Any], path: str, end: _End | None) -> Node:
+        excludes = self.strings(fmt, "excludes", path)
+        for key in ("max_tokens", "max_chars"):
+            if self.opt(fmt, key, int, None, path) is not None:
+                raise StructuralTagError(
+                    f"any_text {key} is not supported in grammars",
+                    path=f"{path}.{key}",
+                    code="structural-tag-unsupported",
+                )
+        ends = end.strings if end is not None else ()
+        patterns = [(s, _Action("exclude")) for s in excludes if s]
+        patterns += [(s, _Action("end", EMPTY)) for s in ends]
+        return self.free_text(patterns, can_stop=end is None or not end.strings, path=path)
+
+    def _sequence(self, fmt: Mapping[str, Any], path: str, end: _End | None) -> Node:
+        elements = self.field(fmt, "elements", list, path)
+        if not elements:
+            raise StructuralTagError("a sequence needs elements", path=f"{path}.elements")
+        return Seq(tuple(self.lower(e, f"{path}.elements[{i}]", None) for i, e in enumerate(elements)))
+
+    def _or(self, fmt: Mapping[str, Any], path: str, end: _End | None) -> Node:
+        elements = self.field(fmt, "elements", list, path)
+        if not elements:
+            raise StructuralTagError("an or needs elements", path=f"{path}.elements")
+        return Alt(tuple(self.lower(e, f"{path}.elements[{i}]", None) for i, e in enumerate(elements)))
+
+    def _repeated(self, fmt: Mapping[str, Any], path: str, lo: int, hi: int | None) -> Node:
+        inner = self.lower(self.field(fmt, "content", Mapping, path), f"{path}.content", None)
+        name = self.fresh("repeat")
+        self.rules[name] = inner
+        return Repeat(Ref(name), lo, hi)
+
+    def _optional(self, fmt: Mapping[str, Any], path: str, end: _End | None) -> Node:
+        return self._repeated(fmt, path, 0, 1)
+
+    def _plus(self, fmt: Mapping[str, Any], path: str, end: _End | None) -> Node:
+        return self._repeated(fmt, path, 1, None)
+
+    def _star(self, fmt: Mapping[str, Any], path: str, end: _End | None) -> Node:
+        return self._repeated(fmt, path, 0, None)
+
+    def _repeat(self, fmt: Mapping[str, Any], path: str, end: _End | None) -> Node:
+        lo = self.field(fmt, "min", int, path)
+        hi = self.field(fmt, "max", int, path)
+        if lo < 0 or hi < -1 or (hi != -1 and hi < lo):
+            raise StructuralTagError(f"bad repeat bounds min={lo} max={hi}", path=path)
+        if max(lo, hi) > self.limits.max_repeat:
+            raise StructuralTagError(
+                f"repeat bound over max_repeat={self.limits.max_repeat}", path=path, code="structural-tag-limit"
+            )
+        return self._repeated(fmt, path, lo, None if hi == -1 else hi)
+
+    # -- tags ------------------------------------------------------------------------------------
+    def tag_parts(self, tag: Any, path: str) -> tuple[Node, str | None, Node]:
+        """A tag's begin node, its begin string (None for a token begin), and the rest (the
+        content and the end)."""
+        if not isinstance(tag, Mapping):
+            raise StructuralTagError("a tag is an object", path=path)
+        if tag.get("type", "tag") != "tag":
+            raise StructuralTagError("expected a tag", path=f"{path}.type")
+        extra = set(tag) - _ALLOWED["tag"] - {"type"}
+        if extra:
+            raise StructuralTagError(f"unknown field(s) {sorted(extra)} for tag", path=path)
+        for key in ("begin", "content", "end"):
+            if key not in tag:
+                raise StructuralTagError(f"missing field {key!r}", path=path)
+        begin, raw_end = tag["begin"], tag["end"]
+        begin_text: str | None = None
+        if isinstance(begin, str):
+            begin_text = begin
+            begin_node: Node = self.delimiter(begin)
+        else:
+            begin_node = TokenSet((self.token_format(begin, f"{path}.begin"),))
+        if isinstance(raw_end, str):
+            end = _End(strings=(raw_end,))
+        elif isinstance(raw_end, list):
+            if not raw_end or not all(isinstance(e, str) for e in raw_end):
+                raise StructuralTagError("end is a string, a non-empty list of strings or a token", path=f"{path}.end")
+            end = _End(strings=tuple(raw_end))
+        else:
+            end = _End(token=self.token_format(raw_end, f"{path}.end"))
+        content = tag["content"]
+        if self.reads_end(content, end) and (end.token is not None or all(end.strings)):
+            rest = self.lower(content, f"{path}.content", end)
+        else:
+            if end.token is not None:
+                end_node: Node = TokenSet((end.token,))
+            else:
+                end_node = Alt(tuple(self.delimiter(s) for s in end.strings))
+            rest = Seq((self.lower(content, f"{path}.content", None), end_node))
+        return begin_node, begin_text, rest
+
+    def token_format(self, value: Any, path: str) -> int:
+        if not isinstance(value, Mapping) or value.get("type", "token") != "token" or "token" not in value:
+            raise StructuralTagError("expected a string or a token format", path=path)
+        return self.token(value["token"], f"{path}.token")
+
+    def _tag(self, fmt: Mapping[str, Any], path: str, end: _End | None) -> Node:
+        begin, _, rest = self.tag_parts(fmt, path)
+        return Seq((begin, rest))
+
+    def _triggered_tags(self, fmt: Mapping[str, Any], path: str, end: _End | None) -> Node:
+        triggers = self.strings(fmt, "triggers", path, required=True)
+        tags = self.field(fmt, "tags", list, path)
+        at_least_one = self.opt(fmt, "at_least_one", bool, False, path)
+        stop_after_first = self.opt(fmt, "stop_after_first", bool, False, path)
+        excludes = self.strings(fmt, "excludes", path)
+        if not triggers or "" in triggers:
+            raise StructuralTagError("triggers must be non-empty strings", path=f"{path}.triggers")
+        if not tags:
+            raise StructuralTagError("triggered_tags needs tags", path=f"{path}.tags")
+        by_trigger: dict[str, list[Node]] = {t: [] for t in triggers}
+        whole: list[Node] = []
+        for i, tag in enumerate(tags):
+            tag_path = f"{path}.tags[{i}]"
+            begin, begin_text, rest = self.tag_parts(tag, tag_path)
+            if begin_text is None:
+                raise StructuralTagError("triggered_tags' tags begin with a string", path=f"{tag_path}.begin")
+            matching = [t for t in triggers if begin_text.startswith(t)]
+            if len(matching) != 1:
+                raise StructuralTagError(
+                    f"a tag's begin must start with exactly one trigger ({len(matching)} do)", path=f"{tag_path}.begin"
+                )
+            by_trigger[matching[0]].append(Seq((self.delimiter(begin_text[len(matching[0]) :]), rest)))
+            whole.append(Seq((begin, rest)))
+        after_end: Node = EMPTY
+        loop = self.fresh("text")
+        # After a tag: more free text, or (stop_after_first) the structure ends, which inside
+        # a tag means its end comes next.
+        after_tag: Node = Ref(loop)
+        if stop_after_first:
+            after_tag = self.end_node(end) if end is not None else EMPTY
+        patterns = [(s, _Action("exclude")) for s in excludes if s]
+        if end is not None:
+            patterns += [(s, _Action("end", after_end)) for s in end.strings]
+        for t, nodes in by_trigger.items():
+            if nodes:
+                patterns.append((t, _Action("trigger", Seq((Alt(tuple(nodes)), after_tag)))))
+        text = self.free_text(patterns, can_stop=end is None, path=path)
+        self.rules[loop] = text
+        if at_least_one:
+            return Seq((Alt(tuple(whole)), after_tag))
+        return Ref(loop)
+
+    def end_node(self, end: _End) -> Node:
+        if end.token is not None:
+            return TokenSet((end.token,))
+        return Alt(tuple(self.delimiter(s) for s in end.strings))
+
+    def _tags_with_separator(self, fmt: Mapping[str, Any], path: str, end: _End | None) -> Node:
+        tags = self.field(fmt, "tags", list, path)
+        separator = self.field(fmt, "separator", str, path)
+        at_least_one = self.opt(fmt, "at_least_one", bool, False, path)
+        stop_after_first = self.opt(fmt, "stop_after_first", bool, False, path)
+        if not tags:
+            raise StructuralTagError("tags_with_separator needs tags", path=f"{path}.tags")
+        alts = []
+        for i, tag in enumerate(tags):
+            begin, _, rest = self.tag_parts(tag, f"{path}.tags[{i}]")
+            alts.append(Seq((begin, rest)))
+        one_name = self.fresh("tag")
+        self.rules[one_name] = Alt(tuple(alts))
+        one: Node = Ref(one_name)
+        body: Node = one if stop_after_first else Seq((one, Repeat(Seq((self.delimiter(separator), one)), 0, None)))
+        return body if at_least_one else Repeat(body, 0, 1)
+
+    def _dispatch(self, fmt: Mapping[str, Any], path: str, end: _End | None) -> Node:
+        rules = self.field(fmt, "rules", list, path)
+        loop_on = self.opt(fmt, "loop", bool, True, path)
+        excludes = self.strings(fmt, "excludes", path)
+        loop = self.fresh("dispatch")
+        patterns = [(s, _Action("exclude")) for s in excludes if s]
+        for i, rule in enumerate(rules):
+            if not (isinstance(rule, list) and len(rule) == 2 and isinstance(rule[0], str) and rule[0]):
+                raise StructuralTagError("a dispatch rule is [pattern, format]", path=f"{path}.rules[{i}]")
+            body = self.lower(rule[1], f"{path}.rules[{i}][1]", None)
+            patterns.append((rule[0], _Action("trigger", Seq((body, Ref(loop))) if loop_on else body)))
+        self.rules[loop] = self.free_text(patterns, can_stop=True, path=path)
+        return Ref(loop)
+
+    # -- token level -----------------------------------------------------------------------------
+    def _token(self, fmt: Mapping[str, Any], path: str, end: _End | None) -> Node:
+        return TokenSet((self.token(self.field(fmt, "token", (int, str), path), f"{path}.token"),))
+
+    def _exclude_token(self, fmt: Mapping[str, Any], path: str, end: _End | None) -> Node:
+        excluded = self.tokens(fmt, "exclude_tokens", path)
+        if end is not None and end.token is not None:
+            return Seq((TokenSet([*excluded, end.token], negated=True), TokenSet((end.token,))))
+        return TokenSet(excluded, negated=True)
+
+    def _any_tokens(self, fmt: Mapping[str, Any], path: str, end: _End | None) -> Node:
+        excluded = self.tokens(fmt, "exclude_tokens", path)
+        max_tokens = self.opt(fmt, "max_tokens", int, None, path)
+        if max_tokens is not None and not 0 <= max_tokens <= self.limits.max_repeat:
+            raise StructuralTagError(f"max_tokens must be in 0..{self.limits.max_repeat}", path=f"{path}.max_tokens")
+        if end is not None and end.token is not None:
+            return Seq((Repeat(TokenSet([*excluded, end.token], negated=True), 0, max_tokens), TokenSet((end.token,))))
+        return Repeat(TokenSet(excluded, negated=True), 0, max_tokens)
+
+    def _token_triggered_tags(self, fmt: Mapping[str, Any], path: str, end: _End | None) -> Node:
+        triggers = self.tokens(fmt, "trigger_tokens", path, required=True)
+        tags = self.field(fmt, "tags", list, path)
+        excluded = self.tokens(fmt, "exclude_tokens", path)
+        at_least_one = self.opt(fmt, "at_least_one", bool, False, path)
+        stop_after_first = self.opt(fmt, "stop_after_first", bool, False, path)
+        if not triggers or not tags:
+            raise StructuralTagError("token_triggered_tags needs trigger_tokens and tags", path=path)
+        alts = []
+        for i, tag in enumerate(tags):
+            tag_path = f"{path}.tags[{i}]"
+            begin, begin_text, rest = self.tag_parts(tag, tag_path)
+            if begin_text is not None or not isinstance(begin, TokenSet) or begin.ids[0] not in triggers:
+                raise StructuralTagError(
+                    "token_triggered_tags' tags begin with a trigger token", path=f"{tag_path}.begin"
+                )
+            alts.append(Seq((begin, rest)))
+        tag_name = self.fresh("token_tag")
+        self.rules[tag_name] = Alt(tuple(alts))
+        end_token = end.token if end is not None else None
+        free = TokenSet(triggers + excluded + ([end_token] if end_token is not None else []), negated=True)
+        closing: Node = TokenSet((end_token,)) if end_token is not None else EMPTY
+        if stop_after_first:
+            # Free tokens, one tag, and (inside a tag) free tokens until the end.
+            if at_least_one:
+                return Seq((Ref(tag_name), Seq((Repeat(free, 0, None), closing)) if end_token is not None else EMPTY))
+            tail = Seq((Repeat(free, 0, None), closing))
+            return Seq((Repeat(free, 0, None), Alt((Seq((Ref(tag_name), tail)), closing))))
+        body: Node = Repeat(Alt((free, Ref(tag_name))), 0, None)
+        if at_least_one:
+            body = Seq((Ref(tag_name), body))
+        return Seq((body, closing))
+
+    def _token_dispatch(self, fmt: Mapping[str, Any], path: str, end: _End | None) -> Node:
+        rules = self.field(fmt, "rules", list, path)
+        loop_on = self.opt(fmt, "loop", bool, True, path)
+        excluded = self.tokens(fmt, "exclude_tokens", path)
+        ids: list[int] = []
+        alts: list[Node] = []
+        for i, rule in enumerate(rules):
+            if not (isinstance(rule, list) and len(rule) == 2):
+                raise StructuralTagError("a token_dispatch rule is [token, format]", path=f"{path}.rules[{i}]")
+            token = self.token(rule[0], f"{path}.rules[{i}][0]")
+            ids.append(token)
+            alts.append(Seq((TokenSet((token,)), self.lower(rule[1], f"{path}.rules[{i}][1]", None))))
+        free = TokenSet(ids + excluded, negated=True)
+        if loop_on:
+            return Repeat(Alt((free, *alts)), 0, None)
+        return Seq((Repeat(free, 0, None), Repeat(Alt(tuple(alts)), 0, 1)))
+
+    # -- free text -------------------------------------------------------------------------------
+    def free_text(self, patterns: list[tuple[str, _Action]], can_stop: bool, path: str) -> Node:
+        """Text read through an Aho-Corasick automaton of ``patterns``: where one completes,
+        its action decides (exclude: dead; end or trigger: its continuation); ``can_stop``: the
+        text may end anywhere else."""
+        automaton = _AhoCorasick([p for p, _ in patterns])
+        if len(automaton.goto) > MAX_FREE_TEXT_STATES:
+            raise StructuralTagError(
+                f"the free text's patterns need over {MAX_FREE_TEXT_STATES} automaton states",
+                path=path,
+                code="structural-tag-limit",
+            )
+        names = [self.fresh("ft") for _ in automaton.goto]
+        # A pattern that starts with a special token's text also starts with that token, after
+        # any text (the token is never text, so no pattern is in progress across it).
+        by_token: list[Node] = []
+        for p, action in patterns:
+            special = self.special_prefix(p)
+            if special is not None and action.kind != "exclude":
+                token, rest = special
+                by_token.append(Seq((TokenSet((token,)), self.delimiter(rest) if rest else EMPTY, action.then)))
+        for q in range(len(automaton.goto)):
+            alts: list[Node] = []
+            if can_stop:
+                alts.append(EMPTY)
+            chars = sorted(automaton.interesting(q))
+            for c in chars:
+                t = automaton.step(q, c)
+                done = automaton.outputs[t]
+                lit = Literal(c.encode("utf-8", "surrogatepass"))
+                if done:
+                    continuations = [patterns[k][1] for k in done if patterns[k][1].kind != "exclude"]
+                    if continuations:
+                        alts.extend(Seq((lit, a.then)) for a in continuations)
+                    continue
+                alts.append(Seq((lit, Ref(names[t]))))
+            others = merge_ranges((ord(c), ord(c)) for c in chars)
+            alts.append(Seq((CharClass(others, negated=True), Ref(names[0]))))
+            alts.extend(by_token)
+            self.rules[names[q]] = Alt(tuple(alts))
+        return Ref(names[0])
+
+
+@dataclass(frozen=True)
+class _Action:
+    kind: str  # "exclude", "end" or "trigger"
+    then: Node = EMPTY
+
+
+class _AhoCorasick:
+    """The Aho-Corasick automaton of a few patterns, over characters. ``outputs[q]``: the
+    patterns (indices) that end at state q, its dictionary suffixes included."""
+
+    def __init__(self, patterns: list[str]) -> None:
+        self.goto: list[dict[str, int]] = [{}]
+        self.outputs: list[list[int]] = [[]]
+        for k, p in enumerate(patterns):
+            q = 0
+            for c in p:
+                if c not in self.goto[q]:
+                    self.goto.append({})
+                    self.outputs.append([])
+                    self.goto[q][c] = len(self.goto) - 1
+                    if len(self.goto) > MAX_FREE_TEXT_STATES + 1:
+                        return
+                q = self.goto[q][c]
+            self.outputs[q].append(k)
+        self.fail = [0] * len(self.goto)
+        order = list(self.goto[0].values())
+        i = 0
+        while i < len(order):
+            q = order[i]
+            i += 1
+            for c, t in self.goto[q].items():
+                f = self.fail[q]
+                while f and c not in self.goto[f]:
+                    f = self.fail[f]
+                self.fail[t] = self.goto[f].get(c, 0)
+                self.outputs[t] = self.outputs[t] + self.outputs[self.fail[t]]
+                order.append(t)
+        self._interesting: dict[int, frozenset[str]] = {}
+
+    def step(self, q: int, c: str) -> int:
+        while q and c not in self.goto[q]:
+            q = self.fail[q]
+        return self.goto[q].get(c, 0)
+
+    def interesting(self, q: int) -> frozenset[str]:
+        """Characters that lead somewhere other than the root from q."""
+        if q not in self._interesting:
+            chars = set(self.goto[q])
+            f = q
+            while f:
+                f = self.fail[f]
+                chars |= set(self.goto[f])
+            self._interesting[q] = frozenset(chars)
+        return self._interesting[q]
+
+
+# Keywords whose values are data, not subschemas.
+_DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples", "required"})
+
+
+def _close_objects(schema: Any) -> Any:
+    """``schema`` with ``"additionalProperties": false`` in every object schema that lists
+    ``properties`` and says nothing of other properties: XGrammar compiles structural-tag
+    schemas in its strict mode, which closes exactly those objects (an object schema without
+    ``properties`` still takes any property). Iterative: schema depth is user-driven."""
+    if not isinstance(schema, dict):
+        return schema
+    root: dict[str, Any] = {}
+    stack: list[tuple[dict[str, Any], dict[str, Any]]] = [(schema, root)]
+    while stack:
+        src, dst = stack.pop()
+        for key, value in src.items():
+            if key in _DATA_KEYWORDS:
+                dst[key] = value
+            elif isinstance(value, dict):
+                dst[key] = {}
+                stack.append((value, dst[key]))
+            elif isinstance(value, list):
+                items: list[Any] = []
+                for v in value:
+                    if isinstance(v, dict):
+                        items.append({})
+                        stack.append((v, items[-1]))
+                    else:
+                        items.append(v)
+                dst[key] = items
+            else:
+                dst[key] = value
+        if (
+            isinstance(src.get("properties"), dict)
+            and "additionalProperties" not in src
+            and "patternProperties" not in src
+            and "unevaluatedProperties" not in src
+        ):
+            dst["additionalProperties"] = False
+    return root
+
+
+def _as_tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:
+    return kind if isinstance(kind, tuple) else (kind,)
+
+
+def rename_refs(node: Node, names: Mapping[str, str]) -> Node:
+    """``node`` with every reference renamed through ``names`` (iterative: IR depth is
+    user-driven)."""
+    out: dict[int, Node] = {}
+    stack: list[tuple[Node, bool]] = [(node, False)]
+    while stack:
+        n, done = stack.pop()
+        kids: tuple[Node, ...] = ()
+        if isinstance(n, (Seq, Alt)):
+            kids = n.items
+        elif isinstance(n, Repeat):
+            kids = (n.item,)
+        elif isinstance(n, StringExcept):
+            kids = (n.tail,)
+        if not done and kids:
+            stack.append((n, True))
+            stack.extend((k, False) for k in kids)
+            continue
+        if isinstance(n, Ref):
+            out[id(n)] = Ref(names.get(n.name, n.name))
+        elif isinstance(n, Seq):
+            out[id(n)] = Seq(tuple(out[id(k)] for k in n.items))
+        elif isinstance(n, Alt):
+            out[id(n)] = Alt(tuple(out[id(k)] for k in n.items))
+        elif isinstance(n, Repeat):
+            out[id(n)] = Repeat(out[id(n.item)], n.min, n.max)
+        elif isinstance(n, StringExcept):
+            out[id(n)] = StringExcept(n.words, out[id(n.tail)])
+        else:
+            out[id(n)] = n
+    return out[id(node)]

@@ -1,0 +1,192 @@
+"""Structural tags (frontends/structural_tag.py): XGrammar's format lowered to IR, checked on
+a small byte vocabulary with two special tokens, and typed errors naming the path."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import logitgate as lg
+
+# Every byte as a text token (ids 0-255), then <think> 256, </think> 257, <call> 258 (special)
+# and EOS 259.
+TOKENS: list[bytes | None] = [bytes([b]) for b in range(256)] + [b"<think>", b"</think>", b"<call>", b"<eos>"]
+THINK, END_THINK, CALL, EOS = 256, 257, 258, 259
+
+
+@pytest.fixture(scope="module")
+def compiler() -> lg.Compiler:
+    vocab = lg.Vocabulary.from_tokens(TOKENS, eos_ids=[EOS], special_ids=[THINK, END_THINK, CALL])
+    return lg.Compiler(vocab)
+
+
+def accepts(compiler: lg.Compiler, spec: object, pieces: list[str | int]) -> bool:
+    """True when the output ``pieces`` (text, or a token id) is a complete sentence."""
+    m = compiler.compile_structural_tag(spec).matcher()  # type: ignore[arg-type]
+    for p in pieces:
+        ids = [p] if isinstance(p, int) else list(p.encode())
+        if not all(m.accept(t) for t in ids):
+            return False
+    return bool(m.is_complete())
+
+
+WEATHER = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+TRIGGERED = {
+    "type": "triggered_tags",
+    "triggers": ["<function="],
+    "tags": [
+        {
+            "type": "tag",
+            "begin": "<function=get_weather>",
+            "content": {"type": "json_schema", "json_schema": WEATHER},
+            "end": "</function>",
+        }
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("spec", "pieces", "ok"),
+    [
+        ({"type": "const_string", "value": "hi"}, ["hi"], True),
+        (
+            {"type": "tag", "begin": "<think>", "content": {"type": "any_text"}, "end": "</think>"},
+            ["<think>a<b</think>"],
+            True,
+        ),
+        # The special token of a delimiter's text is accepted there too.
+        (
+            {"type": "tag", "begin": "<think>", "content": {"type": "any_text"}, "end": "</think>"},
+            [THINK, "x", END_THINK],
+            True,
+        ),
+        # The first end ends the content.
+        (
+            {"type": "tag", "begin": "<think>", "content": {"type": "any_text"}, "end": "</think>"},
+            ["<think>a</think>b</think>"],
+            False,
+        ),
+        (TRIGGERED, ['I will call. <function=get_weather>{"city": "Paris"}</function> done'], True),
+        (TRIGGERED, ["<function=get_time>{}</function>"], False),
+        (
+            {**TRIGGERED, "at_least_one": True, "stop_after_first": True},
+            ['<function=get_weather>{"city":"P"}</function>'],
+            True,
+        ),
+        (
+            {**TRIGGERED, "at_least_one": True, "stop_after_first": True},
+            ['<function=get_weather>{"city":"P"}</function>x'],
+            False,
+        ),
+        ({"type": "any_text", "excludes": ["bad"]}, ["so ba d"], True),
+        ({"type": "any_text", "excludes": ["bad"]}, ["so bad"], False),
+        (
+            {
+                "type": "sequence",
+                "elements": [{"type": "const_string", "value": "A: "}, {"type": "regex", "pattern": "[0-9]+"}],
+            },
+            ["A: 42"],
+            True,
+        ),
+        (
+            {
+                "type": "or",
+                "elements": [{"type": "const_string", "value": "yes"}, {"type": "grammar", "grammar": 'root ::= "no"'}],
+            },
+            ["no"],
+            True,
+        ),
+        ({"type": "repeat", "min": 1, "max": 2, "content": {"type": "const_string", "value": "ab"}}, ["ababab"], False),
+        ({"type": "star", "content": {"type": "const_string", "value": "x"}}, [""], True),
+        (
+            {
+                "type": "tags_with_separator",
+                "separator": ",",
+                "tags": [{"begin": "<i>", "content": {"type": "const_string", "value": "1"}, "end": "</i>"}],
+            },
+            ["<i>1</i>,<i>1</i>"],
+            True,
+        ),
+        ({"type": "dispatch", "rules": [["#", {"type": "regex", "pattern": "[0-9]"}]], "loop": True}, ["a#1b#2"], True),
+        ({"type": "dispatch", "rules": [["#", {"type": "regex", "pattern": "[0-9]"}]], "loop": True}, ["a#b"], False),
+        # Token level.
+        ({"type": "token", "token": "<call>"}, [CALL], True),
+        ({"type": "token", "token": "<call>"}, ["<call>"], False),  # never its text
+        (
+            {
+                "type": "tag",
+                "begin": {"type": "token", "token": THINK},
+                "content": {"type": "any_tokens"},
+                "end": {"type": "token", "token": END_THINK},
+            },
+            [THINK, "a", CALL, END_THINK],
+            True,
+        ),
+        (
+            {
+                "type": "token_triggered_tags",
+                "trigger_tokens": [CALL],
+                "tags": [
+                    {
+                        "begin": {"token": CALL},
+                        "content": {"type": "const_string", "value": "f()"},
+                        "end": {"token": END_THINK},
+                    }
+                ],
+            },
+            ["ab", CALL, "f()", END_THINK, "c"],
+            True,
+        ),
+        (
+            {"type": "token_dispatch", "rules": [[CALL, {"type": "const_string", "value": "!"}]], "loop": True},
+            ["a", CALL, "!"],
+            True,
+        ),
+        (
+            {"type": "token_dispatch", "rules": [[CALL, {"type": "const_string", "value": "!"}]], "loop": True},
+            ["a", CALL, "?"],
+            False,
+        ),
+        # Envelopes and inference.
+        ({"type": "structural_tag", "format": {"value": "x"}}, ["x"], True),
+        (
+            {
+                "type": "structural_tag",
+                "structures": [{"begin": "<f>", "schema": {"type": "integer"}, "end": "</f>"}],
+                "triggers": ["<f"],
+            },
+            ["t <f>12</f>"],
+            True,
+        ),
+    ],
+)
+def test_structural_tag_languages(compiler: lg.Compiler, spec: object, pieces: list[str | int], ok: bool) -> None:
+    assert accepts(compiler, spec, pieces) is ok
+    assert accepts(compiler, json.dumps(spec), pieces) is ok  # JSON text too
+
+
+@pytest.mark.parametrize(
+    ("spec", "path", "code"),
+    [
+        ({"type": "nope"}, "$.type", "structural-tag"),
+        ({"type": "sequence", "elements": [{"type": "const_string"}]}, "$.elements[0]", "structural-tag"),
+        ({"type": "json_schema", "json_schema": {}, "style": "qwen_xml"}, "$.style", "structural-tag-unsupported"),
+        ({"type": "any_text", "max_tokens": 5}, "$.max_tokens", "structural-tag-unsupported"),
+        ({"type": "token", "token": "<nope>"}, "$.token", "structural-tag-token"),
+        ({"type": "grammar", "grammar": "root ::= x", "syntax": "lark"}, "$.syntax", "structural-tag-unsupported"),
+        ({"type": "json_schema", "json_schema": {"type": "bogus"}}, "$.json_schema", "structural-tag-schema"),
+        ({**TRIGGERED, "triggers": ["<x"]}, "$.tags[0].begin", "structural-tag"),
+        ({"type": "structural_tag", "format": {"type": "tag", "begin": "a", "end": "b"}}, "$.format", "structural-tag"),
+    ],
+)
+def test_errors_name_the_path(compiler: lg.Compiler, spec: dict[str, object], path: str, code: str) -> None:
+    with pytest.raises(lg.StructuralTagError) as e:
+        compiler.compile_structural_tag(spec)
+    assert (e.value.path, e.value.code) == (path, code)
+
+
+def test_not_json(compiler: lg.Compiler) -> None:
+    with pytest.raises(lg.StructuralTagError) as e:
+        compiler.compile_structural_tag("{")
+    assert e.value.path == "$"
