@@ -245,7 +245,7 @@ class Compiler:
 
         _check_text(text, "compile_lark", "grammar")
         with _gc_paused():
-            grammar = parse_lark(text, limits=self.limits)
+            grammar = parse_lark(text, limits=self.limits, token_id=self.vocab.token_id)
         return self.compile_grammar(grammar)
 
     def compile_json_schema(self, schema: dict[str, Any] | str | bool, **options: Any) -> CompiledGrammar:

@@ -101,9 +101,8 @@ ERRORS = [
     ('rule: "a"', "lark-missing-start", 1, 10),
     ('start: A\nA: "a" A', "lark-recursive-terminal", 2, 8),
     ('start: A\nA: "a" r\nr: "b"', "lark-rule-in-terminal", 2, 8),
-    ('start: "a" <|im_end|>', "special-token-unsupported", 1, 12),
-    ('start: "a" <[128010]>', "special-token-unsupported", 1, 12),
-    ('start: "a" <[^1-5,9]>', "special-token-unsupported", 1, 12),
+    ('start: "a" <|im_end|>', "lark-unknown-token", 1, 12),  # not a token of the byte vocabulary
+    ('start: "a" <[7-MAX]>', "special-token-unsupported", 1, 12),  # open to the vocabulary's end
     ('start: A\nA: "x" <|im_end|>', "lark-unsupported", 2, 8),
     ('%llguidance {"no_forcing": true}\nstart: "a"', "lark-option-unsupported", 1, 1),
     ('start: "a"\n%import other.X', "lark-import", 2, 1),
@@ -181,3 +180,27 @@ def test_outlines_samples_are_sentences() -> None:
         text = (CORPUS / "outlines" / grammar).read_text(encoding="utf-8")
         for sample in sorted((CORPUS / "outlines" / "cfg_samples" / name).glob("*.test")):
             assert accepts(text, sample.read_text(encoding="utf-8").rstrip("\n")), sample.name
+
+
+def test_special_tokens_lower_to_token_terminals() -> None:
+    """``<|name|>`` resolves through the vocabulary to one whole token, never its text; id lists,
+    ranges and negations read whole tokens too (test_token_terminals.py checks the core)."""
+    tokens = [b"a", b"b", b"<|end|>", b"<|call|>", b"<eos>", b"<", b"|"]
+    vocab = lg.Vocabulary.from_tokens(tokens, eos_ids=[4], special_ids=[2, 3])
+    compiler = lg.Compiler(vocab)
+
+    def allowed(m: lg.Matcher) -> list[int]:
+        bits = lg.allocate_mask(vocab)
+        m.fill_mask(bits, row=0)
+        return [i for i in range(vocab.size) if bits[0, i // 32] >> (i % 32) & 1]
+
+    m = compiler.compile_lark('start: "a" <|call|> "b" <[2]>').matcher()
+    assert allowed(m) == [0] and m.accept(0)
+    assert allowed(m) == [3]  # the special token, never the text tokens "<", "|"
+    assert m.accept(3) and m.accept(1) and allowed(m) == [2]
+    assert m.accept(2) and m.is_complete()
+    m = compiler.compile_lark('start: "a" <[^0-1]>').matcher()  # any whole token but a, b (and never EOS)
+    assert m.accept(0) and allowed(m) == [2, 3, 5, 6]
+    with pytest.raises(lg.GrammarError) as info:
+        compiler.compile_lark('start: "a"\n  | <|nope|>')
+    assert (info.value.code, info.value.line, info.value.column) == ("lark-unknown-token", 2, 5)

@@ -110,6 +110,10 @@ TRIGGERED = {
         ),
         ({"type": "dispatch", "rules": [["#", {"type": "regex", "pattern": "[0-9]"}]], "loop": True}, ["a#1b#2"], True),
         ({"type": "dispatch", "rules": [["#", {"type": "regex", "pattern": "[0-9]"}]], "loop": True}, ["a#b"], False),
+        # Lark grammars (docs/lark.md) embed like GBNF ones.
+        ({"type": "grammar", "syntax": "lark", "grammar": 'start: "n=" NUM\nNUM: /[0-9]+/'}, ["n=42"], True),
+        ({"type": "grammar", "syntax": "lark", "grammar": 'start: "n=" NUM\nNUM: /[0-9]+/'}, ["n=x"], False),
+        ({"type": "grammar", "syntax": "lark", "grammar": 'start: "go" <[258]>'}, ["go", CALL], True),
         # Token level.
         ({"type": "token", "token": "<call>"}, [CALL], True),
         ({"type": "token", "token": "<call>"}, ["<call>"], False),  # never its text
@@ -174,7 +178,7 @@ def test_structural_tag_languages(compiler: lg.Compiler, spec: object, pieces: l
         ({"type": "json_schema", "json_schema": {}, "style": "qwen_xml"}, "$.style", "structural-tag-unsupported"),
         ({"type": "any_text", "max_tokens": 5}, "$.max_tokens", "structural-tag-unsupported"),
         ({"type": "token", "token": "<nope>"}, "$.token", "structural-tag-token"),
-        ({"type": "grammar", "grammar": "root ::= x", "syntax": "lark"}, "$.syntax", "structural-tag-unsupported"),
+        ({"type": "grammar", "grammar": "root ::= x", "syntax": "peg"}, "$.syntax", "structural-tag-unsupported"),
         ({"type": "json_schema", "json_schema": {"type": "bogus"}}, "$.json_schema", "structural-tag-schema"),
         ({**TRIGGERED, "triggers": ["<x"]}, "$.tags[0].begin", "structural-tag"),
         ({"type": "structural_tag", "format": {"type": "tag", "begin": "a", "end": "b"}}, "$.format", "structural-tag"),

@@ -34,6 +34,7 @@ from collections.abc import Callable
 from typing import Any
 
 from logitgate.errors import GrammarError, LimitExceeded, SchemaError
+from logitgate.frontends.gbnf import MAX_TOKEN_SET_IDS
 from logitgate.frontends.lark_lexing import check_greedy_lexing
 from logitgate.frontends.lark_regex import regex_node, string_node
 from logitgate.frontends.lark_syntax import (
@@ -62,6 +63,7 @@ from logitgate.grammar.ir import (
     Repeat,
     Seq,
     StringExcept,
+    TokenSet,
 )
 from logitgate.limits import DEFAULT_LIMITS, Limits
 
@@ -77,6 +79,7 @@ CODE_RECURSIVE_TERMINAL = "lark-recursive-terminal"
 CODE_RULE_IN_TERMINAL = "lark-rule-in-terminal"
 CODE_JSON = "lark-json"
 CODE_SPECIAL_TOKEN = "special-token-unsupported"
+CODE_UNKNOWN_TOKEN = "lark-unknown-token"
 
 # llguidance's common terminals (parser/src/lark/common.rs), in its regex syntax.
 COMMON_TERMINALS: dict[str, str] = {
@@ -116,24 +119,52 @@ _IGNORE_RULE = "-ignore"
 _ROOT_RULE = "-root"
 
 
-def lower_special_token(token: SpecialToken, source: str) -> Node:
+def lower_special_token(token: SpecialToken, source: str, token_id: Callable[[str], int | None] | None) -> Node:
     """The one place a special token (``<|im_end|>``, ``<[128010]>``, ranges, negations) lowers
-    to the IR. The IR has no token-level node yet, so every special token is a typed error here
-    (with its line and column), never text."""
-    raise GrammarError(
-        f"special token {token.text} is not supported yet (token-level grammar nodes are not in the IR)",
-        code=CODE_SPECIAL_TOKEN,
-        source=source,
-        offset=token.offset,
-    )
+    to the IR: a :class:`~logitgate.grammar.ir.TokenSet`, one whole token, never text. Names
+    resolve through ``token_id`` (the vocabulary's); an unknown name, or a name without a
+    vocabulary, is a typed error with its line and column."""
+    if token.name is not None:
+        resolved = token_id(token.name) if token_id is not None else None
+        if resolved is None:
+            why = "is not a token of this vocabulary" if token_id is not None else "needs a vocabulary to resolve"
+            raise GrammarError(f"token {token.name} {why}", code=CODE_UNKNOWN_TOKEN, source=source, offset=token.offset)
+        return TokenSet((resolved,))
+    if token.ids == ((0, None),):
+        if token.negated:
+            raise GrammarError("'<[^*]>' matches no token", code=CODE_SPECIAL_TOKEN, source=source, offset=token.offset)
+        return TokenSet((), negated=True)
+    ids: set[int] = set()
+    for lo, hi in token.ids:
+        if hi is None:
+            raise GrammarError(
+                f"special token {token.text}: an id range open to the vocabulary's end is not supported "
+                "(write its last id)",
+                code=CODE_SPECIAL_TOKEN,
+                source=source,
+                offset=token.offset,
+            )
+        if hi < lo or len(ids) + hi - lo + 1 > MAX_TOKEN_SET_IDS:
+            why = f"bad token id range {lo}-{hi} in {token.text}"
+            raise GrammarError(why, code=CODE_SPECIAL_TOKEN, source=source, offset=token.offset)
+        ids.update(range(lo, hi + 1))
+    return TokenSet(tuple(sorted(ids)), negated=token.negated)
 
 
-def parse_lark(text: str, limits: Limits | None = None, *, check_lexing: bool = True) -> Grammar:
+def parse_lark(
+    text: str,
+    limits: Limits | None = None,
+    *,
+    check_lexing: bool = True,
+    token_id: Callable[[str], int | None] | None = None,
+) -> Grammar:
     """Parse a Lark grammar in llguidance's dialect into a :class:`Grammar` rooted at ``start``.
 
-    ``check_lexing=False`` skips the greedy-lexing check (:mod:`logitgate.frontends.lark_lexing`)
-    and returns the character-level grammar even where llguidance's language is smaller: for
-    tests that show the difference.
+    ``token_id`` resolves a special token's name (``<|im_end|>``) to its id, or None when the
+    vocabulary has none (:meth:`logitgate.Vocabulary.token_id`). ``check_lexing=False`` skips
+    the greedy-lexing check (:mod:`logitgate.frontends.lark_lexing`) and returns the
+    character-level grammar even where llguidance's language is smaller: for tests that show
+    the difference.
 
     >>> g = parse_lark('start: "a" NUM\\nNUM: /[0-9]+/')
     >>> print(g.to_ebnf(), end="")
@@ -145,12 +176,15 @@ def parse_lark(text: str, limits: Limits | None = None, *, check_lexing: bool = 
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > lim.max_source_bytes:
         raise LimitExceeded("max_source_bytes", lim.max_source_bytes, f"Lark text is {size} bytes")
-    return _Lowering(text, parse_lark_syntax(text, lim), lim).run(check_lexing)
+    return _Lowering(text, parse_lark_syntax(text, lim), lim, token_id).run(check_lexing)
 
 
 class _Lowering:
-    def __init__(self, text: str, file: LarkFile, limits: Limits) -> None:
+    def __init__(
+        self, text: str, file: LarkFile, limits: Limits, token_id: Callable[[str], int | None] | None = None
+    ) -> None:
         self.text = text
+        self.token_id = token_id
         self.file = file
         self.limits = limits
         self.defs: dict[str, Definition] = {}
@@ -345,7 +379,7 @@ class _Lowering:
         if isinstance(e, (StringLit, RegexLit, StringRange)):
             return self.lexeme(self.terminal_expr(e, depth), end)
         if isinstance(e, SpecialToken):
-            return lower_special_token(e, self.text)
+            return lower_special_token(e, self.text, self.token_id)
         if isinstance(e, JsonSchema):
             return self.lexeme(self.json_schema(e), end)
         if isinstance(e, Sequence):

@@ -370,14 +370,19 @@ class _Lowering:
 
     def _grammar(self, fmt: Mapping[str, Any], path: str, end: _End | None) -> Node:
         from .gbnf import parse_gbnf
+        from .lark import parse_lark
 
         text = self.field(fmt, "grammar", str, path)
         syntax = self.opt(fmt, "syntax", str, "ebnf", path)
-        if syntax != "ebnf":
-            raise StructuralTagError(
-                f"grammar syntax {syntax!r} is not supported", path=f"{path}.syntax", code="structural-tag-unsupported"
-            )
-        return self.embed(parse_gbnf(text, limits=self.limits, token_id=self.token_id), "grammar")
+        if syntax == "ebnf":
+            return self.embed(parse_gbnf(text, limits=self.limits, token_id=self.token_id), "grammar")
+        if syntax == "lark":
+            return self.embed(parse_lark(text, limits=self.limits, token_id=self.token_id), "lark")
+        raise StructuralTagError(
+            f"grammar syntax {syntax!r} is not supported (ebnf or lark)",
+            path=f"{path}.syntax",
+            code="structural-tag-unsupported",
+        )
 
     def _regex(self, fmt: Mapping[str, Any], path: str, end: _End | None) -> Node:
         from .regex import parse_regex
