@@ -28,6 +28,7 @@ from . import _core
 from .errors import UsageError
 from .grammar.ir import Alt, ByteClass, CharClass, Grammar, Literal, Node, Ref, Repeat, Seq, StringExcept
 from .grammar.ir import children as _children
+from .grammar.ir import distinct_nodes
 from .grammar.ir import complement_ranges as _complement
 
 if TYPE_CHECKING:
@@ -186,13 +187,9 @@ def _node_max(node: Node, rule_max: dict[str, float]) -> float:
 
 def _own_unbounded(node: Node) -> bool:
     """True when ``node`` repeats without bound by itself (not through a reference)."""
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, StringExcept) or (isinstance(n, Repeat) and n.max is None):
-            return True
-        stack.extend(_children(n))
-    return False
+    return any(
+        isinstance(n, StringExcept) or (isinstance(n, Repeat) and n.max is None) for n in distinct_nodes((node,))
+    )
 
 
 def _reachable(grammar: Grammar) -> Iterator[str]:

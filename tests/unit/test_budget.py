@@ -437,3 +437,18 @@ def test_longest_output_visits_each_shared_node_once() -> None:
     for _ in range(60):
         n = Seq((n, n))
     assert longest_output(Grammar({"root": n})) == (2**61, ())
+
+
+@pytest.mark.timeout(60)
+def test_ir_walks_read_each_shared_node_once() -> None:
+    """The IR's own walks (references, iter_nodes) on the same 2**60-leaf DAG: each node object
+    once, so a compiled grammar's checks (token terminals, reachable rules) stay linear."""
+    from logitgate.grammar.ir import Grammar, Literal, Node, Ref, Seq, references
+
+    n: Node = Seq((Ref("a"), Literal(b"x")))
+    for _ in range(60):
+        n = Seq((n, n))
+    g = Grammar({"root": Seq((n, Ref("b"))), "a": Literal(b"a"), "b": Literal(b"b")})
+    assert references(g.rules["root"]) == ("a", "b")
+    # 60 wrapping Seqs, the inner Seq with its Ref and Literal, root's Seq and Ref, rules a and b
+    assert sum(1 for _ in g.iter_nodes()) == 60 + 3 + 2 + 2

@@ -55,6 +55,7 @@ __all__ = [
     "StringExcept",
     "TokenSet",
     "children",
+    "distinct_nodes",
     "references",
 ]
 
@@ -253,12 +254,8 @@ class Grammar:
         return "\n".join(f"{name} ::= {_print(self.rules[name], 0)}" for name in order if name in self.rules) + "\n"
 
     def iter_nodes(self) -> Iterator[Node]:
-        """Every node of every rule, iteratively (no recursion: IR depth is user-driven)."""
-        stack: list[Node] = list(self.rules.values())
-        while stack:
-            node = stack.pop()
-            yield node
-            stack.extend(children(node))
+        """Every node of every rule, each node object once (see :func:`distinct_nodes`)."""
+        return distinct_nodes(self.rules.values())
 
 
 def children(node: Node) -> tuple[Node, ...]:
@@ -272,13 +269,33 @@ def children(node: Node) -> tuple[Node, ...]:
     return ()
 
 
+def distinct_nodes(roots: Iterable[Node]) -> Iterator[Node]:
+    """The nodes under ``roots``, roots included, each node object once, iteratively (no
+    recursion: IR depth is user-driven). Nodes are shared (the IR is a DAG): a walk as a tree
+    would be exponential in the sharing depth."""
+    seen: set[int] = set()
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        yield node
+        stack.extend(children(node))
+
+
 def references(node: Node) -> tuple[str, ...]:
     """The names of the rules ``node`` references, each once, in the order a left-to-right
-    reading meets them (iterative: IR depth is user-driven)."""
+    reading meets them (iterative: IR depth is user-driven). Nodes are shared (the IR is a
+    DAG): each node object is read once, so sharing never makes the walk exponential."""
     names: dict[str, None] = {}
+    seen: set[int] = set()
     stack = [node]
     while stack:
         n = stack.pop()
+        if id(n) in seen:
+            continue  # a preorder walk meets every reference below a node on its first visit
+        seen.add(id(n))
         if isinstance(n, Ref):
             names.setdefault(n.name)
         stack.extend(reversed(children(n)))
