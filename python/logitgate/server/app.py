@@ -28,11 +28,12 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from ..compiler import CompiledGrammar
 from ..generation import compiler_for, prompt_ids
 from ..integrations.transformers import vocabulary_for
+from ..toolkit.refusal import refusal_of
 from . import protocol as p
 from .engine import Completion, Engine, SamplingParams
 from .engine import Request as Sequence
 from .metrics import Metrics
-from .structures import GrammarCache, StructureSpec, requested_structure, tools_structure
+from .structures import GrammarCache, StructureSpec, offer_refusal, requested_structure, tools_structure
 from .tools import ToolPlan, parse_tool_calls, plan_tools, render_tool_history, tools_prompt
 from .traces import TraceStore, tracing_off
 
@@ -139,6 +140,8 @@ def create_app(model: Any, tokenizer: Any, settings: ServerSettings | None = Non
         _check_common(req, settings)
         plan = plan_tools(req.tools, req.tool_choice, req.parallel_tool_calls)
         spec = requested_structure(req.response_format, req.structured_outputs)
+        if req.offers_refusal and plan is None:
+            spec = offer_refusal(spec)
         if plan is not None and spec is not None:
             raise p.ApiError(
                 400,
@@ -146,6 +149,14 @@ def create_app(model: Any, tokenizer: Any, settings: ServerSettings | None = Non
                 code="unsupported_combination",
                 param="response_format",
             )
+        if plan is not None and req.offers_refusal:
+            raise p.ApiError(
+                400,
+                "logitgate.refusal with callable tools is not supported: use tool_choice 'none'",
+                code="unsupported_combination",
+                param="logitgate.refusal",
+            )
+        refusal = spec is not None and spec.refusal
         grammar = await _compile(state, tools_structure(plan) if plan is not None else spec)
         ids = prompt_ids(tokenizer, _chat_messages(req, plan))
         max_tokens = req.max_completion_tokens or req.max_tokens or settings.default_max_tokens
@@ -160,10 +171,10 @@ def create_app(model: Any, tokenizer: Any, settings: ServerSettings | None = Non
             state.engine.submit(s)
         rid = p.new_id("chatcmpl")
         if req.stream:
-            return _sse(_chat_stream(rid, req, plan, seqs, state))
+            return _sse(_chat_stream(rid, req, plan, refusal, seqs, state))
         done = await _wait(request, seqs, settings)
         _keep_traces(state, rid, done)
-        choices = [_chat_choice(i, c, plan) for i, c in enumerate(done)]
+        choices = [_chat_choice(i, c, plan, refusal) for i, c in enumerate(done)]
         use = _usage(done, state)
         return JSONResponse(p.response("chat.completion", rid, settings.model_name, int(time.time()), choices, use))
 
@@ -344,9 +355,16 @@ def _usage(done: list[Completion], state: _State) -> dict[str, int]:
     return p.usage(prompt, completion)
 
 
-def _chat_choice(index: int, c: Completion, plan: ToolPlan | None) -> dict[str, Any]:
+def _refusal(c: Completion, offered: bool) -> str | None:
+    """The model's refusal message: a complete ``{"refusal": "..."}`` when the request offered it."""
+    return refusal_of(c.text) if offered and c.complete else None
+
+
+def _chat_choice(index: int, c: Completion, plan: ToolPlan | None, refusal_offered: bool) -> dict[str, Any]:
     calls = parse_tool_calls(c.text) if plan is not None and c.complete else None
-    message: dict[str, Any] = {"role": "assistant", "content": None if calls else c.text, "refusal": None}
+    refusal = _refusal(c, refusal_offered)
+    content = None if calls or refusal is not None else c.text
+    message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": refusal}
     if calls:
         message["tool_calls"] = calls
     finish = "tool_calls" if calls else c.finish_reason
@@ -354,6 +372,15 @@ def _chat_choice(index: int, c: Completion, plan: ToolPlan | None) -> dict[str, 
 
 
 # -- streams ------------------------------------------------------------------------------------
+
+
+_REFUSAL_START = '{"refusal":'
+
+
+def _may_refuse(held: str, index: int, sent: set[int]) -> bool:
+    """Whether a choice's text so far may be a refusal (nothing sent yet, and the text a prefix
+    of ``{"refusal":`` or starting with it): such text is held back."""
+    return index not in sent and (_REFUSAL_START.startswith(held) or held.startswith(_REFUSAL_START))
 
 
 def _sse(events: AsyncIterator[dict[str, Any]]) -> StreamingResponse:
@@ -366,10 +393,17 @@ def _sse(events: AsyncIterator[dict[str, Any]]) -> StreamingResponse:
 
 
 async def _chat_stream(
-    rid: str, req: p.ChatCompletionRequest, plan: ToolPlan | None, seqs: list[Sequence], state: _State
+    rid: str,
+    req: p.ChatCompletionRequest,
+    plan: ToolPlan | None,
+    refusal_offered: bool,
+    seqs: list[Sequence],
+    state: _State,
 ) -> AsyncIterator[dict[str, Any]]:
     """Chat chunks. Text streams as it is decoded; under tools an answer that starts a call
-    (``<``) is held and sent as tool-call deltas once complete."""
+    (``<``) is held and sent as tool-call deltas once complete; with a refusal path an answer
+    that starts as a refusal (``{"refusal":``) is held and sent as a ``refusal`` delta once
+    complete."""
     model, created = state.settings.model_name, int(time.time())
     usage_null = {"usage": None} if req.include_usage else {}
 
@@ -379,6 +413,7 @@ async def _chat_stream(
 
     held = {s.index: "" for s in seqs}  # text not sent yet (tools: until it is known not to be a call)
     calling = {s.index: False for s in seqs}
+    sent: set[int] = set()  # choices whose content started streaming (not a refusal)
     done: dict[int, Completion] = {}
     try:
         for s in seqs:
@@ -388,14 +423,20 @@ async def _chat_stream(
                 held[index] += payload
                 if plan is not None and not calling[index] and held[index].startswith("<"):
                     calling[index] = True
+                if refusal_offered and _may_refuse(held[index], index, sent):
+                    continue
                 if not calling[index] and held[index]:
                     yield chunk(index, {"content": held[index]})
+                    sent.add(index)
                     held[index] = ""
                 continue
             c: Completion = payload
             done[index] = c
             calls = parse_tool_calls(c.text) if plan is not None and c.complete and calling[index] else None
-            if calls:
+            refusal = None if index in sent else _refusal(c, refusal_offered)
+            if refusal is not None:
+                yield chunk(index, {"refusal": refusal})
+            elif calls:
                 for k, call in enumerate(calls):
                     yield chunk(index, {"tool_calls": [{"index": k, **call}]})
             elif held[index]:
