@@ -54,7 +54,9 @@ class StructureSpec:
 
 
 def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """``value`` as compact JSON text, keys in their given order: a schema's ``properties`` order
+    is the output's key order (reasoning before a conclusion), so sorting keys would change it."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def _schema_spec(schema: Any, strict: bool, param: str) -> StructureSpec:
