@@ -96,3 +96,30 @@ def test_tracing_off_says_how_to_turn_it_on(server: str) -> None:
     assert r.status_code == 404
     err = r.json()["error"]
     assert err["code"] == "tracing_disabled" and "--trace" in err["message"]
+
+
+def test_engine_records_what_generate_records(traced: str) -> None:
+    """The server's trace of a greedy request is lg.generate's trace of the same request."""
+    import torch
+
+    import logitgate as lg
+    from logitgate.models import load_model
+    from logitgate.trace import Trace
+
+    rf = {"type": "json_schema", "json_schema": {"name": "p", "schema": SCHEMA}}
+    reply = _chat(traced, response_format=rf, max_tokens=256, temperature=0)
+    served = Trace.from_dict(_page_data(httpx.get(f"{traced}/trace/{reply['id']}", timeout=30).text))
+    model, tokenizer = load_model(None, dtype=torch.float32)
+    local = lg.generate(model, tokenizer, USER, json_schema=SCHEMA, max_tokens=256, temperature=0, trace=True).trace
+    assert served.text == local.text and len(served) == len(local)
+    for a, b in zip(served, local, strict=True):
+        assert (a.token_id, a.allowed, a.forced, a.merged, a.position) == (
+            b.token_id,
+            b.allowed,
+            b.forced,
+            b.merged,
+            b.position,
+        )
+        assert [t.token_id for t in a.top_after] == [t.token_id for t in b.top_after]
+        if b.prob_after is not None:
+            assert a.prob_after == pytest.approx(b.prob_after, abs=2e-3)
