@@ -5,12 +5,14 @@ stores each finished request's traces here under the response id (``chatcmpl-…
 and ``GET /trace/{request_id}`` answers :func:`~logitgate.trace.render_trace_html` of one.
 
 Memory is bounded: the store keeps the last ``capacity`` requests (least recently stored or
-read dropped first), each as plain data (:meth:`~logitgate.trace.Trace.to_dict`), whose size is
-bounded by the request's ``n`` × ``max_tokens`` steps of at most twice ``top_k`` top tokens.
+read dropped first), each choice's trace as compact JSON text of
+:meth:`~logitgate.trace.Trace.to_dict` (a few hundred bytes a step, where Python objects would
+take several times that), bounded by the request's ``n`` × ``max_tokens`` steps.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -31,7 +33,7 @@ class TraceStore:
         if capacity < 1:
             raise ValueError(f"capacity must be >= 1, got {capacity}")
         self.capacity = capacity
-        self._entries: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
+        self._entries: OrderedDict[str, list[str]] = OrderedDict()
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -39,7 +41,7 @@ class TraceStore:
             return len(self._entries)
 
     def put(self, request_id: str, traces: Sequence[Trace]) -> None:
-        data = [t.to_dict() for t in traces]
+        data = [json.dumps(t.to_dict(), ensure_ascii=False, separators=(",", ":")) for t in traces]
         with self._lock:
             self._entries[request_id] = data
             self._entries.move_to_end(request_id)
@@ -66,7 +68,7 @@ class TraceStore:
                 code="trace_not_found",
                 param="choice",
             )
-        return traces[choice]
+        return dict(json.loads(traces[choice]))
 
     def page(self, request_id: str, choice: int = 0) -> str:
         title = request_id if choice == 0 else f"{request_id} (choice {choice})"
