@@ -3,6 +3,7 @@ by the server tests; clients are the real ``openai`` SDK and ``httpx``."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -27,9 +28,9 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture(scope="session")
-def server() -> Iterator[str]:
-    """The server's base URL (``http://127.0.0.1:PORT``); the process ends with the session."""
+@contextlib.contextmanager
+def serve(*flags: str) -> Iterator[str]:
+    """A ``logitgate serve`` process with ``flags``; yields its base URL (``http://127.0.0.1:PORT``)."""
     port = _free_port()
     cli = Path(sys.executable).with_name("logitgate")
     log = Path(os.environ.get("TMPDIR", "/tmp")) / f"logitgate-serve-{port}.log"
@@ -37,7 +38,7 @@ def server() -> Iterator[str]:
     env = {**os.environ, "LOGITGATE_THREADS": os.environ.get("LOGITGATE_THREADS", "1")}
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            [str(cli), "serve", "--host", "127.0.0.1", "--port", str(port)],
+            [str(cli), "serve", "--host", "127.0.0.1", "--port", str(port), *flags],
             stdout=out,
             stderr=subprocess.STDOUT,
             env=env,
@@ -64,6 +65,13 @@ def server() -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@pytest.fixture(scope="session")
+def server() -> Iterator[str]:
+    """The shared server's base URL; the process ends with the session."""
+    with serve() as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

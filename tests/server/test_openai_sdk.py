@@ -60,6 +60,14 @@ def test_json_schema_strict_create(client: openai.OpenAI) -> None:
     assert r.usage is not None and r.usage.completion_tokens > 0 and r.usage.prompt_tokens > 0
 
 
+def test_output_keeps_the_schemas_property_order(client: openai.OpenAI) -> None:
+    reversed_schema = {**PERSON_SCHEMA, "properties": dict(reversed(PERSON_SCHEMA["properties"].items()))}
+    for schema in (PERSON_SCHEMA, reversed_schema):
+        rf = {"type": "json_schema", "json_schema": {"name": "person", "schema": schema}}
+        r = client.chat.completions.create(model=MODEL, messages=USER, response_format=rf, max_tokens=32, temperature=0)
+        assert list(json.loads(r.choices[0].message.content or "")) == list(schema["properties"])
+
+
 def test_parse_pydantic(client: openai.OpenAI) -> None:
     r = client.chat.completions.parse(model=MODEL, messages=USER, response_format=Person, max_tokens=32, temperature=0)
     assert isinstance(r.choices[0].message.parsed, Person)

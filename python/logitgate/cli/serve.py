@@ -11,6 +11,8 @@ from logitgate.errors import LogitgateError
 
 __all__ = ["add_serve_command"]
 
+DEFAULT_TRACE_REQUESTS = 64  # logitgate.server.traces.DEFAULT_TRACE_CAPACITY, without importing the server
+
 
 class ServeError(LogitgateError):
     """``logitgate serve`` cannot start: the server extra is missing, or the model cannot load."""
@@ -52,10 +54,21 @@ def add_serve_command(sub: Any) -> None:
         metavar="N",
         help="largest schema or grammar (default: 256 KiB)",
     )
+    p.add_argument(
+        "--trace",
+        nargs="?",
+        type=int,
+        const=DEFAULT_TRACE_REQUESTS,
+        metavar="N",
+        help=f"record each request's trace and serve its page at /trace/{{request_id}}, keeping the last N "
+        f"requests (default N: {DEFAULT_TRACE_REQUESTS}; see docs/trace.md)",
+    )
     p.set_defaults(func=cmd_serve)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    if args.trace is not None and args.trace < 1:
+        raise ServeError(f"--trace N: N must be >= 1, got {args.trace}", code="usage")
     try:
         import uvicorn
 
@@ -74,7 +87,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
         model, tokenizer = load_model(args.model, dtype=getattr(torch, args.dtype))
     except (FileNotFoundError, OSError, ValueError) as e:
         raise ServeError(f"--model {args.model}: cannot load: {e}", code="model-load") from None
-    settings = ServerSettings(model_name=name, max_batch=args.max_batch, max_schema_bytes=args.max_schema_bytes)
+    settings = ServerSettings(
+        model_name=name,
+        max_batch=args.max_batch,
+        max_schema_bytes=args.max_schema_bytes,
+        trace_requests=args.trace or 0,
+    )
     app = create_app(model, tokenizer, settings)
     print(
         f"logitgate: serving {name!r} ({type(model).__name__}, loaded in {time.perf_counter() - t0:.1f} s) "

@@ -2,7 +2,8 @@
 OpenAI's shape.
 
 Routes: ``POST /v1/chat/completions``, ``POST /v1/completions``, ``GET /v1/models``,
-``GET /health``, ``GET /metrics``. A request is parsed from its raw body (bounded in size),
+``GET /health``, ``GET /metrics``, and with tracing on ``GET /trace/{request_id}``
+(:mod:`.traces`). A request is parsed from its raw body (bounded in size),
 its structure compiled off the event loop (:class:`.structures.GrammarCache`), its ``n``
 sequences handed to the :class:`.engine.Engine`, and their events turned into a response or
 a stream. A client that disconnects cancels its sequences: the engine drops them at the next
@@ -21,18 +22,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..compiler import CompiledGrammar
 from ..generation import compiler_for, prompt_ids
 from ..integrations.transformers import vocabulary_for
+from ..toolkit.refusal import refusal_of
 from . import protocol as p
 from .engine import Completion, Engine, SamplingParams
 from .engine import Request as Sequence
 from .metrics import Metrics
-from .structures import GrammarCache, StructureSpec, requested_structure, tools_structure
+from .structures import GrammarCache, StructureSpec, offer_refusal, requested_structure, tools_structure
 from .tools import ToolPlan, parse_tool_calls, plan_tools, render_tool_history, tools_prompt
+from .traces import TraceStore, tracing_off
 
 __all__ = ["ServerSettings", "create_app"]
 
@@ -50,6 +53,7 @@ class ServerSettings:
     max_batch: int = 16
     default_max_tokens: int = 256
     disconnect_poll_s: float = 0.25
+    trace_requests: int = 0  # keep the traces of this many recent requests (0: tracing off)
 
 
 class _State:
@@ -67,6 +71,7 @@ class _State:
             on_lookup=self.metrics.cache_lookup,
             on_size=self.metrics.cache_bytes.set,
         )
+        self.traces = TraceStore(settings.trace_requests) if settings.trace_requests > 0 else None
         config = getattr(model, "config", None)
         self.context = int(getattr(config, "max_position_embeddings", 0) or 0) or None
 
@@ -123,12 +128,20 @@ def create_app(model: Any, tokenizer: Any, settings: ServerSettings | None = Non
         card = {"id": settings.model_name, "object": "model", "created": 0, "owned_by": "logitgate"}
         return {"object": "list", "data": [card]}
 
+    @app.get("/trace/{request_id}")
+    async def trace_page(request_id: str, choice: int = 0) -> HTMLResponse:
+        if state.traces is None:
+            raise tracing_off()
+        return HTMLResponse(state.traces.page(request_id, choice))
+
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request) -> Response:
         req: p.ChatCompletionRequest = p.parse_body(await _body(request, settings), p.ChatCompletionRequest)
         _check_common(req, settings)
         plan = plan_tools(req.tools, req.tool_choice, req.parallel_tool_calls)
         spec = requested_structure(req.response_format, req.structured_outputs)
+        if req.offers_refusal and plan is None:
+            spec = offer_refusal(spec)
         if plan is not None and spec is not None:
             raise p.ApiError(
                 400,
@@ -136,21 +149,32 @@ def create_app(model: Any, tokenizer: Any, settings: ServerSettings | None = Non
                 code="unsupported_combination",
                 param="response_format",
             )
+        if plan is not None and req.offers_refusal:
+            raise p.ApiError(
+                400,
+                "logitgate.refusal with callable tools is not supported: use tool_choice 'none'",
+                code="unsupported_combination",
+                param="logitgate.refusal",
+            )
+        refusal = spec is not None and spec.refusal
         grammar = await _compile(state, tools_structure(plan) if plan is not None else spec)
         ids = prompt_ids(tokenizer, _chat_messages(req, plan))
         max_tokens = req.max_completion_tokens or req.max_tokens or settings.default_max_tokens
         params = _params(req, max_tokens, state, len(ids))
+        tracing = state.traces is not None
         seqs = [
-            Sequence(ids, grammar, params, stream=req.stream, index=i, events=asyncio.Queue()) for i in range(req.n)
+            Sequence(ids, grammar, params, stream=req.stream, index=i, events=asyncio.Queue(), trace=tracing)
+            for i in range(req.n)
         ]
         _share_events(seqs)
         for s in seqs:
             state.engine.submit(s)
         rid = p.new_id("chatcmpl")
         if req.stream:
-            return _sse(_chat_stream(rid, req, plan, seqs, state))
+            return _sse(_chat_stream(rid, req, plan, refusal, seqs, state))
         done = await _wait(request, seqs, settings)
-        choices = [_chat_choice(i, c, plan) for i, c in enumerate(done)]
+        _keep_traces(state, rid, done)
+        choices = [_chat_choice(i, c, plan, refusal) for i, c in enumerate(done)]
         use = _usage(done, state)
         return JSONResponse(p.response("chat.completion", rid, settings.model_name, int(time.time()), choices, use))
 
@@ -167,7 +191,17 @@ def create_app(model: Any, tokenizer: Any, settings: ServerSettings | None = Non
             ids = prompt_ids(tokenizer, prompt, raw=True)
             params = _params(req, req.max_tokens or 16, state, len(ids))
             for _ in range(req.n):
-                seqs.append(Sequence(ids, grammar, params, stream=req.stream, index=len(seqs), events=asyncio.Queue()))
+                seqs.append(
+                    Sequence(
+                        ids,
+                        grammar,
+                        params,
+                        stream=req.stream,
+                        index=len(seqs),
+                        events=asyncio.Queue(),
+                        trace=state.traces is not None,
+                    )
+                )
         _share_events(seqs)
         for s in seqs:
             state.engine.submit(s)
@@ -175,6 +209,7 @@ def create_app(model: Any, tokenizer: Any, settings: ServerSettings | None = Non
         if req.stream:
             return _sse(_completion_stream(rid, created, req, seqs, state))
         done = await _wait(request, seqs, settings)
+        _keep_traces(state, rid, done)
         choices = [
             {"index": i, "text": c.text, "logprobs": None, "finish_reason": c.finish_reason} for i, c in enumerate(done)
         ]
@@ -305,6 +340,13 @@ async def _wait(request: Request, seqs: list[Sequence], settings: ServerSettings
     return [done[i] for i in range(len(seqs))]
 
 
+def _keep_traces(state: _State, rid: str, done: list[Completion] | dict[int, Completion]) -> None:
+    """Stores a finished request's traces (by choice index) under its response id (tracing on)."""
+    if state.traces is not None:
+        in_order = done if isinstance(done, list) else [done[i] for i in sorted(done)]
+        state.traces.put(rid, [c.trace for c in in_order if c.trace is not None])
+
+
 def _usage(done: list[Completion], state: _State) -> dict[str, int]:
     prompt = sum(c.prompt_tokens for c in done[:1]) if done else 0
     completion = sum(c.completion_tokens for c in done)
@@ -313,9 +355,16 @@ def _usage(done: list[Completion], state: _State) -> dict[str, int]:
     return p.usage(prompt, completion)
 
 
-def _chat_choice(index: int, c: Completion, plan: ToolPlan | None) -> dict[str, Any]:
+def _refusal(c: Completion, offered: bool) -> str | None:
+    """The model's refusal message: a complete ``{"refusal": "..."}`` when the request offered it."""
+    return refusal_of(c.text) if offered and c.complete else None
+
+
+def _chat_choice(index: int, c: Completion, plan: ToolPlan | None, refusal_offered: bool) -> dict[str, Any]:
     calls = parse_tool_calls(c.text) if plan is not None and c.complete else None
-    message: dict[str, Any] = {"role": "assistant", "content": None if calls else c.text, "refusal": None}
+    refusal = _refusal(c, refusal_offered)
+    content = None if calls or refusal is not None else c.text
+    message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": refusal}
     if calls:
         message["tool_calls"] = calls
     finish = "tool_calls" if calls else c.finish_reason
@@ -323,6 +372,15 @@ def _chat_choice(index: int, c: Completion, plan: ToolPlan | None) -> dict[str, 
 
 
 # -- streams ------------------------------------------------------------------------------------
+
+
+_REFUSAL_START = '{"refusal":'
+
+
+def _may_refuse(held: str, index: int, sent: set[int]) -> bool:
+    """Whether a choice's text so far may be a refusal (nothing sent yet, and the text a prefix
+    of ``{"refusal":`` or starting with it): such text is held back."""
+    return index not in sent and (_REFUSAL_START.startswith(held) or held.startswith(_REFUSAL_START))
 
 
 def _sse(events: AsyncIterator[dict[str, Any]]) -> StreamingResponse:
@@ -335,10 +393,17 @@ def _sse(events: AsyncIterator[dict[str, Any]]) -> StreamingResponse:
 
 
 async def _chat_stream(
-    rid: str, req: p.ChatCompletionRequest, plan: ToolPlan | None, seqs: list[Sequence], state: _State
+    rid: str,
+    req: p.ChatCompletionRequest,
+    plan: ToolPlan | None,
+    refusal_offered: bool,
+    seqs: list[Sequence],
+    state: _State,
 ) -> AsyncIterator[dict[str, Any]]:
     """Chat chunks. Text streams as it is decoded; under tools an answer that starts a call
-    (``<``) is held and sent as tool-call deltas once complete."""
+    (``<``) is held and sent as tool-call deltas once complete; with a refusal path an answer
+    that starts as a refusal (``{"refusal":``) is held and sent as a ``refusal`` delta once
+    complete."""
     model, created = state.settings.model_name, int(time.time())
     usage_null = {"usage": None} if req.include_usage else {}
 
@@ -348,7 +413,8 @@ async def _chat_stream(
 
     held = {s.index: "" for s in seqs}  # text not sent yet (tools: until it is known not to be a call)
     calling = {s.index: False for s in seqs}
-    done: list[Completion] = []
+    sent: set[int] = set()  # choices whose content started streaming (not a refusal)
+    done: dict[int, Completion] = {}
     try:
         for s in seqs:
             yield chunk(s.index, {"role": "assistant", "content": ""})
@@ -357,20 +423,27 @@ async def _chat_stream(
                 held[index] += payload
                 if plan is not None and not calling[index] and held[index].startswith("<"):
                     calling[index] = True
+                if refusal_offered and _may_refuse(held[index], index, sent):
+                    continue
                 if not calling[index] and held[index]:
                     yield chunk(index, {"content": held[index]})
+                    sent.add(index)
                     held[index] = ""
                 continue
             c: Completion = payload
-            done.append(c)
+            done[index] = c
             calls = parse_tool_calls(c.text) if plan is not None and c.complete and calling[index] else None
-            if calls:
+            refusal = None if index in sent else _refusal(c, refusal_offered)
+            if refusal is not None:
+                yield chunk(index, {"refusal": refusal})
+            elif calls:
                 for k, call in enumerate(calls):
                     yield chunk(index, {"tool_calls": [{"index": k, **call}]})
             elif held[index]:
                 yield chunk(index, {"content": held[index]})
             yield chunk(index, {}, "tool_calls" if calls else c.finish_reason)
-        use = _usage(done, state)
+        _keep_traces(state, rid, done)
+        use = _usage(list(done.values()), state)
         if req.include_usage:
             yield p.response("chat.completion.chunk", rid, model, created, [], use)
     except p.ApiError as e:
@@ -383,7 +456,7 @@ async def _completion_stream(
     rid: str, created: int, req: p.CompletionRequest, seqs: list[Sequence], state: _State
 ) -> AsyncIterator[dict[str, Any]]:
     model = state.settings.model_name
-    done: list[Completion] = []
+    done: dict[int, Completion] = {}
 
     def chunk(index: int, text: str, finish: str | None = None) -> dict[str, Any]:
         choice = {"index": index, "text": text, "logprobs": None, "finish_reason": finish}
@@ -394,9 +467,10 @@ async def _completion_stream(
             if kind == "text":
                 yield chunk(index, payload)
             else:
-                done.append(payload)
+                done[index] = payload
                 yield chunk(index, "", payload.finish_reason)
-        use = _usage(done, state)
+        _keep_traces(state, rid, done)
+        use = _usage(list(done.values()), state)
         if req.include_usage:
             yield p.response("text_completion", rid, model, created, [], use)
     except p.ApiError as e:

@@ -14,6 +14,10 @@ budget-aware decoding (:class:`~logitgate.budget.BudgetGuard`: with ``max_tokens
 grammar's minimum the output is a complete document) and jump-forward (the grammar's forced
 bytes are fed with the sampled token in the next pass; rows with several tokens to feed are
 left-padded within the step).
+
+A request made with ``trace=True`` also records its steps as :func:`logitgate.generate` does
+with ``trace=True`` (a :class:`~logitgate.trace.TraceRecorder` per row, fed the row's logits
+before and after its mask); rows without it record nothing.
 """
 
 from __future__ import annotations
@@ -36,9 +40,10 @@ from ..budget import REJECTED as BUDGET_REJECTED
 from ..budget import BudgetGuard
 from ..compiler import CompiledGrammar
 from ..errors import LogitgateError, TokenRejected
-from ..generation import _cache_keyword, _eos_ids, _sample, _TextStream, forced_tokens
+from ..generation import _cache_keyword, _eos_ids, _sample, _TextStream, _tok_text, forced_tokens
 from ..masks import allocate_mask, apply_mask_counted, fill_masks
 from ..repetition import RepetitionControl
+from ..trace.record import Trace, TraceRecorder, TraceStep
 from ..vocabulary import Vocabulary
 from .kv import BatchCache
 
@@ -69,6 +74,7 @@ class Completion:
     complete: bool
     prompt_tokens: int
     completion_tokens: int
+    trace: Trace | None = None
 
 
 class Request:
@@ -76,7 +82,8 @@ class Request:
     payload)``, in order: ``("text", piece)`` while it decodes (only when ``stream``), then
     ``("done", Completion)`` or ``("error", LogitgateError)``; several sequences may share one
     queue (``index`` tells them apart). :meth:`cancel` makes the engine drop it at the next step.
-    Made on the event loop that reads the events."""
+    ``trace``: the completion carries the sequence's :class:`~logitgate.trace.Trace`. Made on
+    the event loop that reads the events."""
 
     def __init__(
         self,
@@ -87,8 +94,10 @@ class Request:
         stream: bool = False,
         index: int = 0,
         events: asyncio.Queue[tuple[int, str, Any]] | None = None,
+        trace: bool = False,
     ) -> None:
         self.prompt_ids = prompt_ids
+        self.trace = trace
         self.grammar = grammar
         self.params = params
         self.stream = stream
@@ -108,7 +117,8 @@ class Request:
 
 @dataclass
 class _Row:
-    """A request being decoded: its matcher, budget guard, output and next tokens to feed."""
+    """A request being decoded: its matcher, budget guard, output and next tokens to feed;
+    when traced, its recorder and the steps so far (one per token of ``out``, merged ones too)."""
 
     req: Request
     matcher: Any
@@ -120,6 +130,17 @@ class _Row:
     out: list[int] = field(default_factory=list)
     stop_cut: int | None = None
     finish: Literal["stop", "length"] | None = None
+    tracer: TraceRecorder | None = None
+    steps: list[TraceStep] = field(default_factory=list)
+
+    def record(self, tok: int, allowed: int, forced: bool, table: Any) -> None:
+        """Appends a traced row's step for ``tok`` (no-op untraced)."""
+        if self.tracer is None:
+            return
+        st = TraceStep(len(self.steps), tok, _tok_text(table, tok), allowed, forced)
+        if not forced:
+            self.tracer.annotate(st)
+        self.steps.append(st)
 
 
 class Engine:
@@ -229,12 +250,16 @@ class Engine:
         stream = _TextStream(functools.partial(req.emit, "text"), p.stop) if req.stream else None
         rep = RepetitionControl(p.repetition_penalty, p.frequency_penalty, p.presence_penalty)
         row = _Row(req, m, guard, rep, gen, stream, pending=[])
+        if req.trace:
+            row.tracer = TraceRecorder(self.vocab.table, p.temperature, frozenset(self._eos))
         if m is not None:  # forced bytes at the start (an object's "{" and first key)
             first, _ = forced_tokens(m, self.vocab, self.tokenizer, p.max_tokens)
             if guard is not None and first and not guard.fits(m, p.max_tokens - len(first)):
                 m.rollback(len(first))
                 first = []
             row.out += first
+            for tok in first:
+                row.record(tok, -1, True, self.vocab.table)
             if guard is not None:
                 guard.accepted(first)
         return row
@@ -281,6 +306,8 @@ class Engine:
         for i, row in enumerate(rows):
             if row.repetition.active:
                 row.repetition.apply(logits[i], row.out)
+            if row.tracer is not None:
+                row.tracer.before_mask(logits[i])
         constrained = [i for i, r in enumerate(rows) if r.matcher is not None]
         bits = allocate_mask(self.vocab, batch=max(1, len(rows)))
         if constrained:
@@ -300,10 +327,12 @@ class Engine:
     def _step_row(self, row: _Row, logits: torch.Tensor, bits: np.ndarray) -> None:
         p, m, guard = row.req.params, row.matcher, row.guard
         remaining = p.max_tokens - len(row.out)
+        budget_cut = 0
         if m is not None:
             if guard is not None and p.top_p < 1.0:
                 # Top-p reshapes the distribution after the cut: cut first.
-                if guard.restrict(m, bits, remaining, top=functools.partial(_argmax, logits)):
+                budget_cut = guard.restrict(m, bits, remaining, top=functools.partial(_argmax, logits))
+                if budget_cut:
                     apply_mask_counted(logits, bits[None, :])
             if not bool(torch.isfinite(logits).any()):
                 raise LogitgateError(
@@ -319,7 +348,7 @@ class Engine:
                 raise TokenRejected(f"sampled token {tok} was rejected after masking", code="internal")
             fitted = fit == BUDGET_ACCEPTED
             if not fitted:
-                guard.restrict(m, bits, remaining)
+                budget_cut = guard.restrict(m, bits, remaining)
                 guard.closed = True
                 apply_mask_counted(logits, bits[None, :])
                 tok = _sample(logits, p.temperature, p.top_p, row.generator)
@@ -331,6 +360,10 @@ class Engine:
         row.out.append(tok)
         row.pending = [tok]
         table = self.vocab.table
+        if row.tracer is not None:
+            row.tracer.after_mask(logits, tok, budget_cut)
+            allowed = int(torch.isfinite(logits).sum()) if m is not None else -1
+            row.record(tok, allowed, False, table)
         if tok in self._eos and (m is None or m.is_terminated()):
             row.finish = "stop"
         elif p.stop:
@@ -363,8 +396,12 @@ class Engine:
         if replaced:
             row.out.pop()
             row.pending = []
+            if row.steps:
+                row.steps[-1].merged = True
         row.out += new
         row.pending += new
+        for t in new:
+            row.record(t, -1, True, self.vocab.table)
 
     def _drop_finished(self) -> None:
         keep: list[int] = []
@@ -387,7 +424,19 @@ class Engine:
         if row.stream is not None:
             row.stream.finish(text)
         assert row.finish is not None
-        row.req.emit("done", Completion(text, row.finish, complete, len(row.req.prompt_ids), len(row.out)))
+        trace = None
+        if row.tracer is not None:
+            trace = row.tracer.finish(
+                row.steps,
+                row.req.grammar,
+                "text" if row.matcher is not None else "none",
+                finish_reason=row.finish,
+                complete=complete,
+                vocab_size=self.vocab.size,
+                temperature=row.req.params.temperature,
+            )
+        done = Completion(text, row.finish, complete, len(row.req.prompt_ids), len(row.out), trace)
+        row.req.emit("done", done)
 
 
 def _argmax(logits: torch.Tensor) -> int:

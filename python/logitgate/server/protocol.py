@@ -3,7 +3,8 @@ the raw body so every mistake becomes an OpenAI-shaped 400), the errors, and the
 stream-chunk objects.
 
 Fields follow the ``openai`` package's types (``ChatCompletion``, ``ChatCompletionChunk``,
-``Completion``); ``structured_outputs`` and ``repetition_penalty`` are vLLM's extensions.
+``Completion``); ``structured_outputs`` and ``repetition_penalty`` are vLLM's extensions; ``logitgate``
+(:class:`LogitgateOptions`) is this server's.
 Unknown fields are ignored, as OpenAI-compatible servers do.
 """
 
@@ -22,6 +23,7 @@ __all__ = [
     "ChatCompletionRequest",
     "ChatMessage",
     "CompletionRequest",
+    "LogitgateOptions",
     "new_id",
     "parse_body",
     "response",
@@ -115,6 +117,16 @@ class _Sampling(_Body):
         return bool(self.stream_options and self.stream_options.get("include_usage"))
 
 
+class LogitgateOptions(BaseModel):
+    """The ``logitgate`` body field. ``refusal``: offer the model a refusal path, the JSON
+    Schema becoming :func:`~logitgate.with_refusal`'s (``{"refusal": "..."}`` or the object),
+    a refusal answered as ``message.refusal``. Unknown keys are refused (a typo must not pass
+    silently)."""
+
+    model_config = ConfigDict(extra="forbid")
+    refusal: bool = False
+
+
 class ChatCompletionRequest(_Sampling):
     messages: list[ChatMessage] = Field(min_length=1)
     max_tokens: int | None = Field(default=None, ge=1)
@@ -123,6 +135,11 @@ class ChatCompletionRequest(_Sampling):
     tools: list[dict[str, Any]] | None = None
     tool_choice: str | dict[str, Any] | None = None
     parallel_tool_calls: bool | None = None
+    logitgate: LogitgateOptions | None = None
+
+    @property
+    def offers_refusal(self) -> bool:
+        return self.logitgate is not None and self.logitgate.refusal
 
 
 class CompletionRequest(_Sampling):

@@ -8,6 +8,10 @@ compile stalls no other request) and keeps the compiled grammars in an LRU bound
 (:attr:`~logitgate.CompiledGrammar.memory_bytes`), keyed by the spec's hash and the tokenizer's.
 An invalid or unsupported structure is a 400 naming the keyword and its JSON pointer; there is
 no fallback to unconstrained output.
+
+A JSON Schema may offer a refusal path (:func:`~logitgate.with_refusal`'s, given as such or asked
+for with the ``logitgate.refusal`` body field, :func:`offer_refusal`): :attr:`StructureSpec.refusal`
+then tells the app to read a ``{"refusal": "..."}`` output as ``message.refusal``.
 """
 
 from __future__ import annotations
@@ -24,23 +28,25 @@ from typing import Any
 
 from ..compiler import CompiledGrammar, Compiler
 from ..errors import LogitgateError
+from ..toolkit.refusal import is_refusal_schema, with_refusal
 from .protocol import ApiError
 from .tools import ToolPlan, tool_call_grammar
 
-__all__ = ["GrammarCache", "StructureSpec", "requested_structure", "tools_structure"]
+__all__ = ["GrammarCache", "StructureSpec", "offer_refusal", "requested_structure", "tools_structure"]
 
 
 @dataclass(frozen=True)
 class StructureSpec:
     """A structure to compile: ``kind`` ("json_schema", "regex", "choice", "grammar", "tools"),
     its canonical ``source`` text, ``strict`` (JSON Schema), and ``param``, where in the request
-    it came from (for errors)."""
+    it came from (for errors); ``refusal``: the schema is :func:`~logitgate.with_refusal`'s."""
 
     kind: str
     source: str
     strict: bool
     param: str
     plan: ToolPlan | None = None
+    refusal: bool = False
 
     def key(self, tokenizer_key: str) -> str:
         text = json.dumps([self.kind, self.source, self.strict, tokenizer_key])
@@ -48,7 +54,9 @@ class StructureSpec:
 
 
 def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """``value`` as compact JSON text, keys in their given order: a schema's ``properties`` order
+    is the output's key order (reasoning before a conclusion), so sorting keys would change it."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def _schema_spec(schema: Any, strict: bool, param: str) -> StructureSpec:
@@ -59,7 +67,24 @@ def _schema_spec(schema: Any, strict: bool, param: str) -> StructureSpec:
             schema = json.loads(schema)
         except json.JSONDecodeError as e:
             raise ApiError(400, f"{param} is not valid JSON: {e}", code="invalid_schema", param=param) from None
-    return StructureSpec("json_schema", _canonical(schema), strict, param)
+    return StructureSpec("json_schema", _canonical(schema), strict, param, refusal=is_refusal_schema(schema))
+
+
+def offer_refusal(spec: StructureSpec | None) -> StructureSpec:
+    """``spec``'s JSON Schema with a refusal path (:func:`~logitgate.with_refusal`); a 400 when
+    the request has no JSON Schema to offer it with."""
+    if spec is None or spec.kind != "json_schema":
+        raise ApiError(
+            400,
+            "logitgate.refusal needs a JSON Schema: response_format json_schema or json_object, "
+            "or structured_outputs json or json_object",
+            code="invalid_value",
+            param="logitgate.refusal",
+        )
+    if spec.refusal:
+        return spec
+    schema = with_refusal(json.loads(spec.source))
+    return StructureSpec("json_schema", _canonical(schema), spec.strict, spec.param, refusal=True)
 
 
 def _from_response_format(rf: dict[str, Any]) -> StructureSpec | None:
