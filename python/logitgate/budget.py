@@ -26,9 +26,20 @@ import numpy as np
 
 from . import _core
 from .errors import UsageError
-from .grammar.ir import Alt, ByteClass, CharClass, Grammar, Literal, Node, Ref, Repeat, Seq, StringExcept
+from .grammar.ir import (
+    Alt,
+    ByteClass,
+    CharClass,
+    Grammar,
+    Literal,
+    Node,
+    Ref,
+    Repeat,
+    Seq,
+    StringExcept,
+    distinct_nodes,
+)
 from .grammar.ir import children as _children
-from .grammar.ir import distinct_nodes
 from .grammar.ir import complement_ranges as _complement
 
 if TYPE_CHECKING:
