@@ -325,3 +325,13 @@ def test_every_maskbench_schema_lints_for_openai() -> None:
     rows = _maskbench(per_split=None)
     assert len(rows) > 11_000
     assert _lint_corpus(rows) >= len(rows) - 50
+
+
+@pytest.mark.parametrize("target", ["openai", "anthropic", "logitgate"])
+def test_a_malformed_schema_is_an_error_for_every_target(target: str) -> None:
+    """A schema that is wrong as JSON Schema (an unknown type) is reported whatever the target,
+    at the keyword's pointer; the provider rules alone never look at type names."""
+    schema = {"type": "object", "properties": {"a": {"type": "strin"}}, "required": ["a"]}
+    schema["additionalProperties"] = False
+    found = [f for f in lg.lint(schema, target=target) if f.code == "logitgate-invalid"]
+    assert [(f.severity, f.pointer) for f in found] == [("error", "#/properties/a/type")]

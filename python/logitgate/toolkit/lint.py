@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..errors import SchemaError, UsageError
+from ..errors import SchemaError, UnsupportedSchemaError, UsageError
 from .compiled import LenientCompile, compile_lenient
 from .findings import SEVERITIES, Finding
 from .rules_anthropic import anthropic_request_rules, anthropic_rules
@@ -84,20 +84,27 @@ def has_errors(findings: list[Finding]) -> bool:
 
 def _lint_one(doc: Any, target: Target, vocab: Vocabulary | None, budget: bool) -> list[Finding]:
     out: list[Finding] = []
-    compiled: LenientCompile | None = None
+    compiled = compile_lenient(doc, vocab)
     if target == "openai":
-        out += openai_rules(doc)
+        out += openai_rules(doc) + _malformed(compiled)
     elif target == "anthropic":
-        out += anthropic_rules(doc)
+        out += anthropic_rules(doc) + _malformed(compiled)
     else:
-        compiled = compile_lenient(doc, vocab)
         out += logitgate_rules(compiled)
     design = design_rules(doc)
     if budget and any(f.code.startswith("design-unbounded") for f in design):
-        compiled = compiled or compile_lenient(doc, vocab)
         note = _budget_note(compiled)
         design = [_with_note(f, note) if f.code.startswith("design-unbounded") else f for f in design]
     return out + design
+
+
+def _malformed(compiled: LenientCompile) -> list[Finding]:
+    """A malformed schema is wrong for every target. Not reported here: what logitgate does not
+    support, and an unsatisfiable part (``schema-empty``), which is valid JSON Schema."""
+    e = compiled.error
+    if not isinstance(e, SchemaError) or isinstance(e, UnsupportedSchemaError) or e.code == "schema-empty":
+        return []
+    return [f for f in logitgate_rules(compiled) if f.code == "logitgate-invalid"]
 
 
 def _budget_note(compiled: LenientCompile) -> str:
