@@ -240,6 +240,11 @@ void Matcher::Walk(int32_t config, uint32_t* words) {
     return;
   }
   except_leads_ = 0;
+  if (PlainLoopWithExceptions(config, words)) {
+    DecideLeadTokens(config, words);
+    return;
+  }
+  except_leads_ = 0;
   if (walk_capacity_[0] > 0 && walk_capacity_[0] < Automaton::kUnbounded && PlainChain(config)) {
     // A position of a bounded string: the plain tokens of at most chain_len_ characters are
     // allowed, the others by their suffixes.
@@ -551,6 +556,46 @@ bool Matcher::SetChain(int32_t config, const uint64_t* set, int32_t reach, std::
 bool Matcher::PlainLoop(int32_t config) {
   const Parser::StepSet step = parser_->Steps(config, true);
   return step.successor == config && HasAllPlainAscii(step.bytes) && AllowMissingLeads(step.bytes);
+}
+
+bool Matcher::PlainLoopWithExceptions(int32_t config, uint32_t* words) {
+  const Vocabulary& v = *grammar_->vocab;
+  if (!HasAllPlainAscii(parser_->LiveBytes(config))) return false;
+  const Parser::StepSet step = parser_->Steps(config, true);
+  if (step.successor != config) return false;
+  const uint64_t except[2] = {kPlainBits0 & ~step.bytes[0], kPlainBits1 & ~step.bytes[1]};
+  int64_t n_except = 0;
+  for (int q = 0; q < 2; ++q) {
+    for (uint64_t w = except[q]; w != 0; w &= w - 1) {
+      const int32_t n = v.num_ascii_tokens(static_cast<uint8_t>(64 * q + __builtin_ctzll(w)));
+      if (n < 0) return false;
+      n_except += n;
+    }
+  }
+  // Worth it while those tokens are few: each costs a transition per byte.
+  if (n_except == 0 || 32 * n_except > v.num_text_tokens() || !AllowMissingLeads(step.bytes)) return false;
+  // As a plain loop: a plain token without an exception byte keeps `config`, a suffix token
+  // whose plain prefix holds none goes on from it; every token holding one is decided below,
+  // whatever this wrote.
+  const size_t n_words = static_cast<size_t>(v.mask_words());
+  std::memcpy(words, v.plain_mask(), n_words * sizeof(uint32_t));
+  WalkSuffixes(words, false);
+  for (int q = 0; q < 2; ++q) {
+    for (uint64_t w = except[q]; w != 0; w &= w - 1) {
+      const auto b = static_cast<uint8_t>(64 * q + __builtin_ctzll(w));
+      const int32_t* ids = v.ascii_tokens(b);
+      for (int32_t k = 0, n = v.num_ascii_tokens(b); k < n; ++k) {
+        const int32_t id = ids[k];
+        if (Advance(config, v.bytes(id)) == Parser::kDead) {
+          words[id >> 5] &= ~(1u << (id & 31));
+        } else {
+          words[id >> 5] |= 1u << (id & 31);
+        }
+      }
+      walk_nodes_ += v.num_ascii_tokens(b);
+    }
+  }
+  return true;
 }
 
 bool Matcher::PlainFirstStep(int32_t config, uint32_t* words) {

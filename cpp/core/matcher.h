@@ -104,6 +104,12 @@ class Matcher {
   void Walk(int32_t config, uint32_t* words);
   // True when `config` returns to itself on every plain character (Vocabulary::plain_mask).
   bool PlainLoop(int32_t config);
+  // Free text with triggers: `config` returns to itself on every plain character but a few
+  // rare ASCII ones (a trigger's first character, kept by Vocabulary::ascii_tokens), which it
+  // still reads. Fills `words` as a plain loop would, then decides every token holding one of
+  // those bytes by its bytes (before them its prefix kept `config`). False (nothing written)
+  // when that does not apply or would decide too many tokens one by one.
+  bool PlainLoopWithExceptions(int32_t config, uint32_t* words);
   // True when every plain character leads from `config` through a chain of configurations
   // (chain_[m]: after m characters) until none is viable (after chain_len_ characters) or as
   // far as any token's plain part reaches (chain_len_ = Vocabulary::max_plain_chars): the

@@ -83,6 +83,44 @@ Vocabulary::Vocabulary(std::vector<std::string> tokens, std::vector<bool> has_by
       for (uint64_t w = leads_of(tokens_[i]); w != 0; w &= w - 1) lead_tokens_[next[__builtin_ctzll(w)]++] = i;
     }
   }
+  {
+    // The tokens of each rare plain ASCII byte: a count of every byte's tokens, then a fill of
+    // the kept bytes' (each token's distinct bytes).
+    auto plain_ascii_of = [](const std::string& token, uint64_t* set) {
+      set[0] = set[1] = 0;
+      for (unsigned char b : token) {
+        if (IsPlainAscii(b)) set[b >> 6] |= 1ull << (b & 63);
+      }
+    };
+    std::array<int32_t, 128> count{};
+    int32_t n_text = 0;
+    uint64_t set[2];
+    for (int32_t i = 0; i < width; ++i) {
+      if (!text_[i]) continue;
+      ++n_text;
+      plain_ascii_of(tokens_[i], set);
+      for (int q = 0; q < 2; ++q) {
+        for (uint64_t w = set[q]; w != 0; w &= w - 1) ++count[64 * q + __builtin_ctzll(w)];
+      }
+    }
+    std::array<int32_t, 129> next{};
+    for (int b = 0; b < 128; ++b) {
+      ascii_kept_[b] = IsPlainAscii(static_cast<uint8_t>(b)) && 32 * static_cast<int64_t>(count[b]) <= n_text;
+      next[b + 1] = next[b] + (ascii_kept_[b] ? count[b] : 0);
+    }
+    ascii_begin_ = next;
+    ascii_byte_tokens_.resize(static_cast<size_t>(next[128]));
+    for (int32_t i = 0; i < width; ++i) {
+      if (!text_[i]) continue;
+      plain_ascii_of(tokens_[i], set);
+      for (int q = 0; q < 2; ++q) {
+        for (uint64_t w = set[q]; w != 0; w &= w - 1) {
+          const int b = 64 * q + __builtin_ctzll(w);
+          if (ascii_kept_[b]) ascii_byte_tokens_[next[b]++] = i;
+        }
+      }
+    }
+  }
   int32_t n_masks = 0;
   for (int b = 0; b < 256; ++b) {
     first_byte_mask_index_[b] = 4 * first_byte_tokens_[b] >= mask_words() ? n_masks++ : -1;

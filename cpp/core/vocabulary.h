@@ -142,6 +142,16 @@ class Vocabulary {
     for (uint64_t w = leads; w != 0; w &= w - 1) n += num_lead_tokens(static_cast<uint8_t>(0xC0 + __builtin_ctzll(w)));
     return n;
   }
+  // The text tokens holding the plain ASCII byte `b` anywhere, each once per byte, kept only
+  // for bytes that a 32nd of the text tokens or fewer hold (`<`, `{`, `|`; not letters):
+  // [ascii_tokens(b), + num_ascii_tokens(b)), and -1 tokens for a byte not kept. They let the
+  // plain-loop shortcut serve free text that reads every plain character back into itself but
+  // a few rare ones (a trigger's or an exclusion's first character): those tokens are decided
+  // one by one.
+  const int32_t* ascii_tokens(uint8_t b) const { return ascii_byte_tokens_.data() + ascii_begin_[b]; }
+  int32_t num_ascii_tokens(uint8_t b) const {
+    return ascii_kept_[b] ? ascii_begin_[b + 1] - ascii_begin_[b] : -1;
+  }
   // The suffix trie's first level is a *bucket* per character count of the plain prefix
   // (byte = that count, capped at kSuffixBucketCap: that bucket holds every longer prefix);
   // the suffix bytes are below it (depth 2 on). Buckets have no tokens of their own.
@@ -261,6 +271,9 @@ class Vocabulary {
   std::vector<AsciiToken> ascii_tokens_;  // text tokens of ASCII bytes only, with their byte sets
   std::vector<int32_t> lead_tokens_;      // by lead byte (see lead_tokens)
   std::array<int32_t, 65> lead_begin_{};  // lead b's at [lead_begin_[b - 0xC0], [b - 0xC0 + 1])
+  std::vector<int32_t> ascii_byte_tokens_;  // by plain ASCII byte (see ascii_tokens)
+  std::array<int32_t, 129> ascii_begin_{};  // byte b's at [ascii_begin_[b], ascii_begin_[b + 1])
+  std::array<bool, 128> ascii_kept_{};
   // The same tokens in trie node order; node i's subtree holds those of
   // [trie_ascii_begin_[i], trie_ascii_begin_[subtree_end]).
   std::vector<int32_t> trie_ascii_tokens_;

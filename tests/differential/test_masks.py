@@ -190,6 +190,11 @@ SHORTCUT_PATTERNS = [
     r"(- [^\r\n\x0b\x0c\x85\u2028\u2029]+\n)+",
     r"[^\n\u2028\u2029]*\n",
     r"a [^\n\u00a0-\u00bf]+\.",
+    # free text that reads every plain character back into itself but a few rare ASCII ones,
+    # which lead elsewhere (a trigger's or an end tag's first character): the plain loop with
+    # those bytes' tokens decided one by one
+    r"([^<]|<[^/<])*</end>",
+    r"([^{|~]|\{[a-z]|\|[^~|{])*\|~",
     *SPLIT_PATTERNS,
 ]
 

@@ -29,6 +29,7 @@ path inside the structural tag (``$.format.elements[1].content``), never a silen
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -202,6 +203,15 @@ class _Lowering:
         self.json_schema = json_schema
         self.rules: dict[str, Node] = {}
         self.shared: dict[Node, str] = {}  # embedded rule bodies -> their names (embed)
+        # Lowered json_schema spans by (schema text, options): tools often share a schema.
+        self.schemas: dict[tuple[str, str], Node] = {}
+        # The special tokens' texts, longest first: a regex alternation then finds, at the
+        # leftmost position holding one, the longest (as a scan position by position would).
+        self.special_re = (
+            re.compile("|".join(re.escape(t) for t in sorted(special_texts, key=len, reverse=True) if t))
+            if any(special_texts)
+            else None
+        )
         self.n = 0
 
     def fresh(self, stem: str) -> str:
@@ -212,28 +222,23 @@ class _Lowering:
     def delimiter(self, text: str) -> Node:
         """A delimiter's text; where it holds the text of a special token, that token too (a
         model emits ``<tool_call>`` as its one special token; the text spelling stays valid)."""
-        if not any(t in text for t in self.special_texts):
+        if self.special_re is None or self.special_re.search(text) is None:
             return Literal(text.encode())
         parts: list[Node] = []
-        plain_start = i = 0
-        while i < len(text):
-            hit = max((t for t in self.special_texts if text.startswith(t, i)), key=len, default=None)
-            if hit is None:
-                i += 1
-                continue
-            if plain_start < i:
-                parts.append(Literal(text[plain_start:i].encode()))
-            parts.append(Alt((Literal(hit.encode()), TokenSet((self.special_texts[hit],)))))
-            i += len(hit)
-            plain_start = i
+        plain_start = 0
+        for hit in self.special_re.finditer(text):
+            if plain_start < hit.start():
+                parts.append(Literal(text[plain_start : hit.start()].encode()))
+            parts.append(Alt((Literal(hit.group().encode()), TokenSet((self.special_texts[hit.group()],)))))
+            plain_start = hit.end()
         if plain_start < len(text) or not parts:
             parts.append(Literal(text[plain_start:].encode()))
         return parts[0] if len(parts) == 1 else Seq(tuple(parts))
 
     def special_prefix(self, text: str) -> tuple[int, str] | None:
         """(id, rest) when ``text`` starts with a special token's text."""
-        hit = max((t for t in self.special_texts if text.startswith(t)), key=len, default=None)
-        return None if hit is None else (self.special_texts[hit], text[len(hit) :])
+        hit = None if self.special_re is None else self.special_re.match(text)
+        return None if hit is None else (self.special_texts[hit.group()], text[hit.end() :])
 
     def embed(self, grammar: Grammar, stem: str) -> Node:
         """Adds ``grammar``'s rules; returns a reference to its root. Rules are hash-consed:
@@ -366,7 +371,12 @@ class _Lowering:
             if cnt < 0:
                 raise StructuralTagError("max_whitespace_cnt must be >= 0", path=f"{path}.max_whitespace_cnt")
             options["max_whitespace"] = cnt
-        return self.embed(self.json_schema(_close_objects(schema), f"{path}.json_schema", options), "json")
+        key = (json.dumps(schema, ensure_ascii=False), json.dumps(options, sort_keys=True))
+        lowered = self.schemas.get(key)
+        if lowered is None:
+            grammar = self.json_schema(_close_objects(schema), f"{path}.json_schema", options)
+            lowered = self.schemas[key] = self.embed(grammar, "json")
+        return lowered
 
     def _grammar(self, fmt: Mapping[str, Any], path: str, end: _End | None) -> Node:
         from .gbnf import parse_gbnf
@@ -526,7 +536,11 @@ class _Lowering:
             patterns += [(s, _Action("end", after_end)) for s in end.strings]
         for t, nodes in by_trigger.items():
             if nodes:
-                patterns.append((t, _Action("trigger", Seq((Alt(tuple(nodes)), after_tag)))))
+                # One rule per trigger: the free text's states (and its special-token entry)
+                # all continue there, so the tags are serialized once.
+                tags_name = self.fresh("tags")
+                self.rules[tags_name] = Seq((Alt(tuple(nodes)), after_tag))
+                patterns.append((t, _Action("trigger", Ref(tags_name))))
         text = self.free_text(patterns, can_stop=end is None, path=path)
         self.rules[loop] = text
         if at_least_one:
