@@ -189,6 +189,58 @@ DOC_EXAMPLES: list[tuple[str, dict[str, Any], str]] = [
     ),
 ]
 
+# json_schema's qwen_xml style (Qwen3-Coder's arguments): a string property raw, others JSON.
+XML_OBJ: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "city": {"type": "string", "description": "a city"},
+        "days": {"type": "integer", "minimum": 1},
+        "units": {"type": "array", "items": {"type": "string"}},
+        "note": {"type": "string"},
+    },
+    "required": ["city", "note"],
+}
+DOC_EXAMPLES += [
+    (
+        "qwen_xml",
+        {"type": "json_schema", "json_schema": XML_OBJ, "style": "qwen_xml"},
+        "<parameter=city>Oslo <b>north</b></parameter>\n<parameter=days> 3 </parameter><parameter=note>a</parameter>",
+    ),
+    (
+        "qwen_xml_function",
+        {
+            "type": "triggered_tags",
+            "triggers": ["<function="],
+            "tags": [
+                {
+                    "type": "tag",
+                    "begin": "<function=get_weather>\n",
+                    "content": {"type": "json_schema", "json_schema": XML_OBJ, "style": "qwen_xml"},
+                    "end": "</function>",
+                }
+            ],
+        },
+        'Sure.<function=get_weather>\n<parameter=city>Rome</parameter>\n<parameter=units>["C"]</parameter>\n'
+        "<parameter=note></parameter>\n</function>",
+    ),
+    ("any_text_max_chars", {"type": "any_text", "max_chars": 8}, "ab déf"),
+    (
+        "tag_max_chars",
+        {
+            "type": "tag",
+            "begin": "<a>",
+            "content": {"type": "any_text", "max_chars": 6, "excludes": ["xy"]},
+            "end": "</a>",
+        },
+        "<a>x </ é</a>",
+    ),
+    (
+        "qwen_xml_parameter",
+        {"type": "qwen_xml_parameter", "json_schema": XML_OBJ},
+        "<parameter=city>x</parameter><parameter=note>y</parameter>",
+    ),
+]
+
 TOOLS = [
     {"type": "function", "function": {"name": "get_weather", "parameters": OBJ}},
     {"type": "function", "function": {"name": "get_time", "parameters": TIME}},
@@ -310,7 +362,7 @@ def json_dumps(obj: Any) -> str:
     return json.dumps(obj)
 
 
-QUICK = {"tag_think", "triggered_weather", "qwen3_auto"}
+QUICK = {"tag_think", "triggered_weather", "qwen3_auto", "qwen_xml_function"}
 
 
 def test_quick_sample_agrees_with_xgrammar() -> None:

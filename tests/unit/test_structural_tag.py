@@ -175,8 +175,30 @@ def test_structural_tag_languages(compiler: lg.Compiler, spec: object, pieces: l
     [
         ({"type": "nope"}, "$.type", "structural-tag"),
         ({"type": "sequence", "elements": [{"type": "const_string"}]}, "$.elements[0]", "structural-tag"),
-        ({"type": "json_schema", "json_schema": {}, "style": "qwen_xml"}, "$.style", "structural-tag-unsupported"),
+        ({"type": "json_schema", "json_schema": {}, "style": "glm_xml"}, "$.style", "structural-tag-unsupported"),
+        (
+            {"type": "json_schema", "json_schema": {}, "style": "qwen_xml"},
+            "$.json_schema",
+            "structural-tag-unsupported",
+        ),
+        (
+            {"type": "qwen_xml_parameter", "json_schema": {"type": "object", "properties": {"a": {"enum": ["x"]}}}},
+            "$.json_schema.properties.a",
+            "structural-tag-unsupported",
+        ),
+        (
+            {
+                "type": "json_schema",
+                "json_schema": {"type": "object", "properties": {"a": {"type": "string"}}},
+                "style": "qwen_xml",
+                "max_whitespace_cnt": 2,
+            },
+            "$.max_whitespace_cnt",
+            "structural-tag-unsupported",
+        ),
         ({"type": "any_text", "max_tokens": 5}, "$.max_tokens", "structural-tag-unsupported"),
+        ({"type": "json_schema", "json_schema": {}, "excludes": ["x"]}, "$.excludes", "structural-tag-unsupported"),
+        ({"type": "any_text", "max_chars": 1 << 20}, "$.max_chars", "structural-tag-limit"),
         ({"type": "token", "token": "<nope>"}, "$.token", "structural-tag-token"),
         ({"type": "grammar", "grammar": "root ::= x", "syntax": "peg"}, "$.syntax", "structural-tag-unsupported"),
         ({"type": "json_schema", "json_schema": {"type": "bogus"}}, "$.json_schema", "structural-tag-schema"),
@@ -194,3 +216,40 @@ def test_not_json(compiler: lg.Compiler) -> None:
     with pytest.raises(lg.StructuralTagError) as e:
         compiler.compile_structural_tag("{")
     assert e.value.path == "$"
+
+
+def test_qwen_xml_arguments(compiler: lg.Compiler) -> None:
+    """qwen_xml: properties in order as <parameter=NAME>VALUE</parameter>; a string raw up to
+    the first </parameter>, other values JSON; required ones present, no others."""
+    schema = {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+        "required": ["city"],
+    }
+    spec = {"type": "json_schema", "json_schema": schema, "style": "qwen_xml"}
+    ok = [
+        "<parameter=city>Oslo {x} <b></parameter>",
+        "\n<parameter=city></parameter>\n<parameter=days> 3\n</parameter>\n",
+    ]
+    bad = [
+        "",
+        "<parameter=days>3</parameter>",
+        "<parameter=days>3</parameter><parameter=city>a</parameter>",
+        "<parameter=city>a</parameter><parameter=days>x</parameter>",
+        "<parameter=city>a</parameter>b</parameter>",
+        "<parameter=city>a</parameter><parameter=other>1</parameter>",
+    ]
+    for text in ok:
+        assert accepts(compiler, spec, [text]), text
+    for text in bad:
+        assert not accepts(compiler, spec, [text]), text
+
+
+def test_any_text_max_chars(compiler: lg.Compiler) -> None:
+    """max_chars counts the text's characters (not bytes), the enclosing end not included."""
+    top = {"type": "any_text", "max_chars": 3}
+    assert accepts(compiler, top, ["aé€"]) and accepts(compiler, top, [""])
+    assert not accepts(compiler, top, ["abcd"])
+    tag = {"type": "tag", "begin": "<a>", "content": {**top, "excludes": ["b"]}, "end": "</a>"}
+    assert accepts(compiler, tag, ["<a>x<y</a>"]) and accepts(compiler, tag, ["<a></a>"])
+    assert not accepts(compiler, tag, ["<a>wxyz</a>"]) and not accepts(compiler, tag, ["<a>b</a>"])

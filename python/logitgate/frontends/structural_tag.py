@@ -56,6 +56,8 @@ __all__ = ["lower_structural_tag", "rename_refs"]
 
 # The most Aho-Corasick states one free-text span may have (each is an IR rule).
 MAX_FREE_TEXT_STATES = 1 << 16
+# The most IR rules an any_text with max_chars may take (automaton states x (max_chars + 1)).
+MAX_BOUNDED_TEXT_RULES = 1 << 14
 
 _TYPES = (
     "const_string",
@@ -98,7 +100,7 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
 }
 _ALLOWED: dict[str, frozenset[str]] = {
     "const_string": frozenset({"value"}),
-    "json_schema": frozenset({"json_schema", "style", "any_order", "max_whitespace_cnt"}),
+    "json_schema": frozenset({"json_schema", "style", "any_order", "max_whitespace_cnt", "excludes"}),
     "grammar": frozenset({"grammar", "syntax"}),
     "regex": frozenset({"pattern"}),
     "any_text": frozenset({"excludes", "max_tokens", "max_chars"}),
@@ -203,6 +205,11 @@ class _Lowering:
         self.json_schema = json_schema
         self.rules: dict[str, Node] = {}
         self.shared: dict[Node, str] = {}  # embedded rule bodies -> their names (embed)
+        # embed's memos: by (id of a body, its references' rule names) the rule it became (the
+        # bodies are kept alive so that their ids stay theirs), and the references of a body.
+        self.embedded: dict[tuple[int, tuple[str, ...]], str] = {}
+        self.refs: dict[int, tuple[str, ...]] = {}
+        self.keep: list[Node] = []
         # Lowered json_schema spans by (schema text, options): tools often share a schema.
         self.schemas: dict[tuple[str, str], Node] = {}
         # The special tokens' texts, longest first: a regex alternation then finds, at the
@@ -240,6 +247,13 @@ class _Lowering:
         hit = None if self.special_re is None else self.special_re.match(text)
         return None if hit is None else (self.special_texts[hit.group()], text[hit.end() :])
 
+    def references(self, body: Node) -> tuple[str, ...]:
+        found = self.refs.get(id(body))
+        if found is None:
+            found = self.refs[id(body)] = references(body)
+            self.keep.append(body)
+        return found
+
     def embed(self, grammar: Grammar, stem: str) -> Node:
         """Adds ``grammar``'s rules; returns a reference to its root. Rules are hash-consed:
         a rule whose body (its references resolved the same way) equals one added before is
@@ -247,7 +261,7 @@ class _Lowering:
         (400 tools' schemas: one copy of each). Rules on a reference cycle get fresh names."""
         canon: dict[str, str] = {}
         pending = list(grammar.rules)
-        refs = {name: references(body) for name, body in grammar.rules.items()}
+        refs = {name: self.references(body) for name, body in grammar.rules.items()}
         progress = True
         while progress:
             progress = False
@@ -255,12 +269,19 @@ class _Lowering:
                 body = grammar.rules[name]
                 if not all(r in canon for r in refs[name]):
                     continue
-                resolved = rename_refs(body, canon) if refs[name] else body
-                existing = self.shared.get(resolved)
+                # A body object the frontend shares between lowerings (a JSON string's rules),
+                # its references resolved the same way, is the rule it was before.
+                key = (id(body), tuple(canon[r] for r in refs[name]))
+                existing = self.embedded.get(key)
                 if existing is None:
-                    existing = f"{self.fresh(stem)}_{name}"
-                    self.rules[existing] = resolved
-                    self.shared[resolved] = existing
+                    resolved = rename_refs(body, canon) if refs[name] else body
+                    existing = self.shared.get(resolved)
+                    if existing is None:
+                        existing = f"{self.fresh(stem)}_{name}"
+                        self.rules[existing] = resolved
+                        self.shared[resolved] = existing
+                    self.embedded[key] = existing
+                    self.keep.append(body)
                 canon[name] = existing
                 pending.remove(name)
                 progress = True
@@ -357,9 +378,13 @@ class _Lowering:
         style = self.opt(fmt, "style", str, "json", path)
         if fmt.get("type") == "qwen_xml_parameter":
             style = "qwen_xml"
-        if style != "json":
+        if style not in ("json", "qwen_xml"):
             raise StructuralTagError(
                 f"json_schema style {style!r} is not supported", path=f"{path}.style", code="structural-tag-unsupported"
+            )
+        if self.strings(fmt, "excludes", path):
+            raise StructuralTagError(
+                "json_schema excludes are not supported", path=f"{path}.excludes", code="structural-tag-unsupported"
             )
         if self.opt(fmt, "any_order", bool, False, path):
             raise StructuralTagError(
@@ -370,13 +395,74 @@ class _Lowering:
         if cnt is not None:
             if cnt < 0:
                 raise StructuralTagError("max_whitespace_cnt must be >= 0", path=f"{path}.max_whitespace_cnt")
+            if style != "json":
+                raise StructuralTagError(
+                    f"max_whitespace_cnt with style {style!r} is not supported",
+                    path=f"{path}.max_whitespace_cnt",
+                    code="structural-tag-unsupported",
+                )
             options["max_whitespace"] = cnt
+        if style == "qwen_xml":
+            return self.qwen_xml(schema, path)
         key = (json.dumps(schema, ensure_ascii=False), json.dumps(options, sort_keys=True))
         lowered = self.schemas.get(key)
         if lowered is None:
             grammar = self.json_schema(_close_objects(schema), f"{path}.json_schema", options)
             lowered = self.schemas[key] = self.embed(grammar, "json")
         return lowered
+
+    def json_value(self, schema: Any, path: str) -> Node:
+        """A JSON value of ``schema`` (closed as XGrammar's strict mode closes it), embedded."""
+        key = (json.dumps(schema, ensure_ascii=False), "{}")
+        lowered = self.schemas.get(key)
+        if lowered is None:
+            grammar = self.json_schema(_close_objects(schema), path, {})
+            lowered = self.schemas[key] = self.embed(grammar, "json")
+        return lowered
+
+    def qwen_xml(self, schema: Any, path: str) -> Node:
+        """Qwen's XML argument style: an object's properties, in their declared order, each
+        ``<parameter=NAME>VALUE</parameter>`` and whitespace around them; a string property's
+        value is raw text up to the first ``</parameter>``, any other value is JSON with
+        whitespace around it. Supported: an object schema that lists its properties (closed),
+        each a plain ``{"type": "string"}`` or a schema whose one type is not string; other
+        shapes (XGrammar writes their strings raw in ways of its own) are typed errors."""
+        at = f"{path}.json_schema"
+
+        def unsupported(why: str, where: str) -> StructuralTagError:
+            return StructuralTagError(
+                f"json_schema style 'qwen_xml': {why}", path=where, code="structural-tag-unsupported"
+            )
+
+        if (
+            not isinstance(schema, dict)
+            or schema.get("type") != "object"
+            or not isinstance(schema.get("properties"), dict)
+        ):
+            raise unsupported("only an object schema with 'properties' is supported", at)
+        other = set(schema) - _XML_OBJECT_KEYS
+        if other or schema.get("additionalProperties", False) is not False:
+            raise unsupported(f"object keywords {sorted(other) or ['additionalProperties']}", at)
+        required = schema.get("required", [])
+        if not isinstance(required, list) or not set(required) <= set(schema["properties"]):
+            raise unsupported("every required property must be listed in 'properties'", f"{at}.required")
+        ws = Repeat(CharClass(((0x09, 0x0A), (0x0D, 0x0D), (0x20, 0x20))), 0, None)
+        items: list[Node] = [ws]
+        for name, sub in schema["properties"].items():
+            where = f"{at}.properties.{name}"
+            if not isinstance(sub, dict):
+                raise unsupported("a property schema must be an object", where)
+            kind = sub.get("type")
+            if kind == "string" and not set(sub) - _ANNOTATIONS - {"type"}:
+                patterns = [("</parameter>", _Action("end", EMPTY))]
+                value: Node = self.free_text(patterns, can_stop=False, path=where)
+            elif isinstance(kind, str) and kind != "string" and not set(sub) & _XML_RAW_STRINGS:
+                value = Seq((ws, self.json_value(sub, where), ws, self.delimiter("</parameter>")))
+            else:
+                raise unsupported("a property is a plain string or of one non-string type", where)
+            item = Seq((self.delimiter(f"<parameter={name}>"), value, ws))
+            items.append(item if name in required else Repeat(item, 0, 1))
+        return Seq(tuple(items))
 
     def _grammar(self, fmt: Mapping[str, Any], path: str, end: _End | None) -> Node:
         from .gbnf import parse_gbnf
@@ -401,14 +487,18 @@ class _Lowering:
 
     def _any_text(self, fmt: Mapping[str, Any], path: str, end: _End | None) -> Node:
         excludes = self.strings(fmt, "excludes", path)
-        for key in ("max_tokens", "max_chars"):
-            if self.opt(fmt, key, int, None, path) is not None:
-                raise StructuralTagError(
-                    f"any_text {key} is not supported in grammars",
-                    path=f"{path}.{key}",
-                    code="structural-tag-unsupported",
-                )
+        if self.opt(fmt, "max_tokens", int, None, path) is not None:
+            raise StructuralTagError(
+                "any_text max_tokens is not supported in grammars",
+                path=f"{path}.max_tokens",
+                code="structural-tag-unsupported",
+            )
+        max_chars = self.opt(fmt, "max_chars", int, None, path)
         ends = end.strings if end is not None else ()
+        if max_chars is not None:
+            if max_chars < 0:
+                raise StructuralTagError("max_chars must be >= 0", path=f"{path}.max_chars")
+            return self.bounded_text(excludes + list(ends), max_chars, end, path)
         patterns = [(s, _Action("exclude")) for s in excludes if s]
         patterns += [(s, _Action("end", EMPTY)) for s in ends]
         return self.free_text(patterns, can_stop=end is None or not end.strings, path=path)
@@ -694,6 +784,42 @@ class _Lowering:
             self.rules[names[q]] = Alt(tuple(alts))
         return Ref(names[0])
 
+    def bounded_text(self, forbidden: list[str], max_chars: int, end: _End | None, path: str) -> Node:
+        """At most ``max_chars`` characters that hold none of ``forbidden`` (the excludes and
+        the enclosing tag's ends), then the end if there is one: the count is the text's own,
+        the end is not part of it (XGrammar counts the characters its any_text rule reads).
+        One IR rule per (automaton state, characters read)."""
+        automaton = _AhoCorasick([p for p in forbidden if p])
+        n = len(automaton.goto) * (max_chars + 1)
+        if len(automaton.goto) > MAX_FREE_TEXT_STATES or n > MAX_BOUNDED_TEXT_RULES:
+            raise StructuralTagError(
+                f"max_chars text needs {n} rules (at most {MAX_BOUNDED_TEXT_RULES})",
+                path=f"{path}.max_chars",
+                code="structural-tag-limit",
+            )
+        stem = self.fresh("bt")
+        after: Node = EMPTY if end is None else self.end_node(end)
+        todo = [(0, 0)]
+        seen = {(0, 0)}
+        while todo:
+            q, k = todo.pop()
+            alts: list[Node] = [after]
+            if k < max_chars:
+                chars = sorted(automaton.interesting(q))
+                nexts: list[tuple[Node, int]] = [
+                    (Literal(c.encode("utf-8", "surrogatepass")), automaton.step(q, c)) for c in chars
+                ]
+                nexts.append((CharClass(merge_ranges((ord(c), ord(c)) for c in chars), negated=True), 0))
+                for node, t in nexts:
+                    if automaton.outputs[t]:
+                        continue  # a forbidden string completes
+                    alts.append(Seq((node, Ref(f"{stem}_{t}_{k + 1}"))))
+                    if (t, k + 1) not in seen:
+                        seen.add((t, k + 1))
+                        todo.append((t, k + 1))
+            self.rules[f"{stem}_{q}_{k}"] = Alt(tuple(alts))
+        return Ref(f"{stem}_0_0")
+
 
 @dataclass(frozen=True)
 class _Action:
@@ -750,6 +876,12 @@ class _AhoCorasick:
             self._interesting[q] = frozenset(chars)
         return self._interesting[q]
 
+
+# qwen_xml: the keywords of a supported object, annotations, and the keywords by which a
+# non-string property could still hold a string (XGrammar writes those raw).
+_ANNOTATIONS = frozenset({"title", "description", "default", "examples", "$comment", "deprecated"})
+_XML_OBJECT_KEYS = frozenset({"type", "properties", "required", "additionalProperties"}) | _ANNOTATIONS
+_XML_RAW_STRINGS = frozenset({"enum", "const", "anyOf", "oneOf", "allOf", "not", "$ref", "if", "then", "else"})
 
 # Keywords whose values are data, not subschemas.
 _DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples", "required"})
