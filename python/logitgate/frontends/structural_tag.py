@@ -38,6 +38,7 @@ from ..errors import LogitgateError, StructuralTagError
 from ..grammar.ir import (
     EMPTY,
     Alt,
+    ByteClass,
     CharClass,
     Grammar,
     Literal,
@@ -260,31 +261,37 @@ class _Lowering:
         that rule, so the spans of many tools share their string, number and whitespace rules
         (400 tools' schemas: one copy of each). Rules on a reference cycle get fresh names."""
         canon: dict[str, str] = {}
-        pending = list(grammar.rules)
         refs = {name: self.references(body) for name, body in grammar.rules.items()}
-        progress = True
-        while progress:
-            progress = False
-            for name in list(pending):
-                body = grammar.rules[name]
-                if not all(r in canon for r in refs[name]):
-                    continue
-                # A body object the frontend shares between lowerings (a JSON string's rules),
-                # its references resolved the same way, is the rule it was before.
-                key = (id(body), tuple(canon[r] for r in refs[name]))
-                existing = self.embedded.get(key)
+        # Kahn's order: a rule is resolved once every rule it references is; those left are on
+        # (or above) a reference cycle, or reference an undefined name.
+        waiting = {name: sum(1 for r in set(refs[name]) if r in grammar.rules) for name in grammar.rules}
+        users: dict[str, list[str]] = {}
+        for name, names in refs.items():
+            for r in set(names):
+                users.setdefault(r, []).append(name)
+        ready = [name for name, n in waiting.items() if n == 0]
+        while ready:
+            name = ready.pop()
+            body = grammar.rules[name]
+            # A body object the frontend shares between lowerings (a JSON string's rules), its
+            # references resolved the same way, is the rule it was before.
+            key = (id(body), tuple(canon[r] for r in refs[name]))
+            existing = self.embedded.get(key)
+            if existing is None:
+                resolved = rename_refs(body, canon) if refs[name] else body
+                existing = self.shared.get(resolved)
                 if existing is None:
-                    resolved = rename_refs(body, canon) if refs[name] else body
-                    existing = self.shared.get(resolved)
-                    if existing is None:
-                        existing = f"{self.fresh(stem)}_{name}"
-                        self.rules[existing] = resolved
-                        self.shared[resolved] = existing
-                    self.embedded[key] = existing
-                    self.keep.append(body)
-                canon[name] = existing
-                pending.remove(name)
-                progress = True
+                    existing = f"{self.fresh(stem)}_{name}"
+                    self.rules[existing] = resolved
+                    self.shared[resolved] = existing
+                self.embedded[key] = existing
+                self.keep.append(body)
+            canon[name] = existing
+            for user in users.get(name, ()):
+                waiting[user] -= 1
+                if waiting[user] == 0:
+                    ready.append(user)
+        pending = [name for name in grammar.rules if name not in canon]
         prefix = self.fresh(stem)
         for name in pending:
             canon[name] = f"{prefix}_{name}"
@@ -929,9 +936,39 @@ def _as_tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:
     return kind if isinstance(kind, tuple) else (kind,)
 
 
+def _rename_shallow(node: Node, names: Mapping[str, str], depth: int, budget: list[int]) -> Node | None:
+    """rename_refs for a node at most ``depth`` levels deep and ``budget[0]`` nodes as a tree
+    (sharing is not memoized here), else None."""
+    budget[0] -= 1
+    if budget[0] < 0:
+        return None
+    if isinstance(node, Ref):
+        return Ref(names.get(node.name, node.name))
+    if isinstance(node, (Literal, CharClass, ByteClass, TokenSet)):
+        return node
+    if depth == 0:
+        return None
+    if isinstance(node, (Seq, Alt)):
+        items = []
+        for k in node.items:
+            renamed = _rename_shallow(k, names, depth - 1, budget)
+            if renamed is None:
+                return None
+            items.append(renamed)
+        return Seq(tuple(items)) if isinstance(node, Seq) else Alt(tuple(items))
+    if isinstance(node, Repeat):
+        item = _rename_shallow(node.item, names, depth - 1, budget)
+        return None if item is None else Repeat(item, node.min, node.max)
+    return None
+
+
 def rename_refs(node: Node, names: Mapping[str, str]) -> Node:
     """``node`` with every reference renamed through ``names`` (iterative: IR depth is
     user-driven)."""
+    # Most rule bodies are shallow: renamed by recursion a few levels deep, else by the walk.
+    shallow = _rename_shallow(node, names, 6, [256])
+    if shallow is not None:
+        return shallow
     out: dict[int, Node] = {}
     stack: list[tuple[Node, bool]] = [(node, False)]
     while stack:
