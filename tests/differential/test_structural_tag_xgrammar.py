@@ -223,6 +223,24 @@ DOC_EXAMPLES += [
         'Sure.<function=get_weather>\n<parameter=city>Rome</parameter>\n<parameter=units>["C"]</parameter>\n'
         "<parameter=note></parameter>\n</function>",
     ),
+    (
+        "minimax_xml",
+        {"type": "json_schema", "json_schema": XML_OBJ, "style": "minimax_xml"},
+        '<parameter name="city">a</parameter><parameter name="note">b</parameter>',
+    ),
+    (
+        "glm_xml",
+        {"type": "json_schema", "json_schema": XML_OBJ, "style": "glm_xml"},
+        "<arg_key>city</arg_key>\n<arg_value>a</arg_value><arg_key>days</arg_key><arg_value>2</arg_value>"
+        "<arg_key>note</arg_key><arg_value>b</arg_value>",
+    ),
+    (
+        "deepseek_xml",
+        {"type": "json_schema", "json_schema": XML_OBJ, "style": "deepseek_xml"},
+        '<\uff5cDSML\uff5cparameter name="city" string="true">a</\uff5cDSML\uff5cparameter>'
+        '<\uff5cDSML\uff5cparameter name="days" string="false">2</\uff5cDSML\uff5cparameter>'
+        '<\uff5cDSML\uff5cparameter name="note" string="true">b</\uff5cDSML\uff5cparameter>',
+    ),
     ("any_text_max_chars", {"type": "any_text", "max_chars": 8}, "ab déf"),
     (
         "tag_max_chars",

@@ -175,7 +175,7 @@ def test_structural_tag_languages(compiler: lg.Compiler, spec: object, pieces: l
     [
         ({"type": "nope"}, "$.type", "structural-tag"),
         ({"type": "sequence", "elements": [{"type": "const_string"}]}, "$.elements[0]", "structural-tag"),
-        ({"type": "json_schema", "json_schema": {}, "style": "glm_xml"}, "$.style", "structural-tag-unsupported"),
+        ({"type": "json_schema", "json_schema": {}, "style": "gemma"}, "$.style", "structural-tag-unsupported"),
         (
             {"type": "json_schema", "json_schema": {}, "style": "qwen_xml"},
             "$.json_schema",

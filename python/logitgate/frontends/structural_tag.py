@@ -385,7 +385,7 @@ class _Lowering:
         style = self.opt(fmt, "style", str, "json", path)
         if fmt.get("type") == "qwen_xml_parameter":
             style = "qwen_xml"
-        if style not in ("json", "qwen_xml"):
+        if style != "json" and style not in _XML_STYLES:
             raise StructuralTagError(
                 f"json_schema style {style!r} is not supported", path=f"{path}.style", code="structural-tag-unsupported"
             )
@@ -409,8 +409,8 @@ class _Lowering:
                     code="structural-tag-unsupported",
                 )
             options["max_whitespace"] = cnt
-        if style == "qwen_xml":
-            return self.qwen_xml(schema, path)
+        if style != "json":
+            return self.xml_arguments(schema, style, path)
         key = (json.dumps(schema, ensure_ascii=False), json.dumps(options, sort_keys=True))
         lowered = self.schemas.get(key)
         if lowered is None:
@@ -427,18 +427,20 @@ class _Lowering:
             lowered = self.schemas[key] = self.embed(grammar, "json")
         return lowered
 
-    def qwen_xml(self, schema: Any, path: str) -> Node:
-        """Qwen's XML argument style: an object's properties, in their declared order, each
-        ``<parameter=NAME>VALUE</parameter>`` and whitespace around them; a string property's
-        value is raw text up to the first ``</parameter>``, any other value is JSON with
-        whitespace around it. Supported: an object schema that lists its properties (closed),
-        each a plain ``{"type": "string"}`` or a schema whose one type is not string; other
-        shapes (XGrammar writes their strings raw in ways of its own) are typed errors."""
+    def xml_arguments(self, schema: Any, style: str, path: str) -> Node:
+        """An XML argument style (``_XML_STYLES``): an object's properties, in their declared
+        order, each ``OPEN(NAME) VALUE CLOSE`` (``<parameter=NAME>VALUE</parameter>`` for
+        qwen_xml) with whitespace around them; a string property's value is raw text up to the
+        first CLOSE, any other value is JSON with whitespace around it. Supported: an object
+        schema that lists its properties (closed), each a plain ``{"type": "string"}`` or a
+        schema whose one type is not string; other shapes (XGrammar writes their strings raw
+        in ways of its own) are typed errors."""
         at = f"{path}.json_schema"
+        open_string, open_json, close = _XML_STYLES[style]
 
         def unsupported(why: str, where: str) -> StructuralTagError:
             return StructuralTagError(
-                f"json_schema style 'qwen_xml': {why}", path=where, code="structural-tag-unsupported"
+                f"json_schema style {style!r}: {why}", path=where, code="structural-tag-unsupported"
             )
 
         if (
@@ -461,13 +463,18 @@ class _Lowering:
                 raise unsupported("a property schema must be an object", where)
             kind = sub.get("type")
             if kind == "string" and not set(sub) - _ANNOTATIONS - {"type"}:
-                patterns = [("</parameter>", _Action("end", EMPTY))]
-                value: Node = self.free_text(patterns, can_stop=False, path=where)
+                opening = open_string
+                value: Node = self.free_text([(close, _Action("end", EMPTY))], can_stop=False, path=where)
             elif isinstance(kind, str) and kind != "string" and not set(sub) & _XML_RAW_STRINGS:
-                value = Seq((ws, self.json_value(sub, where), ws, self.delimiter("</parameter>")))
+                opening = open_json
+                value = Seq((ws, self.json_value(sub, where), ws, self.delimiter(close)))
             else:
                 raise unsupported("a property is a plain string or of one non-string type", where)
-            item = Seq((self.delimiter(f"<parameter={name}>"), value, ws))
+            head: list[Node] = []
+            for i, piece in enumerate(opening.split("\0")):  # "\0": whitespace there
+                head += [ws] if i else []
+                head.append(self.delimiter(piece.replace("{name}", name)))
+            item = Seq((*head, value, ws))
             items.append(item if name in required else Repeat(item, 0, 1))
         return Seq(tuple(items))
 
@@ -884,7 +891,21 @@ class _AhoCorasick:
         return self._interesting[q]
 
 
-# qwen_xml: the keywords of a supported object, annotations, and the keywords by which a
+# XML argument styles: (opening of a string property, opening of another, closing); NAME is
+# the property's name, "\0" whitespace ([ \t\n\r]*).
+_DSML = "\uff5cDSML\uff5c"
+_XML_STYLES: dict[str, tuple[str, str, str]] = {
+    "qwen_xml": ("<parameter={name}>", "<parameter={name}>", "</parameter>"),
+    "minimax_xml": ('<parameter name="{name}">', '<parameter name="{name}">', "</parameter>"),
+    "glm_xml": ("<arg_key>{name}</arg_key>\0<arg_value>", "<arg_key>{name}</arg_key>\0<arg_value>", "</arg_value>"),
+    "deepseek_xml": (
+        f'<{_DSML}parameter name="{{name}}" string="true">',
+        f'<{_DSML}parameter name="{{name}}" string="false">',
+        f"</{_DSML}parameter>",
+    ),
+}
+
+# XML styles: the keywords of a supported object, annotations, and the keywords by which a
 # non-string property could still hold a string (XGrammar writes those raw).
 _ANNOTATIONS = frozenset({"title", "description", "default", "examples", "$comment", "deprecated"})
 _XML_OBJECT_KEYS = frozenset({"type", "properties", "required", "additionalProperties"}) | _ANNOTATIONS
