@@ -291,14 +291,20 @@ def _restrict_length(node: Node, lo: int, hi: int | None, limits: Limits, depth:
     return None
 
 
+def _optional(node: Node) -> bool:
+    """``(...)?``"""
+    return isinstance(node, Repeat) and node.min == 0 and node.max == 1
+
+
 def _fit_length(node: Node, hi: int, limits: Limits, depth: int = 0) -> Node:
     """A sub-language of ``node`` whose strings have at most ``hi`` code points, when ``node``
     is too large for the exact intersection (a format's automaton times a length counter): a
-    sequence shares the length its parts may add equally among those that may add it (a part
-    that needs less keeps its own bound); a repetition keeps as many copies as fit at the part's
-    full width when that is at least _FIT_COPIES (or all of them), or as many of its narrowest
-    alternatives, else at most _FIT_COPIES copies, each fitted to an equal share, or _FIT_COPIES
-    times as many of a smaller share. Sound (a narrowing); documented as a departure in docs/json_schema.md."""
+    sequence shares the length its parts may add among those that may add it, an optional part
+    a third as much as another (a part that needs less keeps its own bound); a repetition keeps
+    as many copies as fit at the part's full width when that is at least _FIT_COPIES (or all of
+    them), or as many of its narrowest alternatives, else one copy of the whole length,
+    _FIT_COPIES copies of an equal share, or _FIT_COPIES times as many of a smaller one. Sound
+    (a narrowing; a union of narrowings); a departure documented in docs/json_schema.md."""
     _depth_guard(depth, limits)
     a, b = _length_range(node, limits)
     if b is not None and b <= hi:
@@ -316,12 +322,16 @@ def _fit_length(node: Node, hi: int, limits: Limits, depth: int = 0) -> Node:
             key=lambda i: (ranges[i][1] is None, (ranges[i][1] or 0) - ranges[i][0]),
         )
         items = list(node.items)
-        for k, i in enumerate(growing):
+        # An optional part ("(...)?": a URI's query, a port) weighs less than the others.
+        weight = {i: 1 if _optional(items[i]) else 3 for i in growing}
+        weights = sum(weight.values())
+        for i in growing:
             x, y = ranges[i]
-            give = left // (len(growing) - k)
+            give = left * weight[i] // weights
             if y is not None:
                 give = min(give, y - x)
             left -= give
+            weights -= weight[i]
             items[i] = _fit_length(items[i], x + give, limits, depth + 1)
         return _EMPTY_LANG if any(_is_empty(x) for x in items) else _seq(items)
     if isinstance(node, Repeat):
@@ -340,9 +350,10 @@ def _fit_length(node: Node, hi: int, limits: Limits, depth: int = 0) -> Node:
         if count == 0:
             return EMPTY
         shapes: list[Node] = []
-        # A few long copies, or (a union: both are sound) _FIT_COPIES times as many short ones
-        # (a URI path of a few long segments, or of many short ones).
-        for copies in dict.fromkeys((count, max(count, min(count * _FIT_COPIES, hi // max(ia, 1))))):
+        # One long copy, a few shorter ones, or _FIT_COPIES times as many short ones (a union:
+        # each is sound): a URI path of one long segment, a few, or many short ones.
+        many = max(count, min(count * _FIT_COPIES, hi // max(ia, 1)))
+        for copies in dict.fromkeys((max(node.min, 1), count, many)):
             item = _fit_length(node.item, hi // copies, limits, depth + 1)
             if _is_empty(item):
                 continue
