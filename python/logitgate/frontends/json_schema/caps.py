@@ -66,3 +66,5 @@ _NFA_STATES = 3000  # Thompson NFA states of one pattern product (more: built an
 _DISJOINT_DEPTH = 16  # oneOf disjointness re-entered through nested oneOfs (deeper: not provably disjoint)
 _NEGATABLE_DEPTH = 16  # sub-schemas looked into for a complement (deeper: not complementable)
 _ANY_ORDER_LITERAL = 6  # const/enum objects of up to this many members accept any member order
+_EXCEPT_WORD_MAX = 100  # longest listed name a patternProperties pattern is intersected without
+_FIT_COPIES = 4  # copies of an unbounded-width repeated part kept when a format is fitted to maxLength

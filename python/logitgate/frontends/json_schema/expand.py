@@ -41,6 +41,7 @@ class Expander:
         pure: list[int] = []
         disj: list[list[frozenset[int]]] = []
         seen: set[int] = set()
+        undecided: list[tuple[list[int], str]] = []  # oneOf branches not disjoint in their own context
         stack = sorted(atoms, reverse=True)
         while stack:
             a = stack.pop()
@@ -97,11 +98,7 @@ class Expander:
                             for i, a in enumerate(one)
                         ]
                     else:
-                        self.diag.unsupported(
-                            "oneOf",
-                            "branches are neither provably disjoint nor complementable (option oneof='anyof' relaxes)",
-                            _ptr_join(ptr, "oneOf"),
-                        )
+                        undecided.append((one, _ptr_join(ptr, "oneOf")))
                 disj.append(alts)
             if "not" in d:
                 n = self.index.sub(d["not"], _ptr_join(ptr, "not"), base)
@@ -113,6 +110,18 @@ class Expander:
                 e = self.index.sub(d.get("else", True), _ptr_join(ptr, "else"), base)
                 disj.append([frozenset({c, t}), frozenset({nc, e})])
             self._dependencies(d, ptr, base, disj)
+        if undecided:
+            # The whole conjunction's pure keywords hold beside each branch (a discriminator
+            # that a sibling of the allOf holding the oneOf requires, say): branches disjoint
+            # under them are exactly-one as they stand.
+            context = frozenset(self.pure_only(p) for p in pure)
+            for one, optr in undecided:
+                if not self.disjoint([context | {b} for b in one]):
+                    self.diag.unsupported(
+                        "oneOf",
+                        "branches are neither provably disjoint nor complementable (option oneof='anyof' relaxes)",
+                        optr,
+                    )
         return pure, disj
 
     def _dependencies(self, d: dict[str, Any], ptr: str, base: str, disj: list[list[frozenset[int]]]) -> None:

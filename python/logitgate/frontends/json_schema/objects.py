@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from logitgate.errors import GrammarError, LimitExceeded
+from logitgate.frontends.regex import ANY_STRING as _ANY_STRING
 from logitgate.frontends.regex import regex_to_node
 from logitgate.grammar.ir import (
     Literal,
@@ -20,14 +21,14 @@ from logitgate.grammar.json_text import is_empty_language as _is_empty
 from logitgate.grammar.json_text import seq as _seq
 from logitgate.limits import Limits
 
-from .caps import _MAX_ORDER_ANY
+from .caps import _EXCEPT_WORD_MAX, _MAX_ORDER_ANY
 from .decide import Decider
 from .diagnostics import Diagnostics
 from .expand import Expander
 from .facts import _Facts
 from .literals import LiteralEmitter
 from .members import MemberPositions
-from .patterns import _finite_strings, _overlapping_atoms
+from .patterns import _finite_strings, _overlapping_atoms, _strings_except
 from .resolve import _FALSE
 from .rules import _COLON, RuleTable
 from .strings import StringEmitter
@@ -227,6 +228,7 @@ class ObjectEmitter:
         """Encoded key content: strings not in ``known``, matching ``pattern`` and propertyNames."""
         cp_node: Node | None = None
         constrained = False
+        matched: list[str] = []
         if pattern is not None:
             try:
                 cp_node, _ = regex_to_node(pattern[0], self.limits, anchored_search=True)
@@ -234,9 +236,9 @@ class ObjectEmitter:
                 self.diag.pattern_not_lowered("patternProperties", e, pattern[1])
                 return _EMPTY_LANG
             constrained = True
-            if any(self.dec.py_search(pattern[0], k, pattern[1]) for k in known):
-                self.diag.unsupported("patternProperties", "a listed property also matches this pattern", pattern[1])
-                return _EMPTY_LANG
+            # Listed names the pattern also matches are members (their values satisfy both):
+            # the other keys are the pattern's strings but those.
+            matched = [k for k in known if self.dec.py_search(pattern[0], k, pattern[1])]
         if names_atoms:
             nf = self.dec.approx_facts(names_atoms)
             exp = self.exp.expand(names_atoms)
@@ -271,11 +273,37 @@ class ObjectEmitter:
                     sf.not_enum = list(nf.not_enum)
                 return self.strs.string_contents(sf)
         if cp_node is not None:
+            if matched and pattern is not None:
+                return self._pattern_except(cp_node, matched, pattern[1])
             return self.strs.encode(cp_node)
         if not known:
             return Repeat(self.table.char_rule(), 0, None)
-        # One rule per distinct set of listed keys: objects of one schema often repeat a set,
-        # and building the encoded complement is the costly part of lowering an object.
+        return self._keys_except(known)
+
+    def _pattern_except(self, cp_node: Node, matched: list[str], ptr: str) -> Node:
+        """Encoded key content: the strings of ``cp_node`` (a pattern's) but the listed names
+        ``matched`` (which it matches). Exact, or refused when the intersection is too large."""
+        if cp_node == _ANY_STRING:
+            return self._keys_except(matched)
+        encoded: Node | None = None
+        if max(map(len, matched)) <= _EXCEPT_WORD_MAX:
+            exclusion = _strings_except(matched)
+            encoded = self.strs.intersect_by_derivatives([cp_node, exclusion])
+            if encoded is None:
+                encoded = self.strs.nfa_with_length([cp_node, exclusion], 0, None)
+        if encoded is None:
+            self.diag.unsupported(
+                "patternProperties",
+                "a listed property also matches this pattern, and the pattern's other names are too large to lower",
+                ptr,
+            )
+            return _EMPTY_LANG
+        return encoded
+
+    def _keys_except(self, known: Iterable[str]) -> Node:
+        """Encoded key content: every string but ``known``. One rule per distinct set of listed
+        keys: objects of one schema often repeat a set, and building the encoded complement is
+        the costly part of lowering an object."""
         names = tuple(sorted(set(known)))
         name = self.key_complements.get(names)
         if name is None:

@@ -11,7 +11,9 @@ import functools
 from collections.abc import Callable
 
 from logitgate.errors import LimitExceeded
+from logitgate.frontends.regex import ANY_STRING
 from logitgate.grammar.ir import (
+    EMPTY,
     Alt,
     CharClass,
     Literal,
@@ -26,7 +28,9 @@ from logitgate.grammar.json_text import positive_ranges as _positive_ranges
 from logitgate.grammar.json_text import seq as _seq
 from logitgate.limits import Limits
 
-from .caps import _NFA_PRODUCT_RULES, _NFA_STATES, PATTERN_DEPTH
+from .caps import _FIT_COPIES, _NFA_PRODUCT_RULES, _NFA_STATES, PATTERN_DEPTH
+
+_ANY_CHAR = CharClass(((0, 0x10FFFF),))
 
 # whose depth is bounded by Limits.max_nesting).
 
@@ -287,6 +291,82 @@ def _restrict_length(node: Node, lo: int, hi: int | None, limits: Limits, depth:
     return None
 
 
+def _optional(node: Node) -> bool:
+    """``(...)?``"""
+    return isinstance(node, Repeat) and node.min == 0 and node.max == 1
+
+
+def _fit_length(node: Node, hi: int, limits: Limits, depth: int = 0) -> Node:
+    """A sub-language of ``node`` whose strings have at most ``hi`` code points, when ``node``
+    is too large for the exact intersection (a format's automaton times a length counter): a
+    sequence shares the length its parts may add among those that may add it, an optional part
+    a third as much as another (a part that needs less keeps its own bound); a repetition keeps
+    as many copies as fit at the part's full width when that is at least _FIT_COPIES (or all of
+    them), or as many of its narrowest alternatives, else one copy of the whole length,
+    _FIT_COPIES copies of an equal share, or _FIT_COPIES times as many of a smaller one. Sound
+    (a narrowing; a union of narrowings); a departure documented in docs/json_schema.md."""
+    _depth_guard(depth, limits)
+    a, b = _length_range(node, limits)
+    if b is not None and b <= hi:
+        return node
+    if a > hi:
+        return _EMPTY_LANG
+    if isinstance(node, Alt):
+        out = [x for x in (_fit_length(i, hi, limits, depth + 1) for i in node.items) if not _is_empty(x)]
+        return _alt(out) if out else _EMPTY_LANG
+    if isinstance(node, Seq):
+        ranges = [_length_range(i, limits) for i in node.items]
+        left = hi - sum(x for x, _ in ranges)
+        growing = sorted(
+            (i for i, (x, y) in enumerate(ranges) if y != x),
+            key=lambda i: (ranges[i][1] is None, (ranges[i][1] or 0) - ranges[i][0]),
+        )
+        items = list(node.items)
+        # An optional part ("(...)?": a URI's query, a port) weighs less than the others.
+        weight = {i: 1 if _optional(items[i]) else 3 for i in growing}
+        weights = sum(weight.values())
+        for i in growing:
+            x, y = ranges[i]
+            give = left * weight[i] // weights
+            if y is not None:
+                give = min(give, y - x)
+            left -= give
+            weights -= weight[i]
+            items[i] = _fit_length(items[i], x + give, limits, depth + 1)
+        return _EMPTY_LANG if any(_is_empty(x) for x in items) else _seq(items)
+    if isinstance(node, Repeat):
+        ia, ib = _length_range(node.item, limits)
+        most = node.max
+        count = max(node.min, min(_FIT_COPIES if most is None else most, _FIT_COPIES, hi // max(ia, 1)))
+        if ib is not None and ib > 0 and hi // ib >= count:
+            # As many copies as fit at full width, or (a union: both are sound) as many of the
+            # part's narrowest alternatives as fit (a URI's characters without %XX escapes).
+            wide: list[Node] = [Repeat(node.item, node.min, hi // ib if most is None else min(most, hi // ib))]
+            if 0 < ia < ib:
+                narrow = _fit_length(node.item, ia, limits, depth + 1)
+                if not _is_empty(narrow):
+                    wide.append(Repeat(narrow, node.min, hi // ia if most is None else min(most, hi // ia)))
+            return _alt(wide)
+        if count == 0:
+            return EMPTY
+        shapes: list[Node] = []
+        # One long copy, a few shorter ones, or _FIT_COPIES times as many short ones (a union:
+        # each is sound): a URI path of one long segment, a few, or many short ones.
+        many = max(count, min(count * _FIT_COPIES, hi // max(ia, 1)))
+        for copies in dict.fromkeys((max(node.min, 1), count, many)):
+            item = _fit_length(node.item, hi // copies, limits, depth + 1)
+            if _is_empty(item):
+                continue
+            width = _length_range(item, limits)[1]
+            if width:  # the fitted part may be narrower than its share: as many as fit
+                copies = max(copies, hi // width if most is None else min(most, hi // width))
+            if most is not None:
+                copies = min(copies, most)
+            shapes.append(Repeat(item, node.min, copies))
+        return _alt(shapes) if shapes else _EMPTY_LANG
+    return _EMPTY_LANG  # (fixed-length leaves are decided by their range above)
+
+
 @functools.lru_cache(maxsize=4096)  # asked for every pair of a schema's patterns
 def _literal_prefix(pattern: str) -> str | None:
     """The literal text every match of an anchored ``^...`` pattern starts with (None: unanchored)."""
@@ -341,6 +421,30 @@ def _overlapping_atoms(patterns: list[tuple[str, int]]) -> Callable[[str], set[i
         return out
 
     return overlapping
+
+
+def _strings_except(words: list[str]) -> Node:
+    """Code-point-level node of every string not among ``words``, read
+    through the trie of ``words``: the string may end at a trie node that is not a word, and the
+    first character that leaves the trie may be followed by anything. Nesting is twice the
+    longest word (callers bound it)."""
+    trie: dict[str, dict] = {}  # type: ignore[type-arg]
+    ends = ""  # the key marking a word's end (no character is the empty string)
+    for w in words:
+        node = trie
+        for ch in w:
+            node = node.setdefault(ch, {})
+        node[ends] = {}
+
+    def build(node: dict) -> Node:  # type: ignore[type-arg]
+        chars = sorted(ord(c) for c in node if c != ends)
+        items: list[Node] = [] if ends in node else [EMPTY]
+        items.extend(_seq([Literal(chr(c).encode()), build(node[chr(c)])]) for c in chars)
+        ranges = tuple((c, c) for c in chars)
+        items.append(_seq([CharClass(ranges, negated=True) if ranges else _ANY_CHAR, ANY_STRING]))
+        return _alt(items)
+
+    return build(trie)
 
 
 def _prefix_disjoint(p: str, q: str) -> bool:

@@ -42,7 +42,7 @@ from .decide import Decider
 from .diagnostics import Diagnostics
 from .facts import _Facts
 from .formats import _FORMATS
-from .patterns import _length_product_size, _map_leaves, _Nfa, _restrict_length
+from .patterns import _fit_length, _length_product_size, _map_leaves, _Nfa, _restrict_length
 from .rules import RuleTable
 
 
@@ -213,6 +213,10 @@ class StringEmitter:
             restricted = _restrict_length(node, f.min_len, f.max_len, self.limits)
             if restricted is None:
                 encoded = self.nfa_with_length([node], f.min_len, f.max_len)
+            if restricted is None and encoded is None and kw == "format" and f.max_len is not None:
+                # Too large to intersect exactly: the format narrowed to fit (a departure).
+                fitted = _fit_length(node, f.max_len, self.limits)
+                restricted = _restrict_length(fitted, f.min_len, f.max_len, self.limits)
             if restricted is None and encoded is None:
                 self.diag.unsupported(
                     "maxLength" if f.max_len is not None else "minLength",
