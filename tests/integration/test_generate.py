@@ -761,7 +761,11 @@ def test_budget_closes_a_document_the_model_would_run_past(smol: tuple[Any, Any]
 
 
 def test_cli_budget_warning_and_exit_codes(cli_model: None, capsys: pytest.CaptureFixture[str]) -> None:
+    """--max-tokens between the grammar's minimum and the length the model wants (the same
+    run without the budget is truncated): a schema-valid document, exit 0, the warning on
+    stderr. Below the minimum: truncated, exit 3."""
     _needs_json_schema()
+    jsonschema = pytest.importorskip("jsonschema")
     from pathlib import Path
 
     from logitgate.cli.main import EXIT_TRUNCATED, main
@@ -769,9 +773,14 @@ def test_cli_budget_warning_and_exit_codes(cli_model: None, capsys: pytest.Captu
     schema_file = str(Path(__file__).resolve().parents[2] / ORDER_SCHEMA_FILE)
     assert main(["budget", "--schema", schema_file, "--json"]) == 0
     minimum = json.loads(capsys.readouterr().out)["min_tokens"]
-    rc = main(["generate", "--schema", schema_file, "--max-tokens", str(minimum + 2), "--stats", ORDER_PROMPT])
+    n = str(minimum + 2)
+    rc = main(["generate", "--schema", schema_file, "--max-tokens", n, "--no-budget", ORDER_PROMPT])
     out, err = capsys.readouterr()
-    assert rc == 0 and isinstance(json.loads(out), dict)
+    assert rc == EXIT_TRUNCATED and out == "" and "finish_reason=length" in err  # the model wants more
+    rc = main(["generate", "--schema", schema_file, "--max-tokens", n, "--stats", ORDER_PROMPT])
+    out, err = capsys.readouterr()
+    assert rc == 0
+    jsonschema.validate(json.loads(out), _order_schema())
     assert "warning: --max-tokens shaped the output" in err and "stats: budget          closed" in err
     rc = main(["generate", "--schema", schema_file, "--max-tokens", str(minimum - 1), ORDER_PROMPT])
     out, err = capsys.readouterr()
