@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from vllm_support import REPO_ROOT, run_script
 
-pytestmark = pytest.mark.vllm
+pytestmark = [pytest.mark.vllm, pytest.mark.timeout(1800)]  # vLLM starts in minutes here
 
 BLOCK = re.compile(r"```python\n(.*?)```", re.S)
 
@@ -28,7 +28,7 @@ def test_offline_example(tmp_path: Path) -> None:
     script = tmp_path / "offline_example.py"
     script.write_text(doc_block("test_docs_examples.py"))
     proc = run_script(str(script), timeout=900)
-    printed = [ast.literal_eval(line) for line in proc.stdout.splitlines() if line.startswith("'")]
+    printed = [ast.literal_eval(line) for line in proc.stdout.splitlines() if line.startswith(("'", '"'))]
     assert len(printed) == 3, proc.stdout
     person = json.loads(printed[0])
     assert set(person) == {"name"} and isinstance(person["name"], str) and len(person["name"]) <= 12

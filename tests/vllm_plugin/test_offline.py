@@ -12,7 +12,7 @@ import pytest
 from vllm_cases import batch_cases, check_output
 from vllm_support import run_script
 
-pytestmark = pytest.mark.vllm
+pytestmark = [pytest.mark.vllm, pytest.mark.timeout(1800)]  # vLLM starts in minutes here
 
 
 @pytest.fixture(scope="module")

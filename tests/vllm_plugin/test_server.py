@@ -19,7 +19,7 @@ import pytest
 from vllm_cases import LIST_GBNF, PERSON_SCHEMA, PHONE_REGEX, SENTIMENTS, check_output
 from vllm_support import vllm_env
 
-pytestmark = pytest.mark.vllm
+pytestmark = [pytest.mark.vllm, pytest.mark.timeout(1800)]  # vLLM starts in minutes here
 
 STARTUP_S = 600  # the server is ready in about two minutes on two loaded cores
 
