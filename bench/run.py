@@ -88,14 +88,22 @@ def regex_cases(tok: Any) -> list[dict[str, Any]]:
     ]
 
 
-def maskbench_cases(tok: Any, sample: int | None, seed: int = 0) -> list[dict[str, Any]]:
+def maskbench_cases(tok: Any, sample: int | None, seed: int = 0, per_split: int | None = None) -> list[dict[str, Any]]:
     """Stratified sample: per split, proportional to its schemas with ≥1 valid instance (≥1 each), seeded.
 
     The draw is the conformance runner's (tests/conformance/maskbench.py), so both measure the same schemas.
+    ``per_split`` N draws N schemas from every split instead (all of a smaller split), seeded: small splits
+    (Handwritten, Github_ultra, Kubernetes) then weigh as much as large ones.
     """
-    from tests.conformance.maskbench import stratified_sample
+    import random
 
-    chosen = stratified_sample(sample, seed)
+    from tests.conformance.maskbench import eligible_ids, stratified_sample
+
+    if per_split is None:
+        chosen = stratified_sample(sample, seed)
+    else:
+        rng = random.Random(seed)
+        chosen = {k: set(rng.sample(v, min(per_split, len(v)))) for k, v in eligible_ids().items()}
     cases = []
     for split, picked in sorted(chosen.items()):
         split_dir = MASKBENCH / split
@@ -406,6 +414,7 @@ def main(argv: list[str] | None = None) -> int:
     g = ap.add_mutually_exclusive_group()
     g.add_argument("--sample", type=int, default=100, help="MaskBench schemas (stratified; default 100)")
     g.add_argument("--all", action="store_true", help="every MaskBench schema with a valid instance")
+    g.add_argument("--per-split", type=int, metavar="N", help="N MaskBench schemas from every split (seeded)")
     ap.add_argument("--out", default=None, help="result folder (default bench/results/<date>-<tokenizer>)")
     ap.add_argument("--timeout", type=float, default=30.0, help="seconds per case before the worker is killed")
     ap.add_argument("--load-timeout", type=float, default=600.0, help="seconds for tokenizer + engine setup")
@@ -432,7 +441,7 @@ def main(argv: list[str] | None = None) -> int:
     if "regex" in suites:
         cases += regex_cases(tok)
     if "maskbench" in suites:
-        cases += maskbench_cases(tok, None if args.all else args.sample, args.seed)
+        cases += maskbench_cases(tok, None if args.all else args.sample, args.seed, args.per_split)
     cases_path = out / "cases.json"
     cases_path.write_text(json.dumps({"tokenizer": args.tokenizer, "cases": cases}))
     sys.stderr.write(f"{len(cases)} cases, {sum(len(t) for c in cases for t in c['instances'])} tokens\n")

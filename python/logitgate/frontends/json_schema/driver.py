@@ -277,9 +277,10 @@ class Lowering:
         dropped constraint is reported at its own pointer)."""
         if self.diag.lenient or atom in self.index.synthetic:
             return None
-        d = self.index.info[atom][0]
+        d, ptr, base = self.index.info[atom]
         if not d.keys().isdisjoint(_NOT_LEAF):
-            return None
+            # (Not the root: it has no copy, and its text is the whole document.)
+            return self._subschema_key(d, base) if ptr else None
         parts = []
         for k in sorted(d.keys() & _LEAF_KEYWORDS):
             v = d[k]
@@ -292,6 +293,22 @@ class Lowering:
                     return None
             parts.append((k, (type(v), v)))
         return tuple(parts)
+
+    @staticmethod
+    def _subschema_key(d: dict[str, Any], base: str) -> tuple[Any, ...] | None:
+        """The key of a schema with subschemas: its JSON text (keys in document order) and its
+        base URI. Two such schemas with equal keys have one language: every ``$ref`` in them
+        resolves from the same base in the same document, and so does every ``$id`` and
+        ``$anchor`` they hold (the index keeps the first of equal resources). Schemas inline
+        copies of their definitions (Github_trivial/o36276 lowers to a quarter of its rules).
+        Not for dynamic references (their target depends on the path that reached them)."""
+        try:
+            text = json.dumps(d)
+        except (RecursionError, ValueError, TypeError):  # too deep, or not JSON
+            return None
+        if "$dynamicRef" in text or "$recursiveRef" in text:
+            return None
+        return ("$subschema", base, text)
 
     def run(self, check_empty: bool = True) -> Grammar:
         root_atom = self.index.atom(self.index.root, "", _DEFAULT_BASE)

@@ -3,6 +3,10 @@
 
 from __future__ import annotations
 
+from logitgate.frontends.regex import regex_to_node
+from logitgate.grammar.ir import Node
+from logitgate.limits import Limits
+
 _DATE_RE = (
     r"(?:[0-9]{3}[1-9]|[0-9]{2}[1-9][0-9]|[0-9][1-9][0-9]{2}|[1-9][0-9]{3})-"
     r"(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-8]))"
@@ -70,3 +74,20 @@ _FORMATS: dict[str, str] = {
 }
 # Formats jsonschema's FormatChecker knows but we do not lower: rejected (never silently ignored).
 _UNSUPPORTED_FORMATS = frozenset({"idn-hostname", "iri", "iri-reference", "uri-template", "regex"})
+
+
+# Per (format, limits), the format's node: the regexes are the library's constants, so one
+# lowering serves every compile of the process, as json_text.any_value_rules does. Nodes are
+# immutable. Limits are part of the key: a lowering under small limits may raise.
+_FORMAT_NODES: dict[tuple[str, Limits], Node] = {}
+
+
+def _format_node(fmt: str, limits: Limits) -> Node:
+    """The code-point node of a supported ``format`` (full-match semantics)."""
+    key = (fmt, limits)
+    hit = _FORMAT_NODES.get(key)
+    if hit is None:
+        hit, _ = regex_to_node(_FORMATS[fmt], limits)
+        if len(_FORMAT_NODES) < 4 * len(_FORMATS):  # bounded: limits vary only across compilers
+            _FORMAT_NODES[key] = hit
+    return hit

@@ -6,7 +6,6 @@ from collections.abc import Callable, Iterable
 
 from logitgate.errors import GrammarError, LimitExceeded
 from logitgate.frontends.regex import ANY_STRING as _ANY_STRING
-from logitgate.frontends.regex import regex_to_node
 from logitgate.grammar.ir import (
     Literal,
     Node,
@@ -192,7 +191,7 @@ class ObjectEmitter:
     def _pattern_strings(self, pattern: str) -> list[str] | None:
         """The strings a (search-semantics) pattern matches when they are at most 64, else None."""
         try:
-            node, _ = regex_to_node(pattern, self.limits, anchored_search=True)
+            node = self.strs.pattern_node(pattern)
         except (GrammarError, LimitExceeded):
             return None
         strings = _finite_strings(node, 64)
@@ -231,7 +230,7 @@ class ObjectEmitter:
         matched: list[str] = []
         if pattern is not None:
             try:
-                cp_node, _ = regex_to_node(pattern[0], self.limits, anchored_search=True)
+                cp_node = self.strs.pattern_node(pattern[0])
             except GrammarError as e:
                 self.diag.pattern_not_lowered("patternProperties", e, pattern[1])
                 return _EMPTY_LANG
@@ -272,10 +271,10 @@ class ObjectEmitter:
                         return _EMPTY_LANG
                     sf.not_enum = list(nf.not_enum)
                 return self.strs.string_contents(sf)
-        if cp_node is not None:
-            if matched and pattern is not None:
+        if cp_node is not None and pattern is not None:
+            if matched:
                 return self._pattern_except(cp_node, matched, pattern[1])
-            return self.strs.encode(cp_node)
+            return self.strs.encoded_pattern(pattern[0])
         if not known:
             return Repeat(self.table.char_rule(), 0, None)
         return self._keys_except(known)

@@ -41,7 +41,7 @@ from .caps import _BLOCK, _BLOCKS_MAX, _DERIVATIVE_TUPLES, _NFA_PRODUCT_RULES, _
 from .decide import Decider
 from .diagnostics import Diagnostics
 from .facts import _Facts
-from .formats import _FORMATS
+from .formats import _FORMATS, _format_node
 from .patterns import _fit_length, _length_product_size, _map_leaves, _Nfa, _restrict_length
 from .rules import RuleTable
 
@@ -56,6 +56,11 @@ class StringEmitter:
         self.limits = limits
         self.enc_memo: dict[Node, Node] = {}
         self.format_memo: dict[str, Node] = {}
+        # A pattern's node (search semantics) and its encoded form, per pattern: schemas repeat
+        # their patterns (one patternProperties key per object variant, a pattern per leaf),
+        # and parsing one is the costly part of the objects and strings that use it.
+        self.pattern_memo: dict[str, Node] = {}
+        self.encoded_memo: dict[str, Node] = {}
 
     def bounded(self, item: Ref, lo: int, hi: int | None) -> Node:
         """``item{lo,hi}``. Up to _UNROLLED_MAX, plain repetition: ``item`` is a rule, so each
@@ -158,11 +163,26 @@ class StringEmitter:
         """Code-point-level node -> JSON string content bytes (every encoding decodes back)."""
         return _map_leaves(node, self.encode_leaf, self.limits)
 
+    def pattern_node(self, pattern: str) -> Node:
+        """``pattern``'s code-point node with JSON Schema (search) semantics; raises what
+        :func:`regex_to_node` raises (failures are not memoized: they end or skip a lowering)."""
+        hit = self.pattern_memo.get(pattern)
+        if hit is None:
+            hit, _ = regex_to_node(pattern, self.limits, anchored_search=True)
+            self.pattern_memo[pattern] = hit
+        return hit
+
+    def encoded_pattern(self, pattern: str) -> Node:
+        """The JSON string contents whose decoded text ``pattern`` matches (search semantics)."""
+        hit = self.encoded_memo.get(pattern)
+        if hit is None:
+            hit = self.encoded_memo[pattern] = self.encode(self.pattern_node(pattern))
+        return hit
+
     def format_node(self, fmt: str) -> Node:
         hit = self.format_memo.get(fmt)
         if hit is None:
-            hit, _ = regex_to_node(_FORMATS[fmt], self.limits)
-            self.format_memo[fmt] = hit
+            hit = self.format_memo[fmt] = _format_node(fmt, self.limits)
         return hit
 
     def emit_string(self, f: _Facts) -> Node:
@@ -180,7 +200,7 @@ class StringEmitter:
         contents: list[tuple[Node, str, str]] = []
         for p, ptr in f.patterns:
             try:
-                node, _ = regex_to_node(p, self.limits, anchored_search=True)
+                node = self.pattern_node(p)
             except GrammarError as e:
                 self.diag.pattern_not_lowered("pattern", e, ptr)
                 continue
