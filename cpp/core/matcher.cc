@@ -259,6 +259,11 @@ void Matcher::Walk(int32_t config, uint32_t* words) {
     DecideLeadTokens(config, words);
     return;
   }
+  except_leads_ = 0;
+  if (walk_capacity_[0] >= Automaton::kUnbounded) {
+    RestWalk(config, words);
+    return;
+  }
   const SplitUse split = SplitWalk(config, words, false);
   if (split == SplitUse::kDone) return;
   // A set whose split is not computed yet: walk without it while that stays cheap (many such
@@ -386,7 +391,9 @@ Matcher::SplitUse Matcher::SplitWalk(int32_t config, uint32_t* words, bool may_c
   if (8 * v.tokens_with_first_byte_in(set, 2) < v.num_text_tokens()) return SplitUse::kNotApplicable;
   const SplitUse wide = WideSplitWalk(config, set, words, may_compute);
   if (wide != SplitUse::kNotApplicable) return wide;
-  const Vocabulary::LoopSplit* split = v.loop_split(set, may_compute);
+  const Vocabulary::LoopSplit* split = v.loop_split(set, false);
+  if (split == nullptr && QuoteLoopWalk(config, set, words, may_compute)) return SplitUse::kDone;
+  if (split == nullptr && may_compute) split = v.loop_split(set, true);
   // (Once the vocabulary keeps no more splits, a walk would give up only to walk again.)
   if (split == nullptr) return may_compute || v.loop_splits_full() ? SplitUse::kNotApplicable : SplitUse::kNotComputed;
   if (!SetChain(config, set, split->max_depth, split_chain_, split_end_)) return SplitUse::kNotApplicable;
@@ -505,6 +512,40 @@ void Matcher::WalkBoundaries(const Vocabulary::LoopSplit& split, const uint64_t*
       }
     }
   }
+}
+
+bool Matcher::QuoteLoopWalk(int32_t config, const uint64_t* set, uint32_t* words, bool may_compute) {
+  const Vocabulary& v = *grammar_->vocab;
+  Parser& parser = *parser_;
+  const uint64_t* live = parser.LiveBytes(config);  // ASCII only (SplitSet)
+  constexpr uint64_t kQuote = 1ull << '"';
+  constexpr uint64_t kBackslash = 1ull << ('\\' - 64);
+  if ((live[0] & ~set[0] & ~kQuote) != 0 || (live[1] & ~set[1] & ~kBackslash) != 0) return false;
+  const Parser::StepSet step = parser.Steps(config, false);
+  if (step.successor != config) return false;  // a loop only: a chain needs its length's cut
+  const uint64_t alphabet[4] = {set[0], set[1], 0, 0};
+  const uint32_t* mask = v.alphabet_mask(alphabet, may_compute);
+  if (mask == nullptr) return false;
+  const size_t n_words = static_cast<size_t>(v.mask_words());
+  std::memcpy(words, mask, n_words * sizeof(uint32_t));
+  walk_nodes_ += static_cast<int64_t>(n_words) / 16;  // bits cost like nodes, a word at a time
+  const bool quote = (live[0] & kQuote) != 0, backslash = (live[1] & kBackslash) != 0;
+  const Vocabulary::TrieNode* node = v.trie_nodes();
+  for (const Vocabulary::QuoteNode& q : v.quote_nodes()) {
+    ++walk_nodes_;
+    const Vocabulary::TrieNode& at = node[q.node];
+    if (!(at.byte == '"' ? quote : backslash) || (q.above[0] & ~set[0]) != 0 || (q.above[1] & ~set[1]) != 0) continue;
+    if (at.depth == 1) {
+      WalkFirstByte(at.byte, words);
+      continue;
+    }
+    // Below a path of the set's bytes, which led back to the loop.
+    walk_config_[at.depth - 1] = config;
+    walk_row_[at.depth - 1] = parser.Row(config);
+    walk_capacity_[at.depth - 1] = parser.plain_capacity(config);
+    WalkSubtree<false>(q.node, at.subtree_end, walk_config_[0], words);
+  }
+  return true;
 }
 
 bool Matcher::SkippedBelow(int32_t j) const {
@@ -779,6 +820,30 @@ void Matcher::WalkSuffixes(uint32_t* words, bool chained) {
       ++i;
       continue;
     }
+    const int32_t c = parser.NextInRow(walk_row_[d - 1], walk_config_[d - 1], at.byte);
+    if (c == Parser::kDead) {
+      i = at.subtree_end;
+      continue;
+    }
+    SetBits(toks, at.token_begin, node[i + 1].token_begin, words);
+    walk_config_[d] = c;
+    walk_row_[d] = parser.Row(c);
+    ++i;
+  }
+}
+
+void Matcher::RestWalk(int32_t config, uint32_t* words) {
+  const Vocabulary& v = *grammar_->vocab;
+  std::memcpy(words, v.plain_mask(), static_cast<size_t>(v.mask_words()) * sizeof(uint32_t));
+  walk_nodes_ += v.mask_words() / 16;  // bits cost like nodes, a word at a time
+  const Vocabulary::SuffixNode* node = v.rest_nodes();
+  const int32_t* toks = v.rest_tokens().data();
+  Parser& parser = *parser_;
+  walk_config_[0] = config;
+  walk_row_[0] = parser.Row(config);
+  for (int32_t i = 0, n = v.rest_size(); i < n; ++walk_nodes_) {
+    const Vocabulary::SuffixNode& at = node[i];
+    const int32_t d = at.depth;
     const int32_t c = parser.NextInRow(walk_row_[d - 1], walk_config_[d - 1], at.byte);
     if (c == Parser::kDead) {
       i = at.subtree_end;

@@ -122,6 +122,10 @@ class Matcher {
   // (from walk_config_[0] when that is negative; dead past chain_len_). The suffix trie's walk.
   void WalkSuffixes(uint32_t* words, bool chained);
   void SetPlainTokensUpTo(int32_t chars, uint32_t* words);
+  // A configuration that keeps any plain text viable (plain capacity unbounded) without
+  // returning to itself on it: every plain token, and the other tokens by a walk of the rest
+  // trie (Vocabulary::rest_nodes) from `config`.
+  void RestWalk(int32_t config, uint32_t* words);
   bool PlainStepWithExceptions(int32_t config, uint32_t* words);
   // The plain-text shortcuts above also serve configurations whose step sets lack a few plain
   // lead bytes (a class without U+0085, U+2028 and U+2029 reads neither 0xC2 nor 0xE2 for all
@@ -152,6 +156,12 @@ class Matcher {
   // Boundary nodes below those first bytes are skipped (wide_skip_, SkippedBelow).
   SplitUse WideSplitWalk(int32_t config, const uint64_t* set, uint32_t* words, bool may_compute);
   bool SkippedBelow(int32_t j) const;
+  // SplitWalk for a loop over `set` whose split is not computed and which reads no byte outside
+  // the set but '"' and '\\' (a string body of a pattern's class): the set's alphabet mask and
+  // the subtrees of the vocabulary's quote nodes below paths of the set (Vocabulary::quote_nodes).
+  // The mask is computed when `may_compute` (a scan of the ASCII tokens, cheaper than a split).
+  // False (nothing written) when that does not apply.
+  bool QuoteLoopWalk(int32_t config, const uint64_t* set, uint32_t* words, bool may_compute);
   // The rest of Walk: the trie from the first bytes `config` reads. Gives up (words undefined)
   // once walk_nodes_ passes walk_budget_.
   void GeneralWalk(int32_t config, uint32_t* words);

@@ -126,6 +126,7 @@ Vocabulary::Vocabulary(std::vector<std::string> tokens, std::vector<bool> has_by
     first_byte_mask_index_[b] = 4 * first_byte_tokens_[b] >= mask_words() ? n_masks++ : -1;
   }
   BuildPlainSplit();
+  BuildRestTrie();
   first_byte_masks_.assign(static_cast<size_t>(n_masks) * mask_words(), 0);
   for (int32_t i = 0; i < width; ++i) {
     if (!text_[i]) continue;
@@ -401,13 +402,57 @@ void Vocabulary::BuildPlainSplit() {
   suffix_tokens_ = std::move(t.tokens);
 }
 
-const uint32_t* Vocabulary::alphabet_mask(const uint64_t* alphabet) const {
+void Vocabulary::BuildRestTrie() {
+  const int32_t n = trie_size();
+  std::vector<uint8_t> keep(static_cast<size_t>(n), 0);
+  std::vector<int32_t> parent(static_cast<size_t>(n), -1), open;
+  auto plain = [this](int32_t id) { return (plain_mask_[id >> 5] >> (id & 31) & 1) != 0; };
+  for (int32_t i = 0; i < n; ++i) {
+    while (!open.empty() && i >= trie_nodes_[open.back()].subtree_end) open.pop_back();
+    parent[i] = open.empty() ? -1 : open.back();
+    open.push_back(i);
+    for (int32_t k = trie_token_begin_[i]; k < trie_token_begin_[i + 1]; ++k) {
+      if (!plain(trie_tokens_[k])) keep[i] = 1;
+    }
+  }
+  // (Children come after their parent: one backward pass marks every ancestor.)
+  for (int32_t i = n - 1; i >= 0; --i) {
+    if (keep[i] && parent[i] >= 0) keep[parent[i]] = 1;
+  }
+  std::vector<int32_t> index(static_cast<size_t>(n) + 1, 0);  // kept nodes before node i
+  for (int32_t i = 0; i < n; ++i) index[i + 1] = index[i] + keep[i];
+  rest_nodes_.clear();
+  rest_tokens_.clear();
+  for (int32_t i = 0; i < n; ++i) {
+    if (!keep[i]) continue;
+    const TrieNode& at = trie_nodes_[i];
+    rest_nodes_.push_back({index[at.subtree_end], static_cast<int32_t>(rest_tokens_.size()), at.depth, at.byte});
+    for (int32_t k = trie_token_begin_[i]; k < trie_token_begin_[i + 1]; ++k) {
+      if (!plain(trie_tokens_[k])) rest_tokens_.push_back(trie_tokens_[k]);
+    }
+  }
+  rest_nodes_.push_back({index[n], static_cast<int32_t>(rest_tokens_.size()), 0, 0});  // the sentinel
+  // The quote nodes: the path's ASCII bytes per depth (and whether a byte past 0x7F is on it).
+  std::vector<std::array<uint64_t, 2>> path(static_cast<size_t>(max_token_length_) + 1, {0, 0});
+  std::vector<uint8_t> wide(static_cast<size_t>(max_token_length_) + 1, 0);
+  quote_nodes_.clear();
+  for (int32_t i = 0; i < n; ++i) {
+    const TrieNode& at = trie_nodes_[i];
+    const size_t d = at.depth;
+    if ((at.byte == '"' || at.byte == '\\') && !wide[d - 1]) quote_nodes_.push_back({i, {path[d - 1][0], path[d - 1][1]}});
+    path[d] = path[d - 1];
+    wide[d] = wide[d - 1] || at.byte >= 0x80;
+    if (at.byte < 0x80) path[d][at.byte >> 6] |= 1ull << (at.byte & 63);
+  }
+}
+
+const uint32_t* Vocabulary::alphabet_mask(const uint64_t* alphabet, bool compute) const {
   if (alphabet[2] != 0 || alphabet[3] != 0) return nullptr;
   const std::array<uint64_t, 4> key{alphabet[0], alphabet[1], 0, 0};
   std::lock_guard<std::mutex> lock(alphabet_mu_);
   auto it = alphabet_masks_.find(key);
   if (it != alphabet_masks_.end()) return it->second->data();
-  if (alphabet_masks_.size() >= kMaxAlphabetMasks) return nullptr;
+  if (!compute || alphabet_masks_.size() >= kMaxAlphabetMasks) return nullptr;
   auto mask = std::make_unique<std::vector<uint32_t>>(static_cast<size_t>(mask_words()), 0);
   for (const AsciiToken& t : ascii_tokens_) {
     if ((t.bytes[0] & ~key[0]) == 0 && (t.bytes[1] & ~key[1]) == 0) (*mask)[t.id >> 5] |= 1u << (t.id & 31);

@@ -166,6 +166,16 @@ class Vocabulary {
   const SuffixNode* suffix_nodes() const { return suffix_nodes_.data(); }
   int32_t suffix_size() const { return static_cast<int32_t>(suffix_nodes_.size()) - 1; }
   const std::vector<int32_t>& suffix_tokens() const { return suffix_tokens_; }
+  // The *rest trie*: the vocabulary trie cut to the paths to non-plain tokens (each node that has
+  // one in its subtree, with only those tokens), in the same depth-first order, as SuffixNode
+  // records (depth: the full token prefix's length). A configuration that keeps any plain text
+  // viable allows every plain token; where it does not return to itself on plain text (the
+  // start of a key whose pattern is searched for, which plain text moves from "not matched
+  // yet" to "matched"), the other tokens' prefixes matter whole, and this is the part of the
+  // trie that holds them: a fraction of the nodes, contiguous.
+  const SuffixNode* rest_nodes() const { return rest_nodes_.data(); }
+  int32_t rest_size() const { return static_cast<int32_t>(rest_nodes_.size()) - 1; }
+  const std::vector<int32_t>& rest_tokens() const { return rest_tokens_; }
   // Number of tokens whose first byte is b, and whose first two bytes are b1 b2.
   int32_t tokens_with_first_byte(uint8_t b) const { return first_byte_tokens_[b]; }
   // Number of tokens whose first byte is in the byte set's first `n_words` words (bit b of
@@ -183,8 +193,20 @@ class Vocabulary {
   // words, bit b of word b/64), for an ASCII alphabet (nullptr for others, and once
   // kMaxAlphabetMasks distinct alphabets are kept). Computed on first use per alphabet from
   // the ASCII tokens' byte sets and kept (grammars of one kind share alphabets). Thread-safe.
-  static constexpr size_t kMaxAlphabetMasks = 64;
-  const uint32_t* alphabet_mask(const uint64_t* alphabet) const;
+  // (Also the mask of a loop's ASCII set: see quote_nodes.)
+  static constexpr size_t kMaxAlphabetMasks = 128;
+  const uint32_t* alphabet_mask(const uint64_t* alphabet, bool compute = true) const;
+  // The trie nodes on '"' and '\\' below a path of ASCII bytes, in node order, each with the set
+  // of its path's bytes above it (2 words). A string body that loops on an ASCII set L (a
+  // pattern's class) and reads no other byte but those two (its end and its escapes) allows the
+  // tokens of L's bytes only (alphabet_mask(L)) and the subtrees of these nodes whose path is in
+  // L: what its loop split would give, at the cost of one scan of the ASCII tokens where a new
+  // set's split scans the whole trie (Matcher::QuoteLoopWalk).
+  struct QuoteNode {
+    int32_t node;
+    uint64_t above[2];
+  };
+  const std::vector<QuoteNode>& quote_nodes() const { return quote_nodes_; }
   // A *loop split* over an ASCII byte set L: what a configuration that returns to itself on
   // every byte of L needs to decide every token, and a chain of configurations that each step
   // to the next on every byte of L (the positions of a bounded repetition of L) too. `mask`
@@ -240,6 +262,7 @@ class Vocabulary {
   // The summary blocks, and the nodes' kUtf8Below and kWideNode flags and inner offsets.
   void ComputeSubtreeSummaries(const std::vector<uint8_t>& byte, const std::vector<uint16_t>& depth);
   void BuildPlainSplit();
+  void BuildRestTrie();
 
   int32_t width_;
   std::vector<std::string> tokens_;
@@ -256,6 +279,9 @@ class Vocabulary {
   std::vector<uint32_t> plain_mask_;
   std::vector<SuffixNode> suffix_nodes_;
   std::vector<int32_t> suffix_tokens_;
+  std::vector<SuffixNode> rest_nodes_;
+  std::vector<QuoteNode> quote_nodes_;
+  std::vector<int32_t> rest_tokens_;
   std::vector<int32_t> plain_by_chars_;
   std::vector<int32_t> plain_chars_begin_;
   int32_t max_plain_chars_ = 0;

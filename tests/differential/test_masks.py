@@ -178,6 +178,10 @@ SPLIT_PATTERNS = [
     # first ones start an identifier that then reads every letter and digit
     r"((if|for|while)\(|[a-eg-hj-vx-z_][a-zA-Z0-9_]*[ =(])+",
     r"(return [0-9]+;|[a-qs-z][a-z0-9]*=)+",
+    # string bodies over a class whose only other bytes are the closing quote and escapes (the
+    # quote nodes' walk, Matcher::QuoteLoopWalk)
+    r'"[a-z ]*" ?',
+    r'"([a-zA-Z0-9_-]|\\[nt"])*"',
 ]
 SHORTCUT_PATTERNS = [
     r'"[^"\\]*"',
@@ -242,6 +246,9 @@ TEXT_HEAD_CASES: list[tuple[str, str]] = [
     ("json", '{"type": "object", "additionalProperties": {"type": "string"}}'),
     ("json", '{"type": "string", "pattern": "^[ -~]+$", "minLength": 30, "maxLength": 30}'),
     ("json", '{"type": "string", "format": "email"}'),
+    # a key a pattern is searched in (Matcher::RestWalk); a string body of a pattern's class
+    ("json", '{"type": "object", "patternProperties": {"[A-Za-z0-9-_.:]{1,255}": {"type": "string"}}}'),
+    ("json", '{"type": "object", "properties": {"s": {"type": "string", "pattern": "^([a-z]|[ ])*$"}}}'),
 ]
 
 
@@ -459,6 +466,14 @@ KEY_CASES: dict[str, Any] = {
         "properties": {"ab": {"type": "string"}},
         "patternProperties": {"^c": {"type": "integer"}},
         "additionalProperties": {"type": "boolean"},
+    },
+    # Keys a pattern is searched in: any plain text keeps the key viable, but its letters move
+    # it from "not matched yet" to "matched" (Matcher::RestWalk); the counted repetition next
+    # to the search's any-string is cut to its minimum.
+    "pattern-searched": {"patternProperties": {"[a-c]{1,9}": {"type": "integer"}}},
+    "pattern-searched-listed": {
+        "properties": {"ab": {"type": "string"}},
+        "patternProperties": {"[d-h]+": {"type": "integer"}},
     },
 }
 

@@ -594,7 +594,28 @@ def _resolve_anchors(root: _Group, search: bool) -> None:
             if isinstance(edge_item, _Group) and (anchored or not search or _edge_has_anchor(edge_item, leading)):
                 work.extend((alt, anchored) for alt in edge_item.alts)
             elif search and not anchored and not (len(seq) == 1 and isinstance(seq[0], _AnyString)):
+                _trim_edge_repeats(seq, leading)
                 seq.insert(0 if leading else len(seq), _AnyString())
+
+
+def _trim_edge_repeats(seq: list[_Item], leading: bool) -> None:
+    """Cut a character repetition on an edge that search mode pads down to its minimum count.
+
+    Next to an any-string, ``x{m,n}`` is ``x{m}``: a match with more of them is a match with m
+    and more any-string. The same language with far fewer automaton states: the counted
+    positions of ``[a-z]{1,255}`` would otherwise be distinct states, and a key or string of such
+    a pattern a distinct parse configuration per character read. (Only single characters and
+    classes: a group may hold anchors, whose errors must stay.)
+    """
+    while seq:
+        k = 0 if leading else len(seq) - 1
+        rep = seq[k]
+        if not (isinstance(rep, _Rep) and isinstance(rep.item, _Char | _Set) and rep.hi != rep.lo):
+            return
+        if rep.lo > 0:
+            seq[k] = _Rep(rep.item, rep.lo, rep.lo)
+            return
+        seq.pop(k)  # x{0,n} or x*: nothing at all
 
 
 def _edge_has_anchor(group: _Group, leading: bool) -> bool:
