@@ -257,6 +257,9 @@ NB_MODULE(_core, m) {
       .def_prop_ro("mask_words", &Vocabulary::mask_words)
       .def_prop_ro("eos_ids", &Vocabulary::eos_ids)
       .def_prop_ro("trie_size", &Vocabulary::trie_size)
+      .def_prop_ro("shared_cache_bytes", &Vocabulary::shared_cache_bytes,
+                   "Bytes of the masks computed on first use and shared by every grammar of this vocabulary "
+                   "(alphabet masks, loop splits; bounded in count).")
       .def("is_text", &Vocabulary::is_text);
   m.def("make_vocabulary", &MakeVocabulary, nb::arg("tokens"), nb::arg("special_ids"), nb::arg("eos_ids"),
         nb::arg("width"), "Builds a vocabulary and its token trie (GIL released while building).");

@@ -15,6 +15,10 @@ class Vocabulary:
     def eos_ids(self) -> list[int]: ...
     @property
     def trie_size(self) -> int: ...
+    @property
+    def shared_cache_bytes(self) -> int:
+        """Bytes of the masks computed on first use and shared by every grammar of this vocabulary
+        (alphabet masks, loop splits; bounded in count)."""
     def is_text(self, arg: int, /) -> bool: ...
 
 def make_vocabulary(

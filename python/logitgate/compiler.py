@@ -14,7 +14,7 @@ import threading
 import traceback
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
-from dataclasses import astuple
+from dataclasses import astuple, dataclass
 from typing import TYPE_CHECKING, Any
 
 from . import _core
@@ -28,10 +28,35 @@ from .vocabulary import Vocabulary
 if TYPE_CHECKING:
     from .budget import TokenBudget
 
-__all__ = ["CompiledGrammar", "Compiler"]
+__all__ = ["CacheInfo", "CompiledGrammar", "Compiler"]
 
 DEFAULT_CACHE_BYTES = 128 * 1024 * 1024
 """The default bound on the bytes a :class:`Compiler`'s cache of grammars holds."""
+
+
+@dataclass(frozen=True)
+class CacheInfo:
+    """A snapshot of a :class:`Compiler`'s caches (:meth:`Compiler.cache_info`).
+
+    Attributes:
+        entries: compiled grammars cached now; ``max_entries`` bounds them (``cache_size``).
+        bytes: what they hold now (:attr:`CompiledGrammar.memory_bytes` summed); ``max_bytes``
+            bounds it (``cache_bytes``) whenever a grammar is added.
+        hits: compiles answered from the cache; ``misses``: compiles that ran the core.
+        evictions: grammars dropped to stay within the bounds (a grammar larger than
+            ``max_bytes`` alone counts once, when it is not kept).
+        vocabulary_bytes: masks computed on first use and shared by every grammar of the
+            vocabulary (alphabet masks, loop splits): bounded in count, never evicted.
+    """
+
+    entries: int
+    max_entries: int
+    bytes: int
+    max_bytes: int
+    hits: int
+    misses: int
+    evictions: int
+    vocabulary_bytes: int
 
 
 class CompiledGrammar:
@@ -193,6 +218,7 @@ class Compiler:
         self._cache_size = cache_size
         self._cache_bytes = cache_bytes
         self._lock = threading.Lock()
+        self._hits = self._misses = self._evictions = 0
 
     def compile_grammar(
         self, grammar: Grammar, *, timeout: float | None = None, cancel: CancelToken | None = None
@@ -214,11 +240,13 @@ class Compiler:
         with self._lock:
             hit = self._cache.get(digest)
             if hit is not None:
+                self._hits += 1
                 self._cache.move_to_end(digest)
                 return hit
         core = _core.compile(self.vocab._core, program, names, self._core_limits, current_interrupt())
         compiled = CompiledGrammar(core, grammar, self.vocab, self.limits)
         with self._lock:
+            self._misses += 1
             # Another thread may have compiled the same grammar meanwhile: keep one object.
             compiled = self._cache.setdefault(digest, compiled)
             self._evict_locked()
@@ -229,13 +257,29 @@ class Compiler:
         measured now: cached grammars grow as their matchers memoize configurations and masks."""
         while len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
+            self._evictions += 1
         sizes = [g.memory_bytes for g in self._cache.values()]
         total = sum(sizes)
         for size in sizes:
             if total <= self._cache_bytes:
                 break
             self._cache.popitem(last=False)
+            self._evictions += 1
             total -= size
+
+    def cache_info(self) -> CacheInfo:
+        """Sizes and counters of the caches (thread-safe; sizes measured now)."""
+        with self._lock:
+            return CacheInfo(
+                entries=len(self._cache),
+                max_entries=self._cache_size,
+                bytes=sum(g.memory_bytes for g in self._cache.values()),
+                max_bytes=self._cache_bytes,
+                hits=self._hits,
+                misses=self._misses,
+                evictions=self._evictions,
+                vocabulary_bytes=self.vocab._core.shared_cache_bytes,
+            )
 
     @property
     def cached_bytes(self) -> int:
