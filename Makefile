@@ -10,7 +10,7 @@ PYC_STAMP := $(VENV)/.pyc-stamp
 CORE_SOURCES := $(shell find cpp -name '*.cc' -o -name '*.h') CMakeLists.txt pyproject.toml
 PY_SOURCES := $(shell find python -name '*.py')
 
-.PHONY: demo test test-all lint sanitize bench walk-bench fuzz soundness clean lowering-digests lowering-digests-check
+.PHONY: demo test test-all lint sanitize bench walk-bench fuzz soundness clean lowering-digests lowering-digests-check tsan
 
 # torch is pinned to the local CPU wheel first, so nothing can pull a CUDA build later.
 $(DEPS_STAMP): pyproject.toml
@@ -122,3 +122,13 @@ soundness: $(PYC_STAMP)
 
 clean:
 	rm -rf build $(VENV)
+
+# The core's concurrency under ThreadSanitizer: tests/native/threads.cc runs the cases of
+# tests/unit/test_threads.py (64 matchers of one grammar on 64 threads, 8 threads compiling,
+# a batch fill) without Python, whose uninstrumented interpreter TSan cannot follow.
+tsan: $(PYC_STAMP)
+	mkdir -p build/tsan
+	$(CXX) -std=c++17 -O1 -g -fsanitize=thread -mpopcnt -Wall -Wextra -o build/tsan/threads \
+		tests/native/threads.cc $(wildcard cpp/core/*.cc) -lpthread
+	$(BIN)/python tests/native/export_threads.py build/tsan/cases
+	TSAN_OPTIONS=halt_on_error=1 build/tsan/threads build/tsan/cases

@@ -69,6 +69,7 @@ def test_vocabulary_masks_are_reported() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)
 def test_soak_ten_thousand_schemas_through_a_bounded_cache() -> None:
     # Resident memory while 10,000 distinct schemas are compiled (and each one's matcher used
     # for a step) through a cache of 16 MiB: it levels off under the bound plus a fixed
@@ -114,7 +115,7 @@ def test_soak_ten_thousand_schemas_through_a_bounded_cache() -> None:
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=3000, check=True)
     r = json.loads(out.stdout.strip().splitlines()[-1])
     mib = 1024 * 1024
-    assert r["misses"] == 10_000 and r["evictions"] > 0 and r["bytes"] <= r["bound"]
+    assert r["misses"] == 10_001 and r["evictions"] > 0 and r["bytes"] <= r["bound"], r  # (+ the warm-up)
     overhead = 48 * mib  # interpreter heap, allocator slack, frontend memo tables
     assert max(r["samples"]) - r["start"] < r["bound"] + overhead, r
     # Once the cache is full the memory stops growing (the cache fills within the first 1,000).
