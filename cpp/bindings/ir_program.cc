@@ -13,6 +13,7 @@
 
 #include "../core/automaton.h"
 #include "../core/error.h"
+#include "../core/interrupt.h"
 
 namespace logitgate {
 
@@ -48,7 +49,7 @@ int32_t ToInt32(int64_t v) {
 }  // namespace
 
 nb::bytes SerializeIr(nb::tuple types, nb::list nodes, nb::list names, int32_t root, int64_t max_nesting,
-                      int64_t max_repeat) {
+                      int64_t max_repeat, const Interrupt* interrupt) {
   if (types.size() != kNumIrTypes) throw nb::value_error("expected the 9 IR node classes");
   PyObject* type_of[kNumIrTypes];
   for (size_t k = 0; k < kNumIrTypes; ++k) type_of[k] = types[k].ptr();
@@ -65,10 +66,16 @@ nb::bytes SerializeIr(nb::tuple types, nb::list nodes, nb::list names, int32_t r
 
   std::vector<int32_t> out{static_cast<int32_t>(n_rules), root};
   std::vector<std::pair<PyObject*, int64_t>> stack;
+  uint32_t visited = 0;
   for (size_t r = 0; r < n_rules; ++r) {
     stack.assign(1, {nodes[r].ptr(), 0});
     auto rule_name = [&] { return nb::cast<std::string>(names[r]); };
     while (!stack.empty()) {
+      if (interrupt != nullptr && (++visited & 0x1FFF) == 0) {
+        // The nodes stay alive meanwhile: the caller holds the grammar, and it is frozen.
+        { nb::gil_scoped_release release; }
+        interrupt->Check();
+      }
       auto [node, depth] = stack.back();
       stack.pop_back();
       if (depth > max_nesting) {

@@ -15,6 +15,7 @@
 
 #include "../core/automaton.h"
 #include "../core/error.h"
+#include "../core/interrupt.h"
 #include "../core/logits_mask.h"
 #include "../core/matcher.h"
 #include "../core/thread_pool.h"
@@ -243,6 +244,9 @@ NB_MODULE(_core, m) {
         case ErrorKind::kUsage:
           exc = errors.attr("UsageError")(e.what(), nb::arg("code") = e.code);
           break;
+        case ErrorKind::kInterrupted:
+          exc = e.code == "compile-timeout" ? errors.attr("CompileTimeout")(e.seconds) : errors.attr("CompileCancelled")();
+          break;
       }
       PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
     }
@@ -253,6 +257,9 @@ NB_MODULE(_core, m) {
       .def_prop_ro("mask_words", &Vocabulary::mask_words)
       .def_prop_ro("eos_ids", &Vocabulary::eos_ids)
       .def_prop_ro("trie_size", &Vocabulary::trie_size)
+      .def_prop_ro("shared_cache_bytes", &Vocabulary::shared_cache_bytes,
+                   "Bytes of the masks computed on first use and shared by every grammar of this vocabulary "
+                   "(alphabet masks, loop splits; bounded in count).")
       .def("is_text", &Vocabulary::is_text);
   m.def("make_vocabulary", &MakeVocabulary, nb::arg("tokens"), nb::arg("special_ids"), nb::arg("eos_ids"),
         nb::arg("width"), "Builds a vocabulary and its token trie (GIL released while building).");
@@ -267,28 +274,48 @@ NB_MODULE(_core, m) {
           [](const CompiledGrammar& g) { return g.automaton->memory_bytes() + g.parser->memory_bytes(); },
           "Bytes the grammar holds: its automaton, and the parser state matchers built (configurations, "
           "transitions, memoized masks), which grows as they are used. The vocabulary is not counted.");
+  nb::class_<CancelFlag>(m, "CancelFlag", "A flag any thread may set once; compiles holding it stop.")
+      .def(nb::init<>())
+      .def("cancel", &CancelFlag::Cancel, "Set the flag (thread-safe, idempotent).")
+      .def_prop_ro("cancelled", &CancelFlag::cancelled);
+  nb::class_<Interrupt>(m, "Interrupt", "One compile's cancel flag and deadline (counted from construction).")
+      .def(
+          "__init__",
+          [](Interrupt* self, std::shared_ptr<CancelFlag> cancel, double timeout_s) {
+            new (self) Interrupt(std::move(cancel), timeout_s);
+          },
+          nb::arg("cancel").none(), nb::arg("timeout_s"))
+      .def("check", &Interrupt::Check,
+           "Raise CompileCancelled or CompileTimeout when the flag is set or the deadline passed.")
+      .def_prop_ro("timeout_s", &Interrupt::timeout_s);
   m.def("serialize_ir", &SerializeIr, nb::arg("types"), nb::arg("nodes"), nb::arg("names"), nb::arg("root"),
-        nb::arg("max_nesting"), nb::arg("max_repeat"),
+        nb::arg("max_nesting"), nb::arg("max_repeat"), nb::arg("interrupt").none() = nb::none(),
         "The program of an IR grammar (native int32s as bytes; see grammar/program.py).");
   m.def(
       "compile",
       [](std::shared_ptr<Vocabulary> vocab, nb::bytes program_bytes, std::vector<std::string> names,
-         std::map<std::string, int64_t> limits) {
+         std::map<std::string, int64_t> limits, std::shared_ptr<Interrupt> interrupt) {
         CoreLimits l = MakeLimits(limits);
         if (program_bytes.size() % sizeof(int32_t) != 0) throw CoreError::Usage("a program is whole int32s");
         std::vector<int32_t> program(program_bytes.size() / sizeof(int32_t));
         std::memcpy(program.data(), program_bytes.c_str(), program_bytes.size());
         nb::gil_scoped_release release;
+        InterruptScope scope(interrupt.get());
+        CheckInterrupt();
         auto g = std::make_shared<CompiledGrammar>();
         g->vocab = std::move(vocab);
         g->limits = l;
         g->automaton = std::make_shared<const Automaton>(program, std::move(names), l);
+        CheckInterrupt();
         g->token_masks = TokenSetMasks(*g->vocab, *g->automaton);
         g->parser = std::make_shared<Parser>(g->automaton, l);
+        CheckInterrupt();
         return g;
       },
       nb::arg("vocab"), nb::arg("program"), nb::arg("rule_names"), nb::arg("limits"),
-      "Compiles a grammar program into an automaton (GIL released).");
+      nb::arg("interrupt").none() = nb::none(),
+      "Compiles a grammar program into an automaton (GIL released). `interrupt`: polled by the long "
+      "loops, which stop with CompileCancelled or CompileTimeout.");
 
   nb::class_<Matcher>(m, "Matcher",
                       "Per-request grammar state. Not thread-safe: use one matcher per thread (forks are "

@@ -1,4 +1,5 @@
 #include "automaton.h"
+#include "interrupt.h"
 
 #include <algorithm>
 #include <array>
@@ -57,6 +58,7 @@ void PostOrder(int32_t n, std::vector<uint8_t>& mark, Edge edge, OnCycle on_cycl
     stack.push_back({v0, 0});
     mark[v0] = kOnPath;
     while (!stack.empty()) {
+      PollInterrupt();
       const int32_t v = stack.back().first;
       const int32_t w = edge(v, stack.back().second);
       if (w != kNoMoreEdges) {
@@ -90,14 +92,22 @@ std::vector<EdgeList<int32_t>> ArenaLists(size_t n, Arena* arena) {
 Automaton::Automaton(const std::vector<int32_t>& program, std::vector<std::string> rule_names,
                      const CoreLimits& limits)
     : limits_(limits), rule_names_(std::move(rule_names)) {
+  // Between phases, and inside the ones whose work grows faster than the states (building,
+  // determinizing), the compile's interrupt is polled (interrupt.h).
   Build(program);
+  CheckInterrupt();
   CheckLeftRecursion();
+  CheckInterrupt();
   PruneDead();
+  CheckInterrupt();
   Determinize();
+  CheckInterrupt();
   ComputeKernels();
   MarkTailCalls();
+  CheckInterrupt();
   ComputeCharacterRules();
   ComputeUniversal();
+  CheckInterrupt();
   ComputePlainCapacity();
   ComputeByteClasses();
 }
@@ -127,6 +137,7 @@ void Automaton::ComputeByteClasses() {
 }
 
 int32_t Automaton::NewState() {
+  PollInterrupt();
   if (static_cast<int64_t>(bytes_.size()) >= limits_.max_automaton_states) {
     throw CoreError::Limit("max_automaton_states", limits_.max_automaton_states,
                            "the grammar needs more automaton states (about one per byte of its literals, "
@@ -626,6 +637,7 @@ void Automaton::CheckLeftRecursion() {
   };
   for (int32_t r = 0; r < n_rules; ++r) visit(rule_start_[r]);
   while (!work.empty()) {
+    PollInterrupt();
     int32_t s = work.back();
     work.pop_back();
     for (int32_t t : eps_[s]) visit(t);
@@ -648,6 +660,7 @@ void Automaton::CheckLeftRecursion() {
   // Left-call graph: rule A -> rule B when A can call B before consuming anything.
   std::vector<std::vector<int32_t>> left_calls(n_rules);
   for (int32_t s = 0; s < n; ++s) {
+    PollInterrupt();
     if (!seen[s]) continue;
     for (const CallEdge& c : calls_[s]) left_calls[state_rule_[s]].push_back(c.rule);
   }
@@ -704,6 +717,7 @@ void Automaton::PruneDead() {
   for (int32_t r = 0; r < n_rules; ++r) start_rule[rule_start_[r]] = r;
   for (int pass = 0; pass < 2; ++pass) {
     for (int32_t s = 0; s < n; ++s) {
+      PollInterrupt();
       for (const ByteEdge& e : bytes_[s]) pass ? rev.Add(e.target, s) : rev.Count(e.target);
       for (int32_t t : eps_[s]) pass ? rev.Add(t, s) : rev.Count(t);
       if (reads_token(s)) pass ? rev.Add(token_read_[s].target, s) : rev.Count(token_read_[s].target);
@@ -733,6 +747,7 @@ void Automaton::PruneDead() {
   };
   for (int32_t r = 0; r < n_rules; ++r) mark(rule_final_[r]);
   while (!work.empty()) {
+    PollInterrupt();
     int32_t t = work.back();
     work.pop_back();
     for (const int32_t* s = rev.begin(t); s != rev.end(t); ++s) mark(*s);
@@ -756,6 +771,7 @@ void Automaton::PruneDead() {
     return;
   }
   for (int32_t s = 0; s < n; ++s) {
+    PollInterrupt();
     auto& b = bytes_[s];
     b.erase(std::remove_if(b.begin(), b.end(), [&](const ByteEdge& e) { return !live[e.target]; }), b.end());
     auto& e = eps_[s];
@@ -771,6 +787,7 @@ void Automaton::ComputeKernels() {
   // Only states where a run can land need a kernel: byte-edge targets, rule starts, returns.
   Flags entry(n, false);
   for (int32_t s = 0; s < n; ++s) {
+    PollInterrupt();
     for (const ByteEdge& e : bytes_[s]) entry[e.target] = true;
     for (const CallEdge& c : calls_[s]) entry[c.ret] = true;
     if (reads_token(s)) entry[token_read_[s].target] = true;
@@ -779,11 +796,13 @@ void Automaton::ComputeKernels() {
   kernel_offset_.assign(n + 1, 0);
   std::vector<int32_t> stamp(n, -1), work;
   for (int32_t s = 0; s < n; ++s) {
+    PollInterrupt();
     kernel_offset_[s] = static_cast<int32_t>(kernel_.size());
     if (!entry[s]) continue;
     work.assign(1, s);
     stamp[s] = s;
     while (!work.empty()) {
+      PollInterrupt();
       int32_t t = work.back();
       work.pop_back();
       if (!bytes_[t].empty() || !calls_[t].empty() || final_[t] || reads_token(t)) kernel_.push_back(t);
@@ -841,6 +860,7 @@ void Automaton::ComputeStackNeed() const {
   for (int pass = 0; pass < 2; ++pass) {
     auto depends = [&](int32_t t, int32_t on) { pass ? rev.Add(t, on) : rev.Count(t); };
     for (int32_t s = 0; s < n; ++s) {
+      PollInterrupt();
       for (const ByteEdge& e : bytes_[s]) depends(e.target, s);
       if (reads_token(s)) depends(token_read_[s].target, s);
       for (const int32_t* k = kernel_begin(s); k != kernel_end(s); ++k) {
@@ -869,6 +889,7 @@ void Automaton::ComputeStackNeed() const {
     buckets[static_cast<size_t>(need)].push_back(s);
   };
   for (int32_t s = 0; s < n; ++s) {
+    PollInterrupt();
     if (final_[s]) offer(s, 0);
   }
   Flags settled(static_cast<size_t>(n), false);
@@ -915,6 +936,7 @@ void Automaton::Determinize() {
   Arena scratch;
   std::vector<EdgeList<int32_t>> states_of = ArenaLists(static_cast<size_t>(n_rules), &scratch);
   for (int32_t s = 0; s < n; ++s) {
+    PollInterrupt();
     if (state_rule_[s] >= 0) states_of[state_rule_[s]].push_back(s);
   }
   std::vector<EdgeList<ByteEdge>> out_bytes;
@@ -939,6 +961,7 @@ void Automaton::Determinize() {
     stamp[s] = epoch;
     work.assign(1, s);
     while (!work.empty()) {
+      PollInterrupt();
       const int32_t t = work.back();
       work.pop_back();
       if (relevant(t)) acc.push_back(t);
@@ -1073,6 +1096,7 @@ void Automaton::Determinize() {
     closure_into(rule_start_[r], set);
     out_start[r] = intern(set);
     for (size_t i = 0; i < n_sets() && !overflow; ++i) {
+      PollInterrupt();
       const int32_t d = static_cast<int32_t>(base + i);
       members.assign(pool.begin() + span[i], pool.begin() + span[i + 1]);  // `pool` grows below
       bool fin = false;
@@ -1153,6 +1177,7 @@ void Automaton::Determinize() {
     // Token rules are copied (their two states form a DFA already), so `remap` holds theirs.
     std::vector<TokenRead> moved(out_bytes.size());
     for (int32_t s = 0; s < n; ++s) {
+      PollInterrupt();
       if (token_read_[s].set >= 0) moved[remap[s]] = {token_read_[s].set, remap[token_read_[s].target]};
     }
     token_read_ = std::move(moved);
@@ -1273,6 +1298,7 @@ void Automaton::ComputeUniversal() {
   std::vector<EdgeList<int32_t>> preds = ArenaLists(static_cast<size_t>(n), &scratch);
   std::vector<int32_t> candidates;
   for (int32_t s = 0; s < n; ++s) {
+    PollInterrupt();
     bool utf8 = false;
     if (!deterministic_[s] || !covers_plain_ascii(s, [](int32_t) { return true; }, &utf8)) continue;
     candidate[s] = true;
@@ -1321,6 +1347,7 @@ void Automaton::ComputeUniversal() {
       return end >= 0;
     };
     while (!work.empty()) {
+      PollInterrupt();
       const int32_t s = work.back();
       work.pop_back();
       if (!in[s]) continue;
@@ -1360,6 +1387,7 @@ void Automaton::ComputePlainCapacity() {
   std::vector<EdgeList<int32_t>> via = ArenaLists(static_cast<size_t>(n), &scratch);
   Flags full(n, false);
   for (int32_t s = 0; s < n; ++s) {
+    PollInterrupt();
     for (const CallEdge& c : calls_[s]) {
       if (single[c.rule]) via[s].push_back(c.ret);
     }

@@ -12,6 +12,7 @@ enum class ErrorKind {
   kGrammar,  // the grammar cannot be compiled (left recursion, empty language, bad program)
   kLimit,    // a Limits field was exceeded; `limit` names it
   kUsage,    // API misuse (bad row, rollback too far, a mask buffer of the wrong kind): UsageError
+  kInterrupted,  // a compile was cancelled or ran past its timeout (interrupt.h); `code` says which
 };
 
 struct CoreError : std::runtime_error {
@@ -20,6 +21,7 @@ struct CoreError : std::runtime_error {
   std::string limit;  // for kLimit: the Limits field name
   int64_t value = 0;  // for kLimit: the limit's setting
   std::string rule;   // for kGrammar: the rule concerned, if any
+  double seconds = 0;  // for kInterrupted by a timeout: the timeout
 
   CoreError(ErrorKind k, std::string code_, const std::string& message)
       : std::runtime_error(message), kind(k), code(std::move(code_)) {}
@@ -33,6 +35,11 @@ struct CoreError : std::runtime_error {
     CoreError e(ErrorKind::kLimit, "limit", message);
     e.limit = std::move(limit);
     e.value = value;
+    return e;
+  }
+  static CoreError Interrupted(std::string code, const std::string& message, double seconds) {
+    CoreError e(ErrorKind::kInterrupted, std::move(code), message);
+    e.seconds = seconds;
     return e;
   }
   static CoreError Usage(const std::string& message, std::string code = "usage") {

@@ -237,6 +237,22 @@ class Vocabulary {
   };
   static constexpr size_t kMaxLoopSplits = 128;
   const LoopSplit* loop_split(const uint64_t* ascii, bool compute, int first = -1) const;
+  // Bytes the masks computed on first use hold (alphabet masks and loop splits, shared by
+  // every grammar of this vocabulary; bounded by kMaxAlphabetMasks and kMaxLoopSplits).
+  // Thread-safe.
+  int64_t shared_cache_bytes() const {
+    int64_t n = 0;
+    {
+      std::lock_guard<std::mutex> lock(alphabet_mu_);
+      for (const auto& [key, mask] : alphabet_masks_) n += static_cast<int64_t>(mask->capacity() * sizeof(uint32_t));
+    }
+    std::lock_guard<std::mutex> lock(loop_split_mu_);
+    for (const auto& [key, split] : loop_splits_) {
+      n += static_cast<int64_t>(sizeof(LoopSplit) + split->mask.capacity() * sizeof(uint32_t) +
+                                split->boundary.capacity() * sizeof(int32_t));
+    }
+    return n;
+  }
   // True once kMaxLoopSplits splits are kept: loop_split computes no more.
   bool loop_splits_full() const {
     std::lock_guard<std::mutex> lock(loop_split_mu_);

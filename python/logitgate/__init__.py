@@ -20,6 +20,8 @@ import os as _os
 from typing import Any as _Any
 
 from .errors import (
+    CompileCancelled,
+    CompileTimeout,
     GrammarError,
     LimitExceeded,
     LogitgateError,
@@ -38,6 +40,9 @@ from .tool_calls import tool_call_structure
 __version__ = "0.1.0"
 
 __all__ = [
+    "CancelToken",
+    "CompileCancelled",
+    "CompileTimeout",
     "CompiledGrammar",
     "Compiler",
     "EnforcementReport",
@@ -81,6 +86,7 @@ if not _os.environ.get("LOGITGATE_NO_CORE"):
     # extraction with retries, enforcement reports, containment grammars.
     from . import grammars
     from ._core import Matcher
+    from .cancel import CancelToken
     from .compiler import CompiledGrammar, Compiler
     from .masks import allocate_mask, apply_mask, fill_masks
     from .toolkit import (

@@ -15,6 +15,10 @@ class Vocabulary:
     def eos_ids(self) -> list[int]: ...
     @property
     def trie_size(self) -> int: ...
+    @property
+    def shared_cache_bytes(self) -> int:
+        """Bytes of the masks computed on first use and shared by every grammar of this vocabulary
+        (alphabet masks, loop splits; bounded in count)."""
     def is_text(self, arg: int, /) -> bool: ...
 
 def make_vocabulary(
@@ -37,12 +41,40 @@ class CompiledGrammar:
         (configurations, transitions, memoized masks), which grows as they are used. The
         vocabulary is not counted."""
 
+class CancelFlag:
+    """A flag any thread may set once; compiles holding it stop."""
+    def __init__(self) -> None: ...
+    def cancel(self) -> None:
+        """Set the flag (thread-safe, idempotent)."""
+    @property
+    def cancelled(self) -> bool: ...
+
+class Interrupt:
+    """One compile's cancel flag and deadline (counted from construction)."""
+    def __init__(self, cancel: CancelFlag | None, timeout_s: float) -> None: ...
+    def check(self) -> None:
+        """Raise CompileCancelled or CompileTimeout when the flag is set or the deadline passed."""
+    @property
+    def timeout_s(self) -> float: ...
+
 def serialize_ir(
-    types: tuple[type, ...], nodes: list[object], names: list[str], root: int, max_nesting: int, max_repeat: int
+    types: tuple[type, ...],
+    nodes: list[object],
+    names: list[str],
+    root: int,
+    max_nesting: int,
+    max_repeat: int,
+    interrupt: Interrupt | None = None,
 ) -> bytes:
     """The program of an IR grammar (native int32s as bytes; see grammar/program.py)."""
 
-def compile(vocab: Vocabulary, program: bytes, rule_names: Sequence[str], limits: Mapping[str, int]) -> CompiledGrammar:
+def compile(
+    vocab: Vocabulary,
+    program: bytes,
+    rule_names: Sequence[str],
+    limits: Mapping[str, int],
+    interrupt: Interrupt | None = None,
+) -> CompiledGrammar:
     """Compiles a grammar program into an automaton (GIL released)."""
 
 class Matcher:

@@ -11,13 +11,15 @@ import functools
 import gc
 import hashlib
 import threading
+import traceback
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
-from dataclasses import astuple
+from dataclasses import astuple, dataclass
 from typing import TYPE_CHECKING, Any
 
 from . import _core
-from .errors import GrammarError, SchemaError, StructuralTagError, UsageError
+from .cancel import CancelToken, checkpoint, current_interrupt, enable_gc_later, interrupt_scope
+from .errors import CompileCancelled, CompileTimeout, GrammarError, SchemaError, StructuralTagError, UsageError
 from .grammar.ir import Alt, Grammar, Literal
 from .grammar.program import serialize
 from .limits import DEFAULT_LIMITS, Limits
@@ -26,10 +28,35 @@ from .vocabulary import Vocabulary
 if TYPE_CHECKING:
     from .budget import TokenBudget
 
-__all__ = ["CompiledGrammar", "Compiler"]
+__all__ = ["CacheInfo", "CompiledGrammar", "Compiler"]
 
 DEFAULT_CACHE_BYTES = 128 * 1024 * 1024
 """The default bound on the bytes a :class:`Compiler`'s cache of grammars holds."""
+
+
+@dataclass(frozen=True)
+class CacheInfo:
+    """A snapshot of a :class:`Compiler`'s caches (:meth:`Compiler.cache_info`).
+
+    Attributes:
+        entries: compiled grammars cached now; ``max_entries`` bounds them (``cache_size``).
+        bytes: what they hold now (:attr:`CompiledGrammar.memory_bytes` summed); ``max_bytes``
+            bounds it (``cache_bytes``) whenever a grammar is added.
+        hits: compiles answered from the cache; ``misses``: compiles that ran the core.
+        evictions: grammars dropped to stay within the bounds (a grammar larger than
+            ``max_bytes`` alone counts once, when it is not kept).
+        vocabulary_bytes: masks computed on first use and shared by every grammar of the
+            vocabulary (alphabet masks, loop splits): bounded in count, never evicted.
+    """
+
+    entries: int
+    max_entries: int
+    bytes: int
+    max_bytes: int
+    hits: int
+    misses: int
+    evictions: int
+    vocabulary_bytes: int
 
 
 class CompiledGrammar:
@@ -134,6 +161,16 @@ def _gc_paused() -> Iterator[None]:
     gc.disable()
     try:
         yield
+    except (CompileCancelled, CompileTimeout) as e:
+        # The interrupted lowering's work (possibly millions of objects) is being freed on a
+        # background thread (cancel.discard_later); the frames still holding some of it are
+        # cleared, and the collector comes back on once the work is gone, so that the
+        # interrupted call returns at once rather than after a collection that walks it all.
+        traceback.clear_frames(e.__traceback__)
+        if was_enabled:
+            enable_gc_later()
+            was_enabled = False
+        raise
     finally:
         if was_enabled:
             gc.enable()
@@ -181,21 +218,35 @@ class Compiler:
         self._cache_size = cache_size
         self._cache_bytes = cache_bytes
         self._lock = threading.Lock()
+        self._hits = self._misses = self._evictions = 0
 
-    def compile_grammar(self, grammar: Grammar) -> CompiledGrammar:
-        """Compiles an IR grammar (cached by content)."""
+    def compile_grammar(
+        self, grammar: Grammar, *, timeout: float | None = None, cancel: CancelToken | None = None
+    ) -> CompiledGrammar:
+        """Compiles an IR grammar (cached by content). Every ``compile_*`` method takes
+        ``timeout`` (seconds of wall clock for the whole compile) and ``cancel`` (a
+        :class:`~logitgate.CancelToken`): past the one, or once the other is cancelled from any
+        thread, the compile raises :class:`~logitgate.CompileTimeout` or
+        :class:`~logitgate.CompileCancelled` and keeps nothing (docs/limits.md)."""
+        with interrupt_scope(timeout, cancel):
+            return self._compile_grammar(grammar)
+
+    def _compile_grammar(self, grammar: Grammar) -> CompiledGrammar:
         with _gc_paused():
             program, names = serialize(grammar, self.limits)
+        checkpoint()
         key = hashlib.blake2b(program + "\0".join(names).encode() + self._limits_key)
         digest = key.hexdigest()
         with self._lock:
             hit = self._cache.get(digest)
             if hit is not None:
+                self._hits += 1
                 self._cache.move_to_end(digest)
                 return hit
-        core = _core.compile(self.vocab._core, program, names, self._core_limits)
+        core = _core.compile(self.vocab._core, program, names, self._core_limits, current_interrupt())
         compiled = CompiledGrammar(core, grammar, self.vocab, self.limits)
         with self._lock:
+            self._misses += 1
             # Another thread may have compiled the same grammar meanwhile: keep one object.
             compiled = self._cache.setdefault(digest, compiled)
             self._evict_locked()
@@ -206,13 +257,29 @@ class Compiler:
         measured now: cached grammars grow as their matchers memoize configurations and masks."""
         while len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
+            self._evictions += 1
         sizes = [g.memory_bytes for g in self._cache.values()]
         total = sum(sizes)
         for size in sizes:
             if total <= self._cache_bytes:
                 break
             self._cache.popitem(last=False)
+            self._evictions += 1
             total -= size
+
+    def cache_info(self) -> CacheInfo:
+        """Sizes and counters of the caches (thread-safe; sizes measured now)."""
+        with self._lock:
+            return CacheInfo(
+                entries=len(self._cache),
+                max_entries=self._cache_size,
+                bytes=sum(g.memory_bytes for g in self._cache.values()),
+                max_bytes=self._cache_bytes,
+                hits=self._hits,
+                misses=self._misses,
+                evictions=self._evictions,
+                vocabulary_bytes=self.vocab._core.shared_cache_bytes,
+            )
 
     @property
     def cached_bytes(self) -> int:
@@ -220,58 +287,89 @@ class Compiler:
         with self._lock:
             return sum(g.memory_bytes for g in self._cache.values())
 
-    def compile_ebnf(self, text: str, root: str = "root") -> CompiledGrammar:
+    def compile_ebnf(
+        self, text: str, root: str = "root", *, timeout: float | None = None, cancel: CancelToken | None = None
+    ) -> CompiledGrammar:
         """Compiles a GBNF grammar (llama.cpp's dialect); ``root`` names the start rule."""
         from .frontends.gbnf import parse_gbnf
 
         _check_text(text, "compile_ebnf", "grammar")
-        with _gc_paused():
-            grammar = parse_gbnf(text, root=root, limits=self.limits, token_id=self.vocab.token_id)
-        return self.compile_grammar(grammar)
+        with interrupt_scope(timeout, cancel):
+            with _gc_paused():
+                grammar = parse_gbnf(text, root=root, limits=self.limits, token_id=self.vocab.token_id)
+            return self._compile_grammar(grammar)
 
-    def compile_regex(self, pattern: str) -> CompiledGrammar:
+    def compile_regex(
+        self, pattern: str, *, timeout: float | None = None, cancel: CancelToken | None = None
+    ) -> CompiledGrammar:
         """Compiles a regular expression; the whole output must match it."""
         from .frontends.regex import parse_regex
 
         _check_text(pattern, "compile_regex", "pattern")
-        with _gc_paused():
-            grammar = parse_regex(pattern, limits=self.limits)
-        return self.compile_grammar(grammar)
+        with interrupt_scope(timeout, cancel):
+            with _gc_paused():
+                grammar = parse_regex(pattern, limits=self.limits)
+            return self._compile_grammar(grammar)
 
-    def compile_lark(self, text: str) -> CompiledGrammar:
+    def compile_lark(
+        self, text: str, *, timeout: float | None = None, cancel: CancelToken | None = None
+    ) -> CompiledGrammar:
         """Compiles a Lark grammar in llguidance's dialect (the one OpenAI custom tools and vLLM
         accept), rooted at ``start``; docs/lark.md lists what is supported."""
         from .frontends.lark import parse_lark
 
         _check_text(text, "compile_lark", "grammar")
-        with _gc_paused():
-            grammar = parse_lark(text, limits=self.limits, token_id=self.vocab.token_id)
-        return self.compile_grammar(grammar)
+        with interrupt_scope(timeout, cancel):
+            with _gc_paused():
+                grammar = parse_lark(text, limits=self.limits, token_id=self.vocab.token_id)
+            return self._compile_grammar(grammar)
 
-    def compile_json_schema(self, schema: dict[str, Any] | str | bool, **options: Any) -> CompiledGrammar:
+    def compile_json_schema(
+        self,
+        schema: dict[str, Any] | str | bool,
+        *,
+        timeout: float | None = None,
+        cancel: CancelToken | None = None,
+        **options: Any,
+    ) -> CompiledGrammar:
         """Compiles a JSON Schema (a dict, a bool, or JSON text) to a grammar of JSON documents
         valid against it. Options are documented in docs/json_schema.md (whitespace policy,
         property order, ``strict``, ``lenient``)."""
         from .frontends.json_schema import schema_to_grammar
 
-        with _gc_paused():
-            pointers: dict[str, str] = {}
-            grammar, dropped = schema_to_grammar(
-                schema, limits=self.limits, check_empty=False, pointers=pointers, **options
-            )
+        with interrupt_scope(timeout, cancel):
+            with _gc_paused():
+                pointers: dict[str, str] = {}
+                grammar, dropped = schema_to_grammar(
+                    schema, limits=self.limits, check_empty=False, pointers=pointers, **options
+                )
+            return self._finish_json_schema(schema, grammar, tuple(dropped), pointers, options)
+
+    def _finish_json_schema(
+        self,
+        schema: dict[str, Any] | str | bool,
+        grammar: Grammar,
+        dropped: tuple[str, ...],
+        pointers: dict[str, str],
+        options: dict[str, Any],
+    ) -> CompiledGrammar:
         try:
-            compiled = self.compile_grammar(grammar)
+            compiled = self._compile_grammar(grammar)
         except GrammarError as e:
             if e.code != "empty-language":
                 raise
             # Rare: lower again with the frontend's own check, which names the JSON pointer.
+            from .frontends.json_schema import schema_to_grammar
+
             schema_to_grammar(schema, limits=self.limits, **options)
             raise SchemaError(f"empty language: {e.message}", pointer="", code="schema-empty") from None
         # A wrapper of its own (the core is shared through the cache): the pointers and the
         # dropped constraints belong to this schema.
-        return CompiledGrammar(compiled._core, grammar, self.vocab, self.limits, tuple(dropped), pointers)
+        return CompiledGrammar(compiled._core, grammar, self.vocab, self.limits, dropped, pointers)
 
-    def compile_pydantic(self, model: Any, **options: Any) -> CompiledGrammar:
+    def compile_pydantic(
+        self, model: Any, *, timeout: float | None = None, cancel: CancelToken | None = None, **options: Any
+    ) -> CompiledGrammar:
         """Compiles a Pydantic v2 model class through its JSON Schema, narrowed where Pydantic's
         validation is stricter than the schema it prints (datetimes, durations, decimals, UUID
         versions, IP formats: see :mod:`logitgate.frontends.pydantic`). Options as for
@@ -279,9 +377,11 @@ class Compiler:
         compiles Pydantic models ``strict``)."""
         from .frontends.pydantic import pydantic_schema
 
-        return self.compile_json_schema(pydantic_schema(model), **options)
+        return self.compile_json_schema(pydantic_schema(model), timeout=timeout, cancel=cancel, **options)
 
-    def compile_structural_tag(self, spec: dict[str, Any] | str) -> CompiledGrammar:
+    def compile_structural_tag(
+        self, spec: dict[str, Any] | str, *, timeout: float | None = None, cancel: CancelToken | None = None
+    ) -> CompiledGrammar:
         """Compiles a structural tag in XGrammar's format (a dict or its JSON text): free text
         with constrained spans, tool calls, reasoning sections, special-token delimiters (see
         docs/structural_tags.md). What cannot be compiled raises
@@ -297,17 +397,20 @@ class Compiler:
                 raise StructuralTagError(f"json_schema: {e.message}", path=path, code="structural-tag-schema") from e
             return grammar
 
-        with _gc_paused():
-            grammar = lower_structural_tag(
-                spec,
-                limits=self.limits,
-                token_id=self.vocab.token_id,
-                json_schema=json_schema,
-                special_texts=self.vocab.special_texts(),
-            )
-        return self.compile_grammar(grammar)
+        with interrupt_scope(timeout, cancel):
+            with _gc_paused():
+                grammar = lower_structural_tag(
+                    spec,
+                    limits=self.limits,
+                    token_id=self.vocab.token_id,
+                    json_schema=json_schema,
+                    special_texts=self.vocab.special_texts(),
+                )
+            return self._compile_grammar(grammar)
 
-    def compile_choice(self, choices: Sequence[str | bytes]) -> CompiledGrammar:
+    def compile_choice(
+        self, choices: Sequence[str | bytes], *, timeout: float | None = None, cancel: CancelToken | None = None
+    ) -> CompiledGrammar:
         """The output is exactly one of ``choices``."""
         if isinstance(choices, (str, bytes)) or not choices:
             raise GrammarError("compile_choice needs a non-empty list of strings", code="choice-empty")
@@ -316,7 +419,7 @@ class Compiler:
             if not isinstance(c, (str, bytes)):
                 raise GrammarError(f"choices must be str or bytes, got {type(c).__name__}", code="choice-type")
             items.append(Literal(c.encode() if isinstance(c, str) else c))
-        return self.compile_grammar(Grammar({"root": Alt(tuple(items))}))
+        return self.compile_grammar(Grammar({"root": Alt(tuple(items))}), timeout=timeout, cancel=cancel)
 
     def __repr__(self) -> str:
         return f"Compiler(vocab={self.vocab!r}, cached={len(self._cache)})"

@@ -9,6 +9,9 @@ Families:
   :class:`UnsupportedSchemaError` is the subclass for valid schemas using what we cannot lower.
 - :class:`LimitExceeded` a documented limit of :class:`~logitgate.Limits` was hit (``limit``,
   ``value``).
+- :class:`CompileCancelled` a compile stopped because its :class:`~logitgate.CancelToken` was
+  cancelled; :class:`CompileTimeout` (a :class:`LimitExceeded`) one that ran past its
+  ``timeout``. Nothing of the compile is kept.
 - :class:`UsageError`    an API call whose arguments cannot work: an argument out of its
   documented range (``top_p=2``), a mask or logits buffer of the
   wrong dtype, shape, layout, device or byte order, a row out of range, a rollback past the
@@ -24,6 +27,8 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "CompileCancelled",
+    "CompileTimeout",
     "GrammarError",
     "LimitExceeded",
     "LogitgateError",
@@ -134,6 +139,26 @@ class LimitExceeded(LogitgateError):
         self.limit = limit
         self.value = value
         super().__init__(f"limit {limit}={value} exceeded" + (f": {message}" if message else ""))
+
+
+class CompileTimeout(LimitExceeded):
+    """A compile ran past the ``timeout`` (seconds) it was given; ``limit`` is
+    ``"compile_timeout"`` and ``value`` the timeout. Everything the compile built is released."""
+
+    code = "compile-timeout"
+
+    def __init__(self, timeout: float) -> None:
+        super().__init__("compile_timeout", timeout, "the compile took longer than its timeout (seconds)")
+
+
+class CompileCancelled(LogitgateError):
+    """A compile stopped because its :class:`~logitgate.CancelToken` was cancelled (from any
+    thread). Everything the compile built is released."""
+
+    code = "compile-cancelled"
+
+    def __init__(self, message: str = "compile cancelled") -> None:
+        super().__init__(message)
 
 
 class UsageError(LogitgateError, ValueError):

@@ -14,6 +14,7 @@ Schema compile.
 from __future__ import annotations
 
 from .. import _core
+from ..cancel import current_interrupt
 from ..errors import GrammarError
 from ..limits import Limits
 from .ir import Alt, ByteClass, CharClass, Grammar, Literal, Ref, Repeat, Seq, StringExcept, TokenSet
@@ -31,6 +32,12 @@ def serialize(grammar: Grammar, limits: Limits) -> tuple[bytes, list[str]]:
     if grammar.root not in grammar.rules:
         raise GrammarError(f"the root rule {grammar.root!r} is not defined", code="missing-root", rule=grammar.root)
     program = _core.serialize_ir(
-        _IR_TYPES, list(grammar.rules.values()), names, names.index(grammar.root), limits.max_nesting, limits.max_repeat
+        _IR_TYPES,
+        list(grammar.rules.values()),
+        names,
+        names.index(grammar.root),
+        limits.max_nesting,
+        limits.max_repeat,
+        current_interrupt(),
     )
     return program, names

@@ -8,7 +8,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from logitgate.errors import LimitExceeded, SchemaError, UnsupportedSchemaError
+from logitgate.cancel import checkpoint, discard_later
+from logitgate.errors import CompileCancelled, CompileTimeout, LimitExceeded, SchemaError, UnsupportedSchemaError
 from logitgate.grammar.ir import (
     EMPTY,
     Grammar,
@@ -111,7 +112,11 @@ def schema_to_grammar(
         )
         if schema is True:
             return Grammar({"root": low.table.any_value(), **low.table.rules}), []
-        grammar = low.run(check_empty)
+        try:
+            grammar = low.run(check_empty)
+        except (CompileCancelled, CompileTimeout):
+            low.release()
+            raise
         if pointers is not None:
             pointers.update(low.pointers)
     except (TypeError, AttributeError):
@@ -229,6 +234,25 @@ class Lowering:
         self.leaf_names: dict[tuple[Any, ...], str] = {}  # _leaf_key -> the rule of the first such leaf
         self.branch_types: dict[frozenset[int], frozenset[str]] = {}  # _branch_types
 
+    def release(self) -> None:
+        """Hands the lowering's work to a background thread to free (an interrupted compile
+        returns at once). Its parts refer to one another (emitters to the driver's callbacks,
+        the expander to the decider): left to the cycle collector, the work would be walked by
+        its next collection, in whichever thread, long after the interrupt."""
+        parts = [self, *vars(self).values()]
+        for part in parts:
+            for value in list(getattr(part, "__dict__", {}).values()):
+                if type(value).__module__.startswith("logitgate.frontends.json_schema"):
+                    if value not in parts:
+                        parts.append(value)
+        work = []
+        for part in parts:
+            d = getattr(part, "__dict__", None)
+            if d is not None and type(part).__module__.startswith("logitgate.frontends.json_schema"):
+                work.append(dict(d))
+                d.clear()
+        discard_later(work)
+
     def atoms_ref(self, atoms: Iterable[int]) -> Node:
         key = frozenset(atoms)
         if 0 in key:
@@ -317,6 +341,7 @@ class Lowering:
         self.table.rules["root"] = EMPTY
         body = self.atoms_ref([root_atom])
         while self.work:
+            checkpoint()  # one rule per round: a schema can ask for up to SCHEMA_RULES of them
             atoms, name = self.work.pop()
             self.table.rules[name] = self.lower_set(atoms)
         self.table.rules["root"] = body
@@ -332,6 +357,7 @@ class Lowering:
                 users.setdefault(ref, []).append(name)
         queue = collections.deque(self.table.rules)
         while queue:  # re-evaluate a rule only when one of its references became productive
+            checkpoint()
             name = queue.popleft()
             if name in productive or not _productive(self.table.rules[name], productive):
                 continue
