@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """The mask tail on the whole JSONSchemaBench corpus, logitgate only (issue 32).
 
-    python bench/mask_tail.py --tokenizer llama3                       # every schema, ~10-40 min
+    python bench/mask_tail.py --tokenizer llama3                       # every schema (~10 min of CPU)
     python bench/mask_tail.py --tokenizer smollm2 --before bench/results/<earlier run>   # before/after columns
     python bench/mask_tail.py --tokenizer llama3 --only Github_trivial/o78117 --verbose  # one schema, every mask
 
@@ -23,6 +23,9 @@ class, and the `--before` run's numbers beside them) and `summary.json` (every s
 
 Each schema runs in a worker process with a per-schema timeout (a hang or crash costs one schema). Single
 thread. The first mask of each grammar is included (unlike bench/run.py's mask statistics): this is the tail.
+Masks are timed in the thread's CPU time (a loaded machine's preemption would otherwise land in the max); the
+slowest wall time per schema is kept too (`wall_max`). Rows are written to `rows.jsonl` as they come, so a run
+cut short can still be summarized (`--summarize`).
 """
 
 from __future__ import annotations
