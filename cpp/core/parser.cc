@@ -471,10 +471,13 @@ int32_t Parser::ComputePlainAsciiSuccessor(int32_t config) {
 Parser::StepSet Parser::Steps(int32_t config, bool with_leads) {
   Block* block = BlockOf(config);
   const int32_t k = config & kBlockMask;
-  auto* words = reinterpret_cast<const uint64_t*>(&block->steps[4 * k]);
   const uint8_t want = with_leads ? kStepsLeads : kStepsAscii;
   const uint8_t ready = block->steps_ready[k].load(std::memory_order_acquire);
-  if ((ready & want) == want) return {block->step_successor[k].load(std::memory_order_relaxed), words};
+  if ((ready & want) == want) {
+    StepSet memo{block->step_successor[k].load(std::memory_order_relaxed), {}};
+    for (int q = 0; q < 4; ++q) memo.bytes[q] = block->steps[4 * k + q].load(std::memory_order_relaxed);
+    return memo;
+  }
   // The most common live successor on ASCII bytes; ties go to `config` itself. Only live
   // bytes are looked at, and bytes of one class share their transition (computed once).
   const uint64_t* live = LiveBytes(config);
@@ -612,7 +615,7 @@ Parser::StepSet Parser::Steps(int32_t config, bool with_leads) {
   for (int q = 0; q < 4; ++q) block->steps[4 * k + q].store(w[q], std::memory_order_relaxed);
   block->step_successor[k].store(successor, std::memory_order_relaxed);
   block->steps_ready[k].store(want | kStepsAscii, std::memory_order_release);
-  return {successor, words};
+  return {successor, {w[0], w[1], w[2], w[3]}};
 }
 
 void Parser::StoreMask(int32_t config, const uint32_t* words, size_t n_words, bool expensive) {

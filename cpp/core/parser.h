@@ -101,7 +101,9 @@ class Parser {
   // lock-free. Thread-safe.
   struct StepSet {
     int32_t successor;  // kDead when no ASCII byte is allowed
-    const uint64_t* bytes;
+    // A copy: the memo's words are atomics that a racing thread may store (the same value)
+    // while this one reads them.
+    uint64_t bytes[4];
   };
   // With `with_leads` false only the ASCII part is guaranteed (lead bits may be clear).
   StepSet Steps(int32_t config, bool with_leads);

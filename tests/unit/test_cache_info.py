@@ -114,6 +114,7 @@ def test_soak_ten_thousand_schemas_through_a_bounded_cache() -> None:
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=3000, check=True)
     r = json.loads(out.stdout.strip().splitlines()[-1])
+    print(json.dumps(r))  # (shown with -s)
     mib = 1024 * 1024
     assert r["misses"] == 10_001 and r["evictions"] > 0 and r["bytes"] <= r["bound"], r  # (+ the warm-up)
     overhead = 48 * mib  # interpreter heap, allocator slack, frontend memo tables
