@@ -317,6 +317,118 @@ def _trim(m: Any, vocab: Vocabulary, ids: list[int], budget: int) -> list[int]:
     return ids
 
 
+class _Step:
+    """One sequence's decoding step under a structure (or none) and a token budget, shared by
+    :func:`generate` and the server's engine: budget-aware sampling from masked logits
+    (:meth:`choose`) and jump-forward with the budget's check (:meth:`start`,
+    :meth:`jump_forward`). The caller runs the model, fills and applies the mask, and feeds
+    the tokens; the matcher ends each call in the state after the tokens returned.
+
+    ``guard`` is None without a structure, with ``budget_aware`` off, for grammars with token
+    terminals (not measured, see budget.token_budget) and when ``max_tokens`` is below the
+    grammar's minimum (truncation, as without a budget)."""
+
+    def __init__(
+        self,
+        compiled: CompiledGrammar | None,
+        vocab: Vocabulary,
+        tokenizer: Any,
+        max_tokens: int,
+        temperature: float,
+        top_p: float,
+        seed: int | None,
+        budget_aware: bool = True,
+    ) -> None:
+        self.vocab, self.tokenizer = vocab, tokenizer
+        self.max_tokens, self.temperature, self.top_p = max_tokens, temperature, top_p
+        m = compiled.matcher() if compiled is not None else None
+        self.matcher: Any = m
+        self.guard: BudgetGuard | None = None
+        if compiled is not None and m is not None and budget_aware and not compiled.has_token_terminals:
+            guard = BudgetGuard(compiled, max_tokens)
+            self.guard = guard if guard.fits(m, max_tokens) else None
+        self.generator: torch.Generator | None = None
+        if temperature > 0:
+            self.generator = torch.Generator(device="cpu")
+            self.generator.manual_seed(seed if seed is not None else int(torch.seed() % (1 << 63)))
+
+    def start(self) -> list[int]:
+        """The grammar's forced tokens before anything is sampled (an object's ``{`` and first
+        key), accepted; none when they would leave no room to finish."""
+        m, guard = self.matcher, self.guard
+        if m is None:
+            return []
+        first, _ = forced_tokens(m, self.vocab, self.tokenizer, self.max_tokens)
+        if guard is not None and first and not guard.fits(m, self.max_tokens - len(first)):
+            m.rollback(len(first))
+            first = []
+        if guard is not None:
+            guard.accepted(first)
+        return first
+
+    def choose(
+        self, logits: torch.Tensor, bits: Any, remaining: int, allowed: int | None = None
+    ) -> tuple[int, int, int]:
+        """Samples and accepts the next token from ``logits`` (one row, already masked with
+        ``bits``, the row's mask words, whose ``allowed`` count is computed when not given), with
+        ``remaining`` tokens left in the budget. Returns ``(token, allowed, budget_cut)``:
+        ``allowed`` the final mask's count (-1 without a structure), ``budget_cut`` how many
+        tokens the budget removed."""
+        m, guard, temperature, top_p, gen = self.matcher, self.guard, self.temperature, self.top_p, self.generator
+        budget_cut = 0
+        if m is None:
+            allowed = -1
+        else:
+            if guard is not None and top_p < 1.0:
+                # Top-p reshapes the distribution after the cut: cut first (see below otherwise).
+                budget_cut = guard.restrict(m, bits, remaining, top=functools.partial(_argmax, logits))
+                if budget_cut:
+                    allowed = apply_mask_counted(logits, bits[None, :])
+            if allowed is None:
+                allowed = int(torch.isfinite(logits).sum())
+            if allowed == 0:
+                raise LogitgateError(
+                    "no token is allowed here: the vocabulary cannot spell any continuation of the grammar",
+                    code="dead-end",
+                )
+        tok = _sample(logits, temperature, top_p, gen)
+        fitted = False  # accepted by the guard
+        if guard is not None and m is not None and top_p >= 1.0:
+            # Checked lazily: a token drawn from the plain mask that fits is what the cut mask
+            # would give (greedy: its argmax; sampling: rejection sampling of the cut
+            # distribution), so the cut is computed only when the drawn token does not fit.
+            fit = guard.accept(m, tok, remaining)
+            if fit == BUDGET_REJECTED:
+                raise TokenRejected(f"sampled token {tok} was rejected after masking", code="internal")
+            fitted = fit == BUDGET_ACCEPTED
+            if not fitted:
+                budget_cut = guard.restrict(m, bits, remaining)
+                guard.closed = True
+                allowed = apply_mask_counted(logits, bits[None, :])
+                tok = _sample(logits, temperature, top_p, gen)
+        if m is not None and not fitted:
+            if not m.accept(tok):
+                raise TokenRejected(f"sampled token {tok} was rejected after masking", code="internal")
+            if guard is not None:
+                guard.accepted([tok])
+        return tok, allowed, budget_cut
+
+    def jump_forward(self, tok: int, left: int) -> tuple[list[int], bool]:
+        """:func:`forced_tokens` after the sampled ``tok`` with ``left`` tokens of budget left,
+        kept only when they leave room to finish: ``(ids, replaced_last)``."""
+        m, guard = self.matcher, self.guard
+        new, replaced = forced_tokens(m, self.vocab, self.tokenizer, left, last=tok)
+        if guard is not None:
+            if new and not guard.fits(m, left + replaced - len(new)):
+                m.rollback(len(new))  # the forced tokens would not leave room: sample instead
+                if replaced and not m.accept(tok):
+                    raise TokenRejected(f"token {tok} no longer accepted after rollback", code="internal")
+                new, replaced = [], False
+            if new or replaced:
+                guard.accepted(new, replaced=replaced)
+        return new, replaced
+
+
 def _compile(
     vocab: Vocabulary,
     json_schema: Any,
@@ -476,12 +588,9 @@ def generate(
     ids_prompt = prompt_ids(tokenizer, prompt, raw=raw)
     if not ids_prompt:
         raise ValueError("the prompt has no tokens")
-    m = compiled.matcher() if compiled is not None else None
+    step = _Step(compiled, vocab, tokenizer, max_tokens, temperature, top_p, seed, budget_aware)
+    m = step.matcher
     bits = allocate_mask(vocab)
-    gen: torch.Generator | None = None
-    if temperature > 0:
-        gen = torch.Generator(device="cpu")
-        gen.manual_seed(seed if seed is not None else int(torch.seed() % (1 << 63)))
     device = getattr(model, "device", torch.device("cpu"))
     steps: list[TraceStep] = []
     out: list[int] = []
@@ -511,20 +620,8 @@ def generate(
         for tok in new:
             record(tok, -1, True)
 
-    # (Grammars with token terminals are not measured: see budget.token_budget.)
-    measurable = compiled is not None and not compiled.has_token_terminals
-    guard = (
-        BudgetGuard(compiled, max_tokens)
-        if compiled is not None and m is not None and budget_aware and measurable
-        else None
-    )
-    if guard is not None and m is not None and not guard.fits(m, max_tokens):
-        guard = None  # below the grammar's minimum: truncation, as without a budget
     if m is not None and jump_forward:
-        first, _ = forced_tokens(m, vocab, tokenizer, max_tokens)
-        if guard is not None and first and not guard.fits(m, max_tokens - len(first)):
-            m.rollback(len(first))
-            first = []
+        first = step.start()
         out += first
         n_forced += len(first)
         pending += first
@@ -568,45 +665,15 @@ def generate(
             repetition.apply(logits, out)
         if tracer is not None:
             tracer.before_mask(logits)
-        allowed = -1
-        budget_cut = 0
+        allowed = None
         if m is not None:
             t0 = time.perf_counter()
             m.fill_mask(bits, 0)
             allowed = apply_mask_counted(logits, bits)
             timings.mask_s_total += time.perf_counter() - t0
-            if guard is not None and top_p < 1.0:
-                # Top-p reshapes the distribution after the cut: cut first (see below otherwise).
-                budget_cut = guard.restrict(m, bits[0], max_tokens - len(out), top=functools.partial(_argmax, logits))
-                if budget_cut:
-                    allowed = apply_mask_counted(logits, bits)
-            if allowed == 0:
-                raise LogitgateError(
-                    "no token is allowed here: the vocabulary cannot spell any continuation of the grammar",
-                    code="dead-end",
-                )
-        tok = _sample(logits, temperature, top_p, gen)
-        fitted = False  # accepted by the guard
-        if guard is not None and m is not None and top_p >= 1.0:
-            # Checked lazily: a token drawn from the plain mask that fits is what the cut mask
-            # would give (greedy: its argmax; sampling: rejection sampling of the cut
-            # distribution), so the cut is computed only when the drawn token does not fit.
-            fit = guard.accept(m, tok, max_tokens - len(out))
-            if fit == BUDGET_REJECTED:
-                raise TokenRejected(f"sampled token {tok} was rejected after masking", code="internal")
-            fitted = fit == BUDGET_ACCEPTED
-            if not fitted:
-                budget_cut = guard.restrict(m, bits[0], max_tokens - len(out))
-                guard.closed = True
-                allowed = apply_mask_counted(logits, bits)
-                tok = _sample(logits, temperature, top_p, gen)
+        tok, allowed, budget_cut = step.choose(logits, bits[0], max_tokens - len(out), allowed)
         if first_token_at is None:
             first_token_at = time.perf_counter()
-        if m is not None and not fitted:
-            if not m.accept(tok):
-                raise TokenRejected(f"sampled token {tok} was rejected after masking", code="internal")
-            if guard is not None:
-                guard.accepted([tok])
         out.append(tok)
         if tracer is not None:
             tracer.after_mask(logits, tok, budget_cut)
@@ -623,15 +690,7 @@ def generate(
                 break
         pending = [tok]
         if m is not None and jump_forward:
-            new, replaced = forced_tokens(m, vocab, tokenizer, max_tokens - len(out), last=tok)
-            if guard is not None:
-                if new and not guard.fits(m, max_tokens - len(out) + replaced - len(new)):
-                    m.rollback(len(new))  # the forced tokens would not leave room: sample instead
-                    if replaced and not m.accept(tok):
-                        raise TokenRejected(f"token {tok} no longer accepted after rollback", code="internal")
-                    new, replaced = [], False
-                if new or replaced:
-                    guard.accepted(new, replaced=replaced)
+            new, replaced = step.jump_forward(tok, max_tokens - len(out))
             if replaced:
                 out.pop()
                 pending = []
@@ -686,7 +745,7 @@ def generate(
         token_ids=out,
         kind=kind,
         trace=traced,
-        budget_closed=guard is not None and guard.closed,
+        budget_closed=step.guard is not None and step.guard.closed,
         reasoning=reasoning_text,
         _pydantic_model=pydantic,
         _refusal_allowed=_refusal_schema(json_schema),

@@ -196,6 +196,26 @@ def test_completions_choice_n(client: openai.OpenAI) -> None:
     )
     assert len(r.choices) == 3 and {c.text for c in r.choices} <= {"yes", "no"}
     assert all(c.finish_reason == "stop" for c in r.choices)
+    # usage as OpenAI counts it: each prompt once, whatever n; completion tokens of every choice
+    choice = {"structured_outputs": {"choice": ["yes", "no"]}}
+    alone = [
+        client.completions.create(model=MODEL, prompt=q, max_tokens=4, temperature=0, extra_body=choice).usage
+        for q in ("Is the sky blue? Answer:", "Is grass red? Answer:")
+    ]
+    both = client.completions.create(
+        model=MODEL,
+        prompt=["Is the sky blue? Answer:", "Is grass red? Answer:"],
+        max_tokens=4,
+        n=2,
+        temperature=0,
+        extra_body=choice,
+    )
+    assert r.usage is not None and alone[0] is not None and alone[1] is not None and both.usage is not None
+    assert r.usage.prompt_tokens == alone[0].prompt_tokens
+    assert r.usage.completion_tokens >= len(r.choices)
+    assert len(both.choices) == 4
+    assert both.usage.prompt_tokens == alone[0].prompt_tokens + alone[1].prompt_tokens
+    assert both.usage.completion_tokens == 2 * (alone[0].completion_tokens + alone[1].completion_tokens)  # greedy
 
 
 def test_models_health_metrics(client: openai.OpenAI, server: str) -> None:

@@ -171,11 +171,12 @@ def create_app(model: Any, tokenizer: Any, settings: ServerSettings | None = Non
             state.engine.submit(s)
         rid = p.new_id("chatcmpl")
         if req.stream:
-            return _sse(_chat_stream(rid, req, plan, refusal, seqs, state))
+            chat = _ChatChunks(rid, state.settings.model_name, req.include_usage, plan, refusal)
+            return _sse(_stream(chat, len(ids), req.include_usage, seqs, state))
         done = await _wait(request, seqs, settings)
         _keep_traces(state, rid, done)
         choices = [_chat_choice(i, c, plan, refusal) for i, c in enumerate(done)]
-        use = _usage(done, state)
+        use = _usage(len(ids), done, state)
         return JSONResponse(p.response("chat.completion", rid, settings.model_name, int(time.time()), choices, use))
 
     @app.post("/v1/completions")
@@ -187,8 +188,10 @@ def create_app(model: Any, tokenizer: Any, settings: ServerSettings | None = Non
         if not prompts:
             raise p.ApiError(400, "prompt is empty", code="invalid_value", param="prompt")
         seqs: list[Sequence] = []
+        prompt_tokens = 0
         for prompt in prompts:
             ids = prompt_ids(tokenizer, prompt, raw=True)
+            prompt_tokens += len(ids)
             params = _params(req, req.max_tokens or 16, state, len(ids))
             for _ in range(req.n):
                 seqs.append(
@@ -207,14 +210,17 @@ def create_app(model: Any, tokenizer: Any, settings: ServerSettings | None = Non
             state.engine.submit(s)
         rid, created = p.new_id("cmpl"), int(time.time())
         if req.stream:
-            return _sse(_completion_stream(rid, created, req, seqs, state))
+            chunks = _TextChunks(rid, settings.model_name, created)
+            return _sse(_stream(chunks, prompt_tokens, req.include_usage, seqs, state))
         done = await _wait(request, seqs, settings)
         _keep_traces(state, rid, done)
         choices = [
             {"index": i, "text": c.text, "logprobs": None, "finish_reason": c.finish_reason} for i, c in enumerate(done)
         ]
         return JSONResponse(
-            p.response("text_completion", rid, settings.model_name, created, choices, _usage(done, state))
+            p.response(
+                "text_completion", rid, settings.model_name, created, choices, _usage(prompt_tokens, done, state)
+            )
         )
 
     return app
@@ -347,8 +353,9 @@ def _keep_traces(state: _State, rid: str, done: list[Completion] | dict[int, Com
         state.traces.put(rid, [c.trace for c in in_order if c.trace is not None])
 
 
-def _usage(done: list[Completion], state: _State) -> dict[str, int]:
-    prompt = sum(c.prompt_tokens for c in done[:1]) if done else 0
+def _usage(prompt: int, done: list[Completion], state: _State) -> dict[str, int]:
+    """OpenAI's usage: ``prompt`` counts each distinct prompt once (not once per ``n``), the
+    completion tokens are summed over every sequence."""
     completion = sum(c.completion_tokens for c in done)
     state.metrics.prompt_tokens.inc(prompt)
     state.metrics.completion_tokens.inc(completion)
@@ -392,87 +399,101 @@ def _sse(events: AsyncIterator[dict[str, Any]]) -> StreamingResponse:
     return StreamingResponse(lines(), media_type="text/event-stream")
 
 
-async def _chat_stream(
-    rid: str,
-    req: p.ChatCompletionRequest,
-    plan: ToolPlan | None,
-    refusal_offered: bool,
-    seqs: list[Sequence],
-    state: _State,
-) -> AsyncIterator[dict[str, Any]]:
+class _ChatChunks:
     """Chat chunks. Text streams as it is decoded; under tools an answer that starts a call
     (``<``) is held and sent as tool-call deltas once complete; with a refusal path an answer
     that starts as a refusal (``{"refusal":``) is held and sent as a ``refusal`` delta once
     complete."""
-    model, created = state.settings.model_name, int(time.time())
-    usage_null = {"usage": None} if req.include_usage else {}
 
-    def chunk(index: int, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    object_type = "chat.completion.chunk"
+
+    def __init__(self, rid: str, model: str, include_usage: bool, plan: ToolPlan | None, refusal: bool) -> None:
+        self.rid, self.model, self.created = rid, model, int(time.time())
+        self.plan, self.refusal_offered = plan, refusal
+        self._usage_null = {"usage": None} if include_usage else {}
+        self._held: dict[int, str] = {}  # text not sent yet (tools: until it is known not to be a call)
+        self._calling: set[int] = set()
+        self._sent: set[int] = set()  # choices whose content started streaming (not a refusal)
+
+    def _chunk(self, index: int, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
         choice = {"index": index, "delta": delta, "logprobs": None, "finish_reason": finish}
-        return {**p.response("chat.completion.chunk", rid, model, created, [choice]), **usage_null}
+        return {**p.response(self.object_type, self.rid, self.model, self.created, [choice]), **self._usage_null}
 
-    held = {s.index: "" for s in seqs}  # text not sent yet (tools: until it is known not to be a call)
-    calling = {s.index: False for s in seqs}
-    sent: set[int] = set()  # choices whose content started streaming (not a refusal)
+    def start(self, index: int) -> list[dict[str, Any]]:
+        return [self._chunk(index, {"role": "assistant", "content": ""})]
+
+    def text(self, index: int, piece: str) -> list[dict[str, Any]]:
+        held = self._held[index] = self._held.get(index, "") + piece
+        if self.plan is not None and index not in self._calling and held.startswith("<"):
+            self._calling.add(index)
+        if self.refusal_offered and _may_refuse(held, index, self._sent):
+            return []
+        if index in self._calling or not held:
+            return []
+        self._sent.add(index)
+        self._held[index] = ""
+        return [self._chunk(index, {"content": held})]
+
+    def done(self, index: int, c: Completion) -> list[dict[str, Any]]:
+        calling = self.plan is not None and c.complete and index in self._calling
+        calls = parse_tool_calls(c.text) if calling else None
+        refusal = None if index in self._sent else _refusal(c, self.refusal_offered)
+        out = []
+        if refusal is not None:
+            out.append(self._chunk(index, {"refusal": refusal}))
+        elif calls:
+            out += [self._chunk(index, {"tool_calls": [{"index": k, **call}]}) for k, call in enumerate(calls)]
+        elif self._held.get(index):
+            out.append(self._chunk(index, {"content": self._held[index]}))
+        out.append(self._chunk(index, {}, "tool_calls" if calls else c.finish_reason))
+        return out
+
+
+class _TextChunks:
+    """Completion chunks: text as it is decoded, then the choice's finish reason."""
+
+    object_type = "text_completion"
+
+    def __init__(self, rid: str, model: str, created: int) -> None:
+        self.rid, self.model, self.created = rid, model, created
+
+    def _chunk(self, index: int, text: str, finish: str | None = None) -> dict[str, Any]:
+        choice = {"index": index, "text": text, "logprobs": None, "finish_reason": finish}
+        return p.response(self.object_type, self.rid, self.model, self.created, [choice])
+
+    def start(self, index: int) -> list[dict[str, Any]]:
+        return []
+
+    def text(self, index: int, piece: str) -> list[dict[str, Any]]:
+        return [self._chunk(index, piece)]
+
+    def done(self, index: int, c: Completion) -> list[dict[str, Any]]:
+        return [self._chunk(index, "", c.finish_reason)]
+
+
+async def _stream(
+    chunks: _ChatChunks | _TextChunks, prompt_tokens: int, include_usage: bool, seqs: list[Sequence], state: _State
+) -> AsyncIterator[dict[str, Any]]:
+    """A streamed response: ``chunks`` shapes each sequence's events; then the usage chunk
+    (with ``stream_options.include_usage``). An engine error ends the stream with an error
+    object; the sequences are cancelled however the stream ends (a client gone included)."""
     done: dict[int, Completion] = {}
     try:
         for s in seqs:
-            yield chunk(s.index, {"role": "assistant", "content": ""})
+            for obj in chunks.start(s.index):
+                yield obj
         async for index, kind, payload in _events(seqs):
             if kind == "text":
-                held[index] += payload
-                if plan is not None and not calling[index] and held[index].startswith("<"):
-                    calling[index] = True
-                if refusal_offered and _may_refuse(held[index], index, sent):
-                    continue
-                if not calling[index] and held[index]:
-                    yield chunk(index, {"content": held[index]})
-                    sent.add(index)
-                    held[index] = ""
-                continue
-            c: Completion = payload
-            done[index] = c
-            calls = parse_tool_calls(c.text) if plan is not None and c.complete and calling[index] else None
-            refusal = None if index in sent else _refusal(c, refusal_offered)
-            if refusal is not None:
-                yield chunk(index, {"refusal": refusal})
-            elif calls:
-                for k, call in enumerate(calls):
-                    yield chunk(index, {"tool_calls": [{"index": k, **call}]})
-            elif held[index]:
-                yield chunk(index, {"content": held[index]})
-            yield chunk(index, {}, "tool_calls" if calls else c.finish_reason)
-        _keep_traces(state, rid, done)
-        use = _usage(list(done.values()), state)
-        if req.include_usage:
-            yield p.response("chat.completion.chunk", rid, model, created, [], use)
-    except p.ApiError as e:
-        yield e.body()
-    finally:
-        _cancel(seqs)
-
-
-async def _completion_stream(
-    rid: str, created: int, req: p.CompletionRequest, seqs: list[Sequence], state: _State
-) -> AsyncIterator[dict[str, Any]]:
-    model = state.settings.model_name
-    done: dict[int, Completion] = {}
-
-    def chunk(index: int, text: str, finish: str | None = None) -> dict[str, Any]:
-        choice = {"index": index, "text": text, "logprobs": None, "finish_reason": finish}
-        return p.response("text_completion", rid, model, created, [choice])
-
-    try:
-        async for index, kind, payload in _events(seqs):
-            if kind == "text":
-                yield chunk(index, payload)
+                objs = chunks.text(index, payload)
             else:
                 done[index] = payload
-                yield chunk(index, "", payload.finish_reason)
-        _keep_traces(state, rid, done)
-        use = _usage(list(done.values()), state)
-        if req.include_usage:
-            yield p.response("text_completion", rid, model, created, [], use)
+                objs = chunks.done(index, payload)
+            for obj in objs:
+                yield obj
+        _keep_traces(state, chunks.rid, done)
+        use = _usage(prompt_tokens, list(done.values()), state)
+        if include_usage:
+            yield p.response(chunks.object_type, chunks.rid, chunks.model, chunks.created, [], use)
     except p.ApiError as e:
         yield e.body()
     finally:

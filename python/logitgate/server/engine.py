@@ -1,19 +1,20 @@
 """The decoding engine: continuous batching of constrained generations.
 
-One thread runs the model. Each step it admits the requests that arrived (up to
-``max_batch`` rows; each prompt is prefilled in a pass of its own and its cache rows stacked
-under the batch's, see :mod:`.kv`), then decodes every active row in ONE forward
-pass, fills the grammar masks of all constrained rows with :func:`~logitgate.fill_masks` (the
-core's thread pool, GIL released) and samples each row. Rows that finish, fail or are cancelled
-leave between steps. The asyncio side never waits on the model: requests come in through a
-thread-safe queue, and each request's events go back to its event loop with
-``call_soon_threadsafe``.
+One thread runs the model. Each step it admits the requests that arrived (up to ``max_batch``
+rows; each prompt is prefilled in a pass of its own, from the longest prompt prefix stored in
+the :class:`~.prefix_cache.PrefixCache`, and its cache rows stacked under the batch's, see
+:mod:`.kv`), then decodes every active row in ONE forward pass, fills the grammar masks of all
+constrained rows with :func:`~logitgate.fill_masks` (the core's thread pool, GIL released) and
+samples each row. Rows that finish, fail or are cancelled leave between steps. The asyncio side
+never waits on the model: requests come in through a thread-safe queue, and each request's
+events go back to its event loop with ``call_soon_threadsafe``.
 
-Per row the step is :func:`logitgate.generate`'s: repetition penalties before the mask,
-budget-aware decoding (:class:`~logitgate.budget.BudgetGuard`: with ``max_tokens`` at least the
-grammar's minimum the output is a complete document) and jump-forward (the grammar's forced
-bytes are fed with the sampled token in the next pass; rows with several tokens to feed are
-left-padded within the step).
+Per row the step is :func:`logitgate.generate`'s (the same ``generation._Step``): repetition
+penalties before the mask, budget-aware decoding (:class:`~logitgate.budget.BudgetGuard`: with
+``max_tokens`` at least the grammar's minimum the output is a complete document) and
+jump-forward (the grammar's forced bytes are fed with the sampled token; in a batch a row's
+forced run may be fed over several passes, see :func:`feed_width`, rather than padding every
+row to it).
 
 A request made with ``trace=True`` also records its steps as :func:`logitgate.generate` does
 with ``trace=True`` (a :class:`~logitgate.trace.TraceRecorder` per row, fed the row's logits
@@ -35,19 +36,17 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
-from ..budget import ACCEPTED as BUDGET_ACCEPTED
-from ..budget import REJECTED as BUDGET_REJECTED
-from ..budget import BudgetGuard
 from ..compiler import CompiledGrammar
-from ..errors import LogitgateError, TokenRejected
-from ..generation import _cache_keyword, _eos_ids, _sample, _TextStream, _tok_text, forced_tokens
+from ..errors import LogitgateError
+from ..generation import _cache_keyword, _eos_ids, _Step, _TextStream, _tok_text
 from ..masks import allocate_mask, apply_mask_counted, fill_masks
 from ..repetition import RepetitionControl
 from ..trace.record import Trace, TraceRecorder, TraceStep
 from ..vocabulary import Vocabulary
 from .kv import BatchCache
+from .prefix_cache import PrefixCache
 
-__all__ = ["Completion", "Engine", "Request", "SamplingParams"]
+__all__ = ["Completion", "Engine", "Request", "SamplingParams", "feed_width"]
 
 
 @dataclass(frozen=True)
@@ -117,14 +116,13 @@ class Request:
 
 @dataclass
 class _Row:
-    """A request being decoded: its matcher, budget guard, output and next tokens to feed;
-    when traced, its recorder and the steps so far (one per token of ``out``, merged ones too)."""
+    """A request being decoded: its step (matcher, budget guard, sampler), output and next
+    tokens to feed; when traced, its recorder and the steps so far (one per token of ``out``,
+    merged ones too)."""
 
     req: Request
-    matcher: Any
-    guard: BudgetGuard | None
+    step: _Step
     repetition: RepetitionControl
-    generator: torch.Generator | None
     stream: _TextStream | None
     pending: list[int]
     out: list[int] = field(default_factory=list)
@@ -132,6 +130,10 @@ class _Row:
     finish: Literal["stop", "length"] | None = None
     tracer: TraceRecorder | None = None
     steps: list[TraceStep] = field(default_factory=list)
+
+    @property
+    def matcher(self) -> Any:
+        return self.step.matcher
 
     def record(self, tok: int, allowed: int, forced: bool, table: Any) -> None:
         """Appends a traced row's step for ``tok`` (no-op untraced)."""
@@ -170,6 +172,7 @@ class Engine:
         self._incoming: queue.Queue[Request | None] = queue.Queue()
         self._rows: list[_Row] = []
         self._kv = BatchCache()
+        self.prefixes = PrefixCache()
         self._thread: threading.Thread | None = None
         self._stopping = False
         self._forward_s = self._mask_s = 0.0
@@ -237,31 +240,15 @@ class Engine:
 
     def _new_row(self, req: Request) -> _Row:
         p = req.params
-        m = req.grammar.matcher() if req.grammar is not None else None
-        guard = None
-        if req.grammar is not None and m is not None:
-            guard = BudgetGuard(req.grammar, p.max_tokens)
-            if not guard.fits(m, p.max_tokens):
-                guard = None  # below the grammar's minimum: truncation, as without a budget
-        gen = None
-        if p.temperature > 0:
-            gen = torch.Generator(device="cpu")
-            gen.manual_seed(p.seed if p.seed is not None else int(torch.seed() % (1 << 63)))
+        step = _Step(req.grammar, self.vocab, self.tokenizer, p.max_tokens, p.temperature, p.top_p, p.seed)
         stream = _TextStream(functools.partial(req.emit, "text"), p.stop) if req.stream else None
         rep = RepetitionControl(p.repetition_penalty, p.frequency_penalty, p.presence_penalty)
-        row = _Row(req, m, guard, rep, gen, stream, pending=[])
+        row = _Row(req, step, rep, stream, pending=[])
         if req.trace:
             row.tracer = TraceRecorder(self.vocab.table, p.temperature, frozenset(self._eos))
-        if m is not None:  # forced bytes at the start (an object's "{" and first key)
-            first, _ = forced_tokens(m, self.vocab, self.tokenizer, p.max_tokens)
-            if guard is not None and first and not guard.fits(m, p.max_tokens - len(first)):
-                m.rollback(len(first))
-                first = []
-            row.out += first
-            for tok in first:
-                row.record(tok, -1, True, self.vocab.table)
-            if guard is not None:
-                guard.accepted(first)
+        row.out += step.start()  # forced bytes at the start (an object's "{" and first key)
+        for tok in row.out:
+            row.record(tok, -1, True, self.vocab.table)
         return row
 
     def _forward(self, chunks: list[list[int]], kv: BatchCache) -> torch.Tensor:
@@ -273,27 +260,39 @@ class Engine:
     def _prefill(self, joining: list[Request]) -> None:
         """Each joining prompt in a forward pass of its own, its cache rows then stacked under the
         batch's: prompts differ in length, and padding them to the longest would multiply the
-        prefill's work."""
+        prefill's work. A prompt starting with a stored prefix (:mod:`.prefix_cache`) feeds
+        only what follows it."""
         for req in joining:
             try:
                 row = self._new_row(req)
             except LogitgateError as e:
                 req.emit("error", e)
                 continue
-            kv = BatchCache()
-            logits = self._forward([req.prompt_ids + row.out], kv)
+            reused, layers = self.prefixes.lookup(req.prompt_ids)
+            kv = BatchCache.from_layers(layers) if layers is not None else BatchCache()
+            logits = self._forward([req.prompt_ids[reused:] + row.out], kv)
+            self.prefixes.remember(req.prompt_ids, kv.cache)
             self._kv.extend(kv.cache, kv.attention)
             self._rows.append(row)
             self._advance([row], logits)
             self._report(0)
 
     def _decode(self) -> None:
-        """One pass for every row, each feeding its pending tokens (the sampled one and any
-        jump-forward tokens), left-padded to the longest: a pass costs mostly its fixed part and
-        each row's logits, so padding a few positions is cheaper than a pass per forced token."""
-        logits = self._forward([r.pending for r in self._rows], self._kv)
-        self._advance(self._rows, logits)
-        self._report(len(self._rows))
+        """One pass for every row, each feeding up to :func:`feed_width` of its pending tokens
+        (the sampled one and any jump-forward tokens), left-padded to that width. A row that
+        still has tokens to feed after the pass is not sampled this step."""
+        rows = self._rows
+        width = feed_width([len(r.pending) for r in rows])
+        logits = self._forward([r.pending[:width] for r in rows], self._kv)
+        ready = []
+        for i, r in enumerate(rows):
+            r.pending = r.pending[width:]
+            if not r.pending:
+                ready.append(i)
+        if len(ready) < len(rows):
+            logits = logits[ready]
+        self._advance([rows[i] for i in ready], logits)
+        self._report(len(rows))
 
     def _report(self, rows: int) -> None:
         if self._on_step is not None:
@@ -325,44 +324,13 @@ class Engine:
         self._drop_finished()
 
     def _step_row(self, row: _Row, logits: torch.Tensor, bits: np.ndarray) -> None:
-        p, m, guard = row.req.params, row.matcher, row.guard
-        remaining = p.max_tokens - len(row.out)
-        budget_cut = 0
-        if m is not None:
-            if guard is not None and p.top_p < 1.0:
-                # Top-p reshapes the distribution after the cut: cut first.
-                budget_cut = guard.restrict(m, bits, remaining, top=functools.partial(_argmax, logits))
-                if budget_cut:
-                    apply_mask_counted(logits, bits[None, :])
-            if not bool(torch.isfinite(logits).any()):
-                raise LogitgateError(
-                    "no token is allowed here: the vocabulary cannot spell any continuation of the grammar",
-                    code="dead-end",
-                )
-        tok = _sample(logits, p.temperature, p.top_p, row.generator)
-        fitted = False  # accepted by the guard
-        if guard is not None and m is not None and p.top_p >= 1.0:
-            # As in lg.generate: the drawn token's check is its accept; the cut only when it does not fit.
-            fit = guard.accept(m, tok, remaining)
-            if fit == BUDGET_REJECTED:
-                raise TokenRejected(f"sampled token {tok} was rejected after masking", code="internal")
-            fitted = fit == BUDGET_ACCEPTED
-            if not fitted:
-                budget_cut = guard.restrict(m, bits, remaining)
-                guard.closed = True
-                apply_mask_counted(logits, bits[None, :])
-                tok = _sample(logits, p.temperature, p.top_p, row.generator)
-        if m is not None and not fitted:
-            if not m.accept(tok):
-                raise TokenRejected(f"sampled token {tok} was rejected after masking", code="internal")
-            if guard is not None:
-                guard.accepted([tok])
+        p, m = row.req.params, row.matcher
+        tok, allowed, budget_cut = row.step.choose(logits, bits, p.max_tokens - len(row.out))
         row.out.append(tok)
         row.pending = [tok]
         table = self.vocab.table
         if row.tracer is not None:
             row.tracer.after_mask(logits, tok, budget_cut)
-            allowed = int(torch.isfinite(logits).sum()) if m is not None else -1
             row.record(tok, allowed, False, table)
         if tok in self._eos and (m is None or m.is_terminated()):
             row.finish = "stop"
@@ -382,17 +350,7 @@ class Engine:
             row.stream.update(table.decode(row.out))
 
     def _jump_forward(self, row: _Row, tok: int) -> None:
-        m, guard = row.matcher, row.guard
-        left = row.req.params.max_tokens - len(row.out)
-        new, replaced = forced_tokens(m, self.vocab, self.tokenizer, left, last=tok)
-        if guard is not None:
-            if new and not guard.fits(m, left + replaced - len(new)):
-                m.rollback(len(new))  # the forced tokens would not leave room: sample instead
-                if replaced and not m.accept(tok):
-                    raise TokenRejected(f"token {tok} no longer accepted after rollback", code="internal")
-                new, replaced = [], False
-            if new or replaced:
-                guard.accepted(new, replaced=replaced)
+        new, replaced = row.step.jump_forward(tok, row.req.params.max_tokens - len(row.out))
         if replaced:
             row.out.pop()
             row.pending = []
@@ -439,5 +397,21 @@ class Engine:
         row.req.emit("done", done)
 
 
-def _argmax(logits: torch.Tensor) -> int:
-    return int(torch.argmax(logits))
+#: What a forward pass costs beyond the positions it feeds, counted in positions: reading every
+#: weight once, whatever the batch.
+PASS_COST_POSITIONS = 8
+
+
+def feed_width(pending: list[int], pass_cost: int = PASS_COST_POSITIONS) -> int:
+    """How many tokens each row feeds in the next pass, given each row's count of tokens to feed
+    (at least 1): the width with the least cost per token fed, a pass costing ``pass_cost`` plus
+    one per position, padding included. Alone, a row feeds all its tokens (jump-forward's point);
+    in a batch, one row's forced run is fed over several passes rather than padding every row to
+    it."""
+    best, best_cost = 1, float("inf")
+    for w in sorted(set(pending)):
+        fed = sum(min(n, w) for n in pending)
+        cost = (pass_cost + len(pending) * w) / fed
+        if cost < best_cost:
+            best, best_cost = w, cost
+    return best

@@ -41,6 +41,17 @@ class BatchCache:
         self.cache: Any = None
         self.attention = torch.zeros((0, 0), dtype=torch.long)
 
+    @classmethod
+    def from_layers(cls, layers: list[tuple[torch.Tensor, torch.Tensor]]) -> BatchCache:
+        """One row whose cache holds ``layers`` (per layer keys and values, ``[1, heads, slots,
+        dim]``, copied), every slot attended: a stored prompt prefix to prefill from."""
+        from transformers import DynamicCache
+
+        kv = cls()
+        kv.cache = DynamicCache(ddp_cache_data=list(layers))
+        kv.attention = torch.ones((1, int(layers[0][0].shape[2])), dtype=torch.long)
+        return kv
+
     @property
     def rows(self) -> int:
         return int(self.attention.shape[0])
