@@ -77,3 +77,22 @@ def server() -> Iterator[str]:
 @pytest.fixture(scope="session")
 def client(server: str) -> openai.OpenAI:
     return openai.OpenAI(base_url=f"{server}/v1", api_key="unused", timeout=120, max_retries=0)
+
+
+@pytest.fixture(scope="session")
+def model() -> object:
+    """A tiny random Llama (2 layers, vocabulary 50) for the KV-cache tests: real transformers
+    forward passes and caches, in milliseconds."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.LlamaConfig(
+        vocab_size=50,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=128,
+    )
+    torch.manual_seed(0)
+    return transformers.LlamaForCausalLM(cfg).eval()

@@ -16,21 +16,6 @@ from logitgate.server.prefix_cache import PrefixCache  # noqa: E402
 HEADER = list(range(1, 21))  # 20 tokens every prompt starts with
 
 
-@pytest.fixture(scope="module")
-def model() -> object:
-    cfg = transformers.LlamaConfig(
-        vocab_size=50,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=128,
-    )
-    torch.manual_seed(0)
-    return transformers.LlamaForCausalLM(cfg).eval()
-
-
 def _alone(model: object, ids: list[int]) -> torch.Tensor:
     with torch.inference_mode():
         return model(input_ids=torch.tensor([ids])).logits[0, -1].float()  # type: ignore[operator]
