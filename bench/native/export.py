@@ -21,18 +21,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from layout import _i32, _str, write_vocab
+
 from common import load_tokenizer, pin_threads
 
 pin_threads()
-
-
-def _i32(out: bytearray, *values: int) -> None:
-    out += struct.pack(f"<{len(values)}i", *values)
-
-
-def _str(out: bytearray, data: bytes) -> None:
-    _i32(out, len(data))
-    out += data
 
 
 def main() -> int:
@@ -55,17 +48,7 @@ def main() -> int:
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
 
-    v = bytearray()
-    _i32(v, table.logits_width, len(table.tokens))
-    for t in table.tokens:
-        if t is None:
-            _i32(v, -1)
-        else:
-            _str(v, t)
-    specials, eos = sorted(table.special_ids), list(table.eos_ids)
-    _i32(v, len(specials), *specials)
-    _i32(v, len(eos), *eos)
-    (out_dir / "vocab.bin").write_bytes(bytes(v))
+    write_vocab(table, out_dir)
 
     limits = lg.Limits()
     c = bytearray()

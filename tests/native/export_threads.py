@@ -14,22 +14,15 @@ from dataclasses import astuple
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench" / "native"))
 
 import numpy as np
+from layout import _i32, _str, write_vocab
 from test_threads import EOS, SCHEMAS, TOKENS, vocab
 
 import logitgate as lg
 from logitgate.frontends.json_schema import schema_to_grammar
 from logitgate.grammar.program import serialize
-
-
-def _i32(out: bytearray, *values: int) -> None:
-    out += struct.pack(f"<{len(values)}i", *values)
-
-
-def _str(out: bytearray, data: bytes) -> None:
-    _i32(out, len(data))
-    out += data
 
 
 def walk(grammar: lg.CompiledGrammar, rng: random.Random, steps: int) -> list[int]:
@@ -53,17 +46,7 @@ def main() -> None:
     out_dir = Path(sys.argv[1])
     out_dir.mkdir(parents=True, exist_ok=True)
     table = vocab().table
-    v = bytearray()
-    _i32(v, table.logits_width, len(table.tokens))
-    for t in table.tokens:
-        if t is None:
-            _i32(v, -1)
-        else:
-            _str(v, t)
-    specials, eos = sorted(table.special_ids), list(table.eos_ids)
-    _i32(v, len(specials), *specials)
-    _i32(v, len(eos), *eos)
-    (out_dir / "vocab.bin").write_bytes(bytes(v))
+    write_vocab(table, out_dir)
     compiler = lg.Compiler(vocab())
     rng = random.Random(0)
     c = bytearray()
