@@ -820,8 +820,6 @@ void Automaton::ComputeKernels() {
 }
 
 void Automaton::MarkTailCalls() {
-  Flags pushed(rule_start_.size(), false);
-  int32_t n_pushed = 0;
   for (auto& calls : calls_) {
     for (CallEdge& c : calls) {
       bool only_end = true;
@@ -829,6 +827,16 @@ void Automaton::MarkTailCalls() {
         only_end = only_end && bytes_[*k].empty() && calls_[*k].empty() && !reads_token(*k);
       }
       c.tail = only_end;
+    }
+  }
+  ComputeStackNeedBound();
+}
+
+void Automaton::ComputeStackNeedBound() {
+  Flags pushed(rule_start_.size(), false);
+  int32_t n_pushed = 0;
+  for (const auto& calls : calls_) {
+    for (const CallEdge& c : calls) {
       if (!c.tail && !pushed[c.rule]) {
         pushed[c.rule] = true;
         ++n_pushed;

@@ -1,7 +1,9 @@
 """Compiler: frontends -> IR -> core automaton, cached by content hash.
 
 One :class:`Compiler` per vocabulary. It is thread-safe; compiling releases the GIL in the
-core. Identical inputs (same IR, same limits) return the same :class:`CompiledGrammar`.
+core. Identical inputs (same IR, same limits) return the same :class:`CompiledGrammar`. With
+a ``cache_dir``, automata are also kept on disk (:mod:`logitgate.disk_cache`), so that another
+process, or this one after a restart, loads them instead of compiling.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import contextlib
 import functools
 import gc
 import hashlib
+import os
 import threading
 import traceback
 from collections import OrderedDict
@@ -19,7 +22,16 @@ from typing import TYPE_CHECKING, Any
 
 from . import _core
 from .cancel import CancelToken, checkpoint, current_interrupt, enable_gc_later, interrupt_scope
-from .errors import CompileCancelled, CompileTimeout, GrammarError, SchemaError, StructuralTagError, UsageError
+from .disk_cache import DEFAULT_DISK_CACHE_BYTES, ENVELOPE_VERSION, DiskCache
+from .errors import (
+    CompileCancelled,
+    CompileTimeout,
+    GrammarError,
+    LogitgateError,
+    SchemaError,
+    StructuralTagError,
+    UsageError,
+)
 from .grammar.ir import Alt, Grammar, Literal
 from .grammar.program import serialize
 from .limits import DEFAULT_LIMITS, Limits
@@ -47,6 +59,13 @@ class CacheInfo:
             ``max_bytes`` alone counts once, when it is not kept).
         vocabulary_bytes: masks computed on first use and shared by every grammar of the
             vocabulary (alphabet masks, loop splits): bounded in count, never evicted.
+        compiles: automata the core built (a miss that the disk cache did not answer).
+        disk_hits: misses answered from the ``cache_dir`` without compiling; ``disk_misses``:
+            misses it had no file for; ``disk_errors``: files found unusable (truncated,
+            corrupt, another version: counted, removed, compiled again) or that could not be
+            written.
+        disk_bytes: bytes of the cache files in ``cache_dir`` now (all processes'); bounded
+            by ``max_disk_bytes`` (``cache_dir_bytes``). Both 0 without a ``cache_dir``.
     """
 
     entries: int
@@ -57,6 +76,12 @@ class CacheInfo:
     misses: int
     evictions: int
     vocabulary_bytes: int
+    compiles: int = 0
+    disk_hits: int = 0
+    disk_misses: int = 0
+    disk_errors: int = 0
+    disk_bytes: int = 0
+    max_disk_bytes: int = 0
 
 
 class CompiledGrammar:
@@ -203,12 +228,24 @@ class Compiler:
         limits: Limits | None = None,
         cache_size: int = 256,
         cache_bytes: int = DEFAULT_CACHE_BYTES,
+        cache_dir: str | os.PathLike[str] | None = None,
+        cache_dir_bytes: int = DEFAULT_DISK_CACHE_BYTES,
     ) -> None:
         """``cache_size`` and ``cache_bytes`` bound the cache of compiled grammars: at most
         that many, holding at most that many bytes together (:attr:`CompiledGrammar.memory_bytes`,
         measured whenever a grammar is added; the least recently used go first, and a grammar
-        larger than the bound alone is not kept). 0 turns the cache off. See docs/limits.md."""
-        for name, value in (("cache_size", cache_size), ("cache_bytes", cache_bytes)):
+        larger than the bound alone is not kept). 0 turns the cache off. See docs/limits.md.
+
+        ``cache_dir``: a directory (made if missing) where compiled automata are kept across
+        processes, holding at most ``cache_dir_bytes`` (least recently used files go first).
+        A compile that misses the cache in memory loads the automaton from there instead of
+        building it; the frontends still lower the input (the key is the program they
+        produce). Processes may share the directory. See docs/limits.md, "The on-disk cache"."""
+        for name, value in (
+            ("cache_size", cache_size),
+            ("cache_bytes", cache_bytes),
+            ("cache_dir_bytes", cache_dir_bytes),
+        ):
             if not isinstance(value, int) or value < 0:
                 raise UsageError(f"Compiler {name} must be an int >= 0, got {value!r}", code="compiler-cache")
         self.vocab = vocab
@@ -219,6 +256,16 @@ class Compiler:
         self._cache_bytes = cache_bytes
         self._lock = threading.Lock()
         self._hits = self._misses = self._evictions = 0
+        self._compiles = self._disk_hits = self._disk_misses = self._disk_errors = 0
+        self._disk = DiskCache(cache_dir, cache_dir_bytes) if cache_dir is not None else None
+        # Everything a file's name must change with besides the grammar (which the digest of
+        # each compile adds): the vocabulary, this library and both file formats.
+        self._disk_salt = b""
+        if self._disk is not None:
+            from . import __version__
+
+            versions = f"logitgate {__version__} envelope {ENVELOPE_VERSION} image {_core.image_version}"
+            self._disk_salt = vocab.fingerprint() + versions.encode()
 
     def compile_grammar(
         self, grammar: Grammar, *, timeout: float | None = None, cancel: CancelToken | None = None
@@ -243,7 +290,13 @@ class Compiler:
                 self._hits += 1
                 self._cache.move_to_end(digest)
                 return hit
-        core = _core.compile(self.vocab._core, program, names, self._core_limits, current_interrupt())
+        core = self._load(digest) if self._disk is not None else None
+        if core is None:
+            core = _core.compile(self.vocab._core, program, names, self._core_limits, current_interrupt())
+            with self._lock:
+                self._compiles += 1
+            if self._disk is not None:
+                self._save(digest, core)
         compiled = CompiledGrammar(core, grammar, self.vocab, self.limits)
         with self._lock:
             self._misses += 1
@@ -251,6 +304,40 @@ class Compiler:
             compiled = self._cache.setdefault(digest, compiled)
             self._evict_locked()
         return compiled
+
+    def _disk_key(self, digest: str) -> bytes:
+        return hashlib.blake2b(digest.encode() + self._disk_salt, digest_size=32).digest()
+
+    def _load(self, digest: str) -> _core.CompiledGrammar | None:
+        """The grammar from the disk cache, or None (counted as a disk miss or error)."""
+        assert self._disk is not None
+        key = self._disk_key(digest)
+        try:
+            image = self._disk.load(key)
+            core = None if image is None else _core.load_grammar(self.vocab._core, image, self._core_limits)
+        except (LogitgateError, OSError):
+            # CacheFileError, or (for an image the checks pass but the grammar's own do not)
+            # the typed error that found it: either way a miss.
+            self._disk.remove(key)
+            core = None
+            with self._lock:
+                self._disk_errors += 1
+        else:
+            with self._lock:
+                if core is None:
+                    self._disk_misses += 1
+                else:
+                    self._disk_hits += 1
+        return core
+
+    def _save(self, digest: str, core: _core.CompiledGrammar) -> None:
+        """Stores a fresh compile's automaton; a failed write costs the compile nothing."""
+        assert self._disk is not None
+        try:
+            self._disk.store(self._disk_key(digest), core.save_image())
+        except OSError:
+            with self._lock:
+                self._disk_errors += 1
 
     def _evict_locked(self) -> None:
         """Drops least recently used grammars until the cache is within both bounds. Sizes are
@@ -268,7 +355,9 @@ class Compiler:
             total -= size
 
     def cache_info(self) -> CacheInfo:
-        """Sizes and counters of the caches (thread-safe; sizes measured now)."""
+        """Sizes and counters of the caches (thread-safe; sizes measured now, the cache
+        directory's by listing it)."""
+        disk_bytes = self._disk.size_bytes() if self._disk is not None else 0
         with self._lock:
             return CacheInfo(
                 entries=len(self._cache),
@@ -279,6 +368,12 @@ class Compiler:
                 misses=self._misses,
                 evictions=self._evictions,
                 vocabulary_bytes=self.vocab._core.shared_cache_bytes,
+                compiles=self._compiles,
+                disk_hits=self._disk_hits,
+                disk_misses=self._disk_misses,
+                disk_errors=self._disk_errors,
+                disk_bytes=disk_bytes,
+                max_disk_bytes=self._disk.max_bytes if self._disk is not None else 0,
             )
 
     @property
