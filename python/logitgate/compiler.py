@@ -12,18 +12,20 @@ import contextlib
 import functools
 import gc
 import hashlib
+import json
 import os
 import threading
 import traceback
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import astuple, dataclass
 from typing import TYPE_CHECKING, Any
 
 from . import _core
 from .cancel import CancelToken, checkpoint, current_interrupt, enable_gc_later, interrupt_scope
-from .disk_cache import DEFAULT_DISK_CACHE_BYTES, ENVELOPE_VERSION, DiskCache
+from .disk_cache import DEFAULT_DISK_CACHE_BYTES, ENVELOPE_VERSION, DiskCache, Entry, pack_entry, unpack_entry
 from .errors import (
+    CacheFileError,
     CompileCancelled,
     CompileTimeout,
     GrammarError,
@@ -33,7 +35,7 @@ from .errors import (
     UsageError,
 )
 from .grammar.ir import Alt, Grammar, Literal
-from .grammar.program import serialize
+from .grammar.program import deserialize, serialize
 from .limits import DEFAULT_LIMITS, Limits
 from .vocabulary import Vocabulary
 
@@ -88,21 +90,24 @@ class CompiledGrammar:
     """A grammar compiled for one vocabulary. Cheap to share; make one matcher per request.
 
     Attributes:
-        grammar: the IR that was compiled (print it with :meth:`to_ebnf`).
         vocab: the vocabulary masks are sized for.
     """
 
     def __init__(
         self,
         core: _core.CompiledGrammar,
-        grammar: Grammar,
+        grammar: Grammar | None,
         vocab: Vocabulary,
         limits: Limits,
         dropped: tuple[str, ...] = (),
         rule_pointers: dict[str, str] | None = None,
+        program: tuple[bytes, list[str]] | None = None,
     ) -> None:
+        # Either the IR, or (a grammar loaded from the on-disk cache) the program and rule
+        # names it is rebuilt from on first use.
+        self._grammar = grammar
+        self._program = program
         self._core = core
-        self.grammar = grammar
         self.vocab = vocab
         self.limits = limits
         #: Constraints a ``lenient=True`` JSON Schema compile dropped, one line each
@@ -112,6 +117,21 @@ class CompiledGrammar:
         #: which :meth:`token_budget` uses to name what makes the output unbounded.
         self.rule_pointers = dict(rule_pointers or {})
         self._budget: _core.Budget | None = None
+
+    @property
+    def grammar(self) -> Grammar:
+        """The IR that was compiled (print it with :meth:`to_ebnf`). A grammar loaded from the
+        on-disk cache rebuilds it from its program on first use."""
+        if self._grammar is None:
+            assert self._program is not None
+            self._grammar = deserialize(*self._program)
+        return self._grammar
+
+    def _with_details(self, dropped: tuple[str, ...], rule_pointers: dict[str, str]) -> CompiledGrammar:
+        """This grammar (its core shared) carrying a JSON Schema's own details."""
+        return CompiledGrammar(
+            self._core, self._grammar, self.vocab, self.limits, dropped, rule_pointers, self._program
+        )
 
     def matcher(self) -> _core.Matcher:
         """A fresh per-request :class:`~logitgate.Matcher` at the start of the grammar."""
@@ -258,6 +278,10 @@ class Compiler:
         self._hits = self._misses = self._evictions = 0
         self._compiles = self._disk_hits = self._disk_misses = self._disk_errors = 0
         self._disk = DiskCache(cache_dir, cache_dir_bytes) if cache_dir is not None else None
+        # With a cache_dir: the inputs compiled lately (spec key -> the program's digest and a
+        # JSON Schema's details), so that compiling one again finds the grammar in memory
+        # without its frontend or a file. Bounded like the cache.
+        self._specs: OrderedDict[bytes, tuple[str, tuple[str, ...], dict[str, str]]] = OrderedDict()
         # Everything a file's name must change with besides the grammar (which the digest of
         # each compile adds): the vocabulary, this library and both file formats.
         self._disk_salt = b""
@@ -279,6 +303,14 @@ class Compiler:
             return self._compile_grammar(grammar)
 
     def _compile_grammar(self, grammar: Grammar) -> CompiledGrammar:
+        return self._compile_program(grammar)[0]
+
+    def _compile_program(
+        self, grammar: Grammar, by_program: bool = True
+    ) -> tuple[CompiledGrammar, bytes, list[str], str]:
+        """The compiled grammar (from the cache in memory, the one on disk keyed by the
+        program when ``by_program``, or the core), its program, rule names and digest (the
+        memory cache's key)."""
         with _gc_paused():
             program, names = serialize(grammar, self.limits)
         checkpoint()
@@ -289,52 +321,141 @@ class Compiler:
             if hit is not None:
                 self._hits += 1
                 self._cache.move_to_end(digest)
-                return hit
-        core = self._load(digest) if self._disk is not None else None
+                return hit, program, names, digest
+        disk_key = self._disk_key(b"program", digest.encode()) if self._disk is not None and by_program else None
+        entry = self._read(disk_key) if disk_key is not None else None
+        core = None
+        if disk_key is not None and entry is not None:
+            core = self._load_image(disk_key, entry, digest)
         if core is None:
             core = _core.compile(self.vocab._core, program, names, self._core_limits, current_interrupt())
             with self._lock:
                 self._compiles += 1
-            if self._disk is not None:
-                self._save(digest, core)
-        compiled = CompiledGrammar(core, grammar, self.vocab, self.limits)
+            if disk_key is not None:
+                self._write(disk_key, Entry(digest, names, program, core.save_image()))
+        return self._keep(digest, CompiledGrammar(core, grammar, self.vocab, self.limits)), program, names, digest
+
+    def _keep(self, digest: str, compiled: CompiledGrammar) -> CompiledGrammar:
+        """Adds a grammar the cache missed; returns the one kept (another thread may have
+        compiled the same meanwhile: one object)."""
         with self._lock:
             self._misses += 1
-            # Another thread may have compiled the same grammar meanwhile: keep one object.
             compiled = self._cache.setdefault(digest, compiled)
             self._evict_locked()
         return compiled
 
-    def _disk_key(self, digest: str) -> bytes:
-        return hashlib.blake2b(digest.encode() + self._disk_salt, digest_size=32).digest()
+    # -- the on-disk cache ----------------------------------------------------------------------
+    def _disk_key(self, kind: bytes, text: bytes) -> bytes:
+        return hashlib.blake2b(
+            kind + b"\0" + text + b"\0" + self._limits_key + self._disk_salt, digest_size=32
+        ).digest()
 
-    def _load(self, digest: str) -> _core.CompiledGrammar | None:
-        """The grammar from the disk cache, or None (counted as a disk miss or error)."""
-        assert self._disk is not None
-        key = self._disk_key(digest)
+    def _spec_key(self, kind: str, spec: object, options: dict[str, Any]) -> bytes | None:
+        """The disk key of a compile of ``spec`` (text or JSON) with ``options``, or None (no
+        ``cache_dir``, or an input that is not plain JSON: such compiles are keyed by their
+        program). Property order is kept: it is part of what a schema means here."""
+        if self._disk is None:
+            return None
         try:
-            image = self._disk.load(key)
-            core = None if image is None else _core.load_grammar(self.vocab._core, image, self._core_limits)
+            text = json.dumps([kind, spec, options], ensure_ascii=False, separators=(",", ":"))
+            if json.loads(text) != [kind, spec, options]:  # tuples, non-str keys, NaN: not plain
+                return None
+        except (TypeError, ValueError, RecursionError):
+            return None
+        return self._disk_key(b"spec", text.encode("utf-8", "surrogatepass"))
+
+    def _find_spec(self, key: bytes | None) -> tuple[CompiledGrammar, tuple[str, ...], dict[str, str]] | None:
+        """The grammar compiled for a spec key before (in memory, else on disk), with its
+        JSON Schema details; None when neither has it."""
+        if key is None:
+            return None
+        with self._lock:
+            known = self._specs.get(key)
+            hit = self._cache.get(known[0]) if known is not None else None
+            if known is not None and hit is not None:
+                self._hits += 1
+                self._cache.move_to_end(known[0])
+                self._specs.move_to_end(key)
+                return hit, known[1], known[2]
+        entry = self._read(key)
+        if entry is None:
+            return None
+        with self._lock:
+            hit = self._cache.get(entry.digest)
+            if hit is not None:
+                self._hits += 1
+                self._cache.move_to_end(entry.digest)
+        if hit is None:
+            core = self._load_image(key, entry)
+            if core is None:
+                return None
+            loaded = CompiledGrammar(core, None, self.vocab, self.limits, program=(entry.program, entry.names))
+            hit = self._keep(entry.digest, loaded)
+        self._remember(key, entry.digest, entry.dropped, entry.pointers)
+        return hit, entry.dropped, entry.pointers
+
+    def _store_spec(
+        self,
+        key: bytes | None,
+        compiled: tuple[CompiledGrammar, bytes, list[str], str],
+        dropped: tuple[str, ...] = (),
+        pointers: dict[str, str] | None = None,
+    ) -> None:
+        if key is None:
+            return
+        grammar, program, names, digest = compiled
+        pointers = pointers or {}
+        self._write(key, Entry(digest, names, program, grammar._core.save_image(), dropped, pointers))
+        self._remember(key, digest, dropped, pointers)
+
+    def _remember(self, key: bytes, digest: str, dropped: tuple[str, ...], pointers: dict[str, str]) -> None:
+        with self._lock:
+            self._specs[key] = (digest, dropped, pointers)
+            self._specs.move_to_end(key)
+            while len(self._specs) > max(self._cache_size, 1):
+                self._specs.popitem(last=False)
+
+    def _read(self, key: bytes) -> Entry | None:
+        """The entry stored under ``key`` (counted as a disk hit later, by _load_image), or
+        None: no file (a disk miss) or an unusable one (an error, the file removed)."""
+        assert self._disk is not None
+        try:
+            blob = self._disk.load(key)
+            entry = None if blob is None else unpack_entry(blob)
         except (LogitgateError, OSError):
+            self._disk.remove(key)
+            with self._lock:
+                self._disk_errors += 1
+            return None
+        if entry is None:
+            with self._lock:
+                self._disk_misses += 1
+        return entry
+
+    def _load_image(self, key: bytes, entry: Entry, digest: str | None = None) -> _core.CompiledGrammar | None:
+        """The core grammar of an entry's image, or None (counted as an error, the file
+        removed) when the image cannot be loaded, or is not of the program ``digest``."""
+        assert self._disk is not None
+        try:
+            if digest is not None and entry.digest != digest:
+                raise CacheFileError("cache entry of another program", code="cache-key")
+            core = _core.load_grammar(self.vocab._core, entry.image, self._core_limits)
+        except LogitgateError:
             # CacheFileError, or (for an image the checks pass but the grammar's own do not)
             # the typed error that found it: either way a miss.
             self._disk.remove(key)
-            core = None
             with self._lock:
                 self._disk_errors += 1
-        else:
-            with self._lock:
-                if core is None:
-                    self._disk_misses += 1
-                else:
-                    self._disk_hits += 1
+            return None
+        with self._lock:
+            self._disk_hits += 1
         return core
 
-    def _save(self, digest: str, core: _core.CompiledGrammar) -> None:
-        """Stores a fresh compile's automaton; a failed write costs the compile nothing."""
+    def _write(self, key: bytes, entry: Entry) -> None:
+        """Stores an entry; a failed write costs the compile nothing (counted as an error)."""
         assert self._disk is not None
         try:
-            self._disk.store(self._disk_key(digest), core.save_image())
+            self._disk.store(key, pack_entry(entry))
         except OSError:
             with self._lock:
                 self._disk_errors += 1
@@ -382,6 +503,21 @@ class Compiler:
         with self._lock:
             return sum(g.memory_bytes for g in self._cache.values())
 
+    def _compile_text(
+        self, kind: str, spec: object, options: dict[str, Any], lower: Callable[[], Grammar]
+    ) -> CompiledGrammar:
+        """Compiles an input through the on-disk cache keyed by the input (see _spec_key):
+        ``lower`` runs the frontend only when neither cache has it."""
+        key = self._spec_key(kind, spec, options)
+        found = self._find_spec(key)
+        if found is not None:
+            return found[0]
+        with _gc_paused():
+            grammar = lower()
+        compiled = self._compile_program(grammar, by_program=key is None)
+        self._store_spec(key, compiled)
+        return compiled[0]
+
     def compile_ebnf(
         self, text: str, root: str = "root", *, timeout: float | None = None, cancel: CancelToken | None = None
     ) -> CompiledGrammar:
@@ -390,9 +526,12 @@ class Compiler:
 
         _check_text(text, "compile_ebnf", "grammar")
         with interrupt_scope(timeout, cancel):
-            with _gc_paused():
-                grammar = parse_gbnf(text, root=root, limits=self.limits, token_id=self.vocab.token_id)
-            return self._compile_grammar(grammar)
+            return self._compile_text(
+                "ebnf",
+                text,
+                {"root": root},
+                lambda: parse_gbnf(text, root=root, limits=self.limits, token_id=self.vocab.token_id),
+            )
 
     def compile_regex(
         self, pattern: str, *, timeout: float | None = None, cancel: CancelToken | None = None
@@ -402,9 +541,7 @@ class Compiler:
 
         _check_text(pattern, "compile_regex", "pattern")
         with interrupt_scope(timeout, cancel):
-            with _gc_paused():
-                grammar = parse_regex(pattern, limits=self.limits)
-            return self._compile_grammar(grammar)
+            return self._compile_text("regex", pattern, {}, lambda: parse_regex(pattern, limits=self.limits))
 
     def compile_lark(
         self, text: str, *, timeout: float | None = None, cancel: CancelToken | None = None
@@ -415,9 +552,9 @@ class Compiler:
 
         _check_text(text, "compile_lark", "grammar")
         with interrupt_scope(timeout, cancel):
-            with _gc_paused():
-                grammar = parse_lark(text, limits=self.limits, token_id=self.vocab.token_id)
-            return self._compile_grammar(grammar)
+            return self._compile_text(
+                "lark", text, {}, lambda: parse_lark(text, limits=self.limits, token_id=self.vocab.token_id)
+            )
 
     def compile_json_schema(
         self,
@@ -433,23 +570,28 @@ class Compiler:
         from .frontends.json_schema import schema_to_grammar
 
         with interrupt_scope(timeout, cancel):
+            key = self._spec_key("json_schema", schema, options)
+            found = self._find_spec(key)
+            if found is not None:
+                return found[0]._with_details(found[1], found[2])
             with _gc_paused():
                 pointers: dict[str, str] = {}
                 grammar, dropped = schema_to_grammar(
                     schema, limits=self.limits, check_empty=False, pointers=pointers, **options
                 )
-            return self._finish_json_schema(schema, grammar, tuple(dropped), pointers, options)
+            compiled = self._finish_json_schema(schema, grammar, options, by_program=key is None)
+            self._store_spec(key, compiled, tuple(dropped), pointers)
+            return compiled[0]._with_details(tuple(dropped), pointers)
 
     def _finish_json_schema(
         self,
         schema: dict[str, Any] | str | bool,
         grammar: Grammar,
-        dropped: tuple[str, ...],
-        pointers: dict[str, str],
         options: dict[str, Any],
-    ) -> CompiledGrammar:
+        by_program: bool,
+    ) -> tuple[CompiledGrammar, bytes, list[str], str]:
         try:
-            compiled = self._compile_grammar(grammar)
+            return self._compile_program(grammar, by_program)
         except GrammarError as e:
             if e.code != "empty-language":
                 raise
@@ -458,9 +600,6 @@ class Compiler:
 
             schema_to_grammar(schema, limits=self.limits, **options)
             raise SchemaError(f"empty language: {e.message}", pointer="", code="schema-empty") from None
-        # A wrapper of its own (the core is shared through the cache): the pointers and the
-        # dropped constraints belong to this schema.
-        return CompiledGrammar(compiled._core, grammar, self.vocab, self.limits, dropped, pointers)
 
     def compile_pydantic(
         self, model: Any, *, timeout: float | None = None, cancel: CancelToken | None = None, **options: Any
@@ -492,16 +631,17 @@ class Compiler:
                 raise StructuralTagError(f"json_schema: {e.message}", path=path, code="structural-tag-schema") from e
             return grammar
 
+        def lower() -> Grammar:
+            return lower_structural_tag(
+                spec,
+                limits=self.limits,
+                token_id=self.vocab.token_id,
+                json_schema=json_schema,
+                special_texts=self.vocab.special_texts(),
+            )
+
         with interrupt_scope(timeout, cancel):
-            with _gc_paused():
-                grammar = lower_structural_tag(
-                    spec,
-                    limits=self.limits,
-                    token_id=self.vocab.token_id,
-                    json_schema=json_schema,
-                    special_texts=self.vocab.special_texts(),
-                )
-            return self._compile_grammar(grammar)
+            return self._compile_text("structural_tag", spec, {}, lower)
 
     def compile_choice(
         self, choices: Sequence[str | bytes], *, timeout: float | None = None, cancel: CancelToken | None = None

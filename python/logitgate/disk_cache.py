@@ -2,18 +2,22 @@
 one per compiled grammar, that outlives the process, so that a restarted server compiles
 nothing it compiled before.
 
-What a file holds: the core's automaton image (``_core.CompiledGrammar.save_image``, laid out
-and bounds-checked by cpp/core/automaton_image.cc) inside an envelope written here::
+What a file holds: an :class:`Entry` (the core's automaton image, from
+``_core.CompiledGrammar.save_image``, laid out and bounds-checked by
+cpp/core/automaton_image.cc; the grammar's program and rule names; a little metadata) inside
+an envelope written here::
 
-    magic b"LGCACHE\\0" | u32 envelope version | 32-byte key | u64 image length | 32-byte
-    BLAKE2b of the image | image
+    magic b"LGCACHE\\0" | u32 envelope version | 32-byte key | u64 contents length | 32-byte
+    BLAKE2b of the contents | contents
 
-(little-endian). The file is named after its key, which hashes the grammar's program and rule
-names, the limits, the vocabulary's fingerprint, the library version and both format
-versions: a file is found only by the compile it answers, and a new version of anything looks
-for new names (old files age out through eviction). Loading checks the envelope here and the
-image in C++; either failing raises :class:`~logitgate.CacheFileError`, which the compiler
-counts and treats as a miss.
+(little-endian). The file is named after its key. The compiler keys a compile of a text or
+JSON input (a schema, a regex, a grammar, a structural tag) by that input, its options and
+the limits, so that a hit skips the frontends as well as the core; a compile of an IR grammar
+by its program. Both keys also hash the vocabulary's fingerprint, the library version and
+both format versions: a file is found only by the compile it answers, and a new version of
+anything looks for new names (old files age out through eviction). Loading checks the
+envelope and the entry here and the image in C++; any failure raises
+:class:`~logitgate.CacheFileError`, which the compiler counts and treats as a miss.
 
 Several processes may share a directory: a file is written under a temporary name and renamed
 into place (readers see a whole file or none), a file removed while another process reads it
@@ -30,16 +34,18 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import struct
 import tempfile
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import CacheFileError
 
-__all__ = ["DEFAULT_DISK_CACHE_BYTES", "ENVELOPE_VERSION", "DiskCache"]
+__all__ = ["DEFAULT_DISK_CACHE_BYTES", "ENVELOPE_VERSION", "DiskCache", "Entry"]
 
 DEFAULT_DISK_CACHE_BYTES = 1024 * 1024 * 1024
 """The default bound on the bytes a cache directory holds."""
@@ -89,6 +95,77 @@ def unpack(key: bytes, data: bytes) -> bytes:
     if checksum(image) != digest:
         raise CacheFileError("cache file's checksum does not match its image", code="cache-checksum")
     return image
+
+
+@dataclass(frozen=True)
+class Entry:
+    """What a cache file holds for one compile: the core's automaton image, and what the
+    compiler needs to answer without the frontends: the program and its rule names (the IR
+    is rebuilt from them when asked for), the memory cache's key of the program (``digest``),
+    and a JSON Schema's dropped constraints and rule pointers."""
+
+    digest: str
+    names: list[str]
+    program: bytes
+    image: bytes
+    dropped: tuple[str, ...] = ()
+    pointers: dict[str, str] = field(default_factory=dict)
+
+
+_LENGTH = struct.Struct("<Q")
+
+
+def pack_entry(entry: Entry) -> bytes:
+    """``u64 meta length | meta (JSON) | u64 program length | program | image``."""
+    meta = json.dumps(
+        {"digest": entry.digest, "names": entry.names, "dropped": list(entry.dropped), "pointers": entry.pointers},
+        ensure_ascii=False,
+    ).encode("utf-8", "surrogatepass")
+    return b"".join((_LENGTH.pack(len(meta)), meta, _LENGTH.pack(len(entry.program)), entry.program, entry.image))
+
+
+def unpack_entry(blob: bytes) -> Entry:
+    """The entry of a file's (checksummed) contents; CacheFileError ``cache-inconsistent``
+    when its parts do not fit together."""
+
+    def bad(what: str) -> CacheFileError:
+        return CacheFileError(f"cache entry: {what}", code="cache-inconsistent")
+
+    view = memoryview(blob)
+    if len(view) < _LENGTH.size:
+        raise bad("no metadata")
+    (n_meta,) = _LENGTH.unpack_from(view)
+    at = _LENGTH.size + n_meta
+    if at + _LENGTH.size > len(view):
+        raise bad("metadata runs past the entry")
+    (n_program,) = _LENGTH.unpack_from(view, at)
+    start = at + _LENGTH.size
+    if n_program % 4 or start + n_program > len(view):
+        raise bad("program runs past the entry")
+    try:
+        meta = json.loads(bytes(view[_LENGTH.size : at]).decode("utf-8", "surrogatepass"))
+    except ValueError:
+        raise bad("metadata is not JSON") from None
+    digest, names = meta.get("digest"), meta.get("names")
+    dropped, pointers = meta.get("dropped"), meta.get("pointers")
+    if not (
+        isinstance(digest, str)
+        and isinstance(names, list)
+        and all(isinstance(n, str) for n in names)
+        and isinstance(dropped, list)
+        and all(isinstance(d, str) for d in dropped)
+        and isinstance(pointers, dict)
+        and all(isinstance(k, str) and isinstance(v, str) for k, v in pointers.items())
+    ):
+        raise bad("metadata of the wrong shape")
+    return Entry(
+        digest,
+        names,
+        bytes(view[start : start + n_program]),
+        bytes(view[start + n_program :]),
+        tuple(dropped),
+        pointers,
+    )
 
 
 class DiskCache:

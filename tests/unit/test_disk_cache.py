@@ -5,6 +5,7 @@ share a directory; its size stays bounded."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import random
@@ -20,7 +21,7 @@ import pytest
 
 import logitgate as lg
 from logitgate import _core
-from logitgate.disk_cache import ENVELOPE_VERSION, SUFFIX, DiskCache, pack, unpack
+from logitgate.disk_cache import ENVELOPE_VERSION, SUFFIX, DiskCache, pack, pack_entry, unpack, unpack_entry
 
 # Every byte as a text token, some multi-byte pieces, two special tokens and EOS.
 PIECES = [b'{"', b'":', b'",', b"true", b"false", b"null", b"name", b"ab", b"  ", b"\xc3\xa9", b"<tool>", b"</tool>"]
@@ -165,13 +166,15 @@ def compile_again(directory: Path) -> lg.compiler.CacheInfo:
 
 
 def damage_image(data: bytes, offset: int, value: bytes) -> bytes:
-    """The file with its image changed at ``offset`` and the envelope made consistent again
-    (checksum and length): only the C++ loader can find what is wrong."""
-    header = struct.calcsize("<8sI32sQ32s")
+    """The file with its automaton image changed at ``offset`` (from the end when negative)
+    and the entry and envelope made consistent again (lengths, checksum): only the C++ loader
+    can find what is wrong."""
     key = data[12:44]
-    image = bytearray(data[header:])
-    image[offset : offset + len(value)] = value
-    return pack(key, bytes(image))
+    entry = unpack_entry(unpack(key, data))
+    image = bytearray(entry.image)
+    at = offset % len(image)
+    image[at : at + len(value)] = value
+    return pack(key, pack_entry(dataclasses.replace(entry, image=bytes(image))))
 
 
 @pytest.mark.parametrize(
@@ -188,7 +191,8 @@ def damage_image(data: bytes, offset: int, value: bytes) -> bytes:
         (lambda d: damage_image(d, 4, struct.pack("<I", _core.image_version + 1)), "cache-version"),
         (lambda d: damage_image(d, 0, b"XXXX"), "cache-foreign"),
         (lambda d: damage_image(d, 12, struct.pack("<q", 7)), "cache-limits"),
-        (lambda d: damage_image(d, len(d) - 200, b"\xff\xff\xff\x7f"), None),  # an index or a count
+        (lambda d: damage_image(d, -200, b"\xff\xff\xff\x7f"), None),  # an index or a count
+        (lambda d: d[:44] + struct.pack("<Q", 3) + d[52:], "cache-inconsistent"),  # contents length
     ],
 )
 def test_an_unusable_file_is_a_counted_miss_and_is_replaced(tmp_path: Path, damage: Any, code: str | None) -> None:
@@ -199,7 +203,7 @@ def test_an_unusable_file_is_a_counted_miss_and_is_replaced(tmp_path: Path, dama
     path.write_bytes(damaged)
     if code is not None:
         with pytest.raises(lg.CacheFileError) as e:
-            image = unpack(data[12:44], damaged)
+            image = unpack_entry(unpack(data[12:44], damaged)).image
             _core.load_grammar(vocabulary()._core, image, lg.compiler._limits_forms(lg.Limits())[1])
         assert e.value.code == code
     info = compile_again(tmp_path)
@@ -327,9 +331,9 @@ def test_concurrent_writers_share_a_directory(tmp_path: Path) -> None:
     cache = DiskCache(tmp_path)
     limits = lg.compiler._limits_forms(lg.Limits())[1]
     for f in files:
-        image = cache.load(bytes.fromhex(f.name[: -len(SUFFIX)]))
-        assert image is not None
-        _core.load_grammar(vocab._core, image, limits)
+        blob = cache.load(bytes.fromhex(f.name[: -len(SUFFIX)]))
+        assert blob is not None
+        _core.load_grammar(vocab._core, unpack_entry(blob).image, limits)
     reader = lg.Compiler(vocab, cache_dir=tmp_path)
     for k in range(40):
         reader.compile_json_schema(
@@ -337,3 +341,52 @@ def test_concurrent_writers_share_a_directory(tmp_path: Path) -> None:
         )
     assert (reader.cache_info().compiles, reader.cache_info().disk_hits) == (0, 40)
     assert os.path.getsize(files[0]) > 0
+
+
+def test_a_hit_on_an_input_skips_its_frontend(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    vocab = vocabulary()
+    unique = {"type": "array", "items": {"type": "integer"}, "uniqueItems": True}
+    a = lg.Compiler(vocab, cache_dir=tmp_path).compile_json_schema(unique, lenient=True)
+    assert a.dropped and a.rule_pointers
+
+    import logitgate.frontends.json_schema as frontend
+
+    def no_lowering(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the frontend ran")
+
+    monkeypatch.setattr(frontend, "schema_to_grammar", no_lowering)
+    second = lg.Compiler(vocab, cache_dir=tmp_path)
+    b = second.compile_json_schema(unique, lenient=True)
+    assert (b.dropped, b.rule_pointers) == (a.dropped, a.rule_pointers)
+    assert b._grammar is None  # the IR is rebuilt only when asked for
+    assert b.grammar == a.grammar and b.to_ebnf() == a.to_ebnf()
+    assert b.token_budget().max_bytes == a.token_budget().max_bytes
+    # Again in the same compiler: from memory (neither the file nor the frontend).
+    assert second.compile_json_schema(unique, lenient=True)._core is b._core
+    info = second.cache_info()
+    assert (info.hits, info.misses, info.disk_hits, info.compiles) == (1, 1, 1, 0)
+    # Options and property order are part of the input.
+    with pytest.raises(AssertionError, match="the frontend ran"):
+        second.compile_json_schema(unique)
+    reordered = {"properties": {"b": {}, "a": {}}, "type": "object"}
+    monkeypatch.undo()
+    second.compile_json_schema({"type": "object", "properties": {"a": {}, "b": {}}})
+    assert (
+        second.compile_json_schema(reordered).to_ebnf()
+        != second.compile_json_schema({"type": "object", "properties": {"a": {}, "b": {}}}).to_ebnf()
+    )
+
+
+def test_ir_grammars_and_choices_are_keyed_by_program(tmp_path: Path) -> None:
+    from logitgate.grammar.ir import Grammar, Literal, Repeat
+
+    vocab = vocabulary()
+    ir = Grammar({"root": Repeat(Literal(b"ab"), 1, 4)})
+    first = lg.Compiler(vocab, cache_dir=tmp_path)
+    compiled = [first.compile_grammar(ir), first.compile_choice(["x", b"y"])]
+    second = lg.Compiler(vocab, cache_dir=tmp_path)
+    again = [second.compile_grammar(ir), second.compile_choice(["x", b"y"])]
+    info = second.cache_info()
+    assert (info.compiles, info.disk_hits) == (0, 2)
+    for a, b in zip(compiled, again, strict=True):
+        assert b._core.save_image() == a._core.save_image() and b.grammar == a.grammar
