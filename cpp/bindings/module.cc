@@ -339,6 +339,8 @@ NB_MODULE(_core, m) {
       nb::arg("interrupt").none() = nb::none(),
       "Compiles a grammar program into an automaton (GIL released). `interrupt`: polled by the long "
       "loops, which stop with CompileCancelled or CompileTimeout.");
+  m.def("pending_discards", &PendingDiscards,
+        "Interrupted compiles whose memory a background thread is still freeing (tests wait for 0).");
   m.attr("image_version") = Automaton::kImageVersion;
   m.def(
       "load_grammar",

@@ -203,6 +203,8 @@ class Automaton {
   // True when rule r's start reads every plain character as a whole (r may end after it).
   bool ReadsOnePlainCharacter(int32_t r) const;
   void ComputeByteClasses();
+  // After an interrupt: hands the states built so far to a thread that frees them (interrupt.h).
+  void DiscardStatesLater();
 
   CoreLimits limits_;
   std::vector<std::string> rule_names_;

@@ -80,6 +80,10 @@ def compile(
 ) -> CompiledGrammar:
     """Compiles a grammar program into an automaton (GIL released)."""
 
+def pending_discards() -> int:
+    """Interrupted compiles whose memory a background thread is still freeing (tests wait
+    for 0)."""
+
 image_version: int
 """The layout version of automaton images (save_image, load_grammar)."""
 

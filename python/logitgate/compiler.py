@@ -280,7 +280,7 @@ class Compiler:
         self._disk = DiskCache(cache_dir, cache_dir_bytes) if cache_dir is not None else None
         # With a cache_dir: the inputs compiled lately (spec key -> the program's digest and a
         # JSON Schema's details), so that compiling one again finds the grammar in memory
-        # without its frontend or a file. Bounded like the cache.
+        # without its frontend or a file.
         self._specs: OrderedDict[bytes, tuple[str, tuple[str, ...], dict[str, str]]] = OrderedDict()
         # Everything a file's name must change with besides the grammar (which the digest of
         # each compile adds): the vocabulary, this library and both file formats.
@@ -412,7 +412,8 @@ class Compiler:
         with self._lock:
             self._specs[key] = (digest, dropped, pointers)
             self._specs.move_to_end(key)
-            while len(self._specs) > max(self._cache_size, 1):
+            # Worth keeping only while the cache holds the grammar: bounded by its entries.
+            while len(self._specs) > 2 * len(self._cache) + 16:
                 self._specs.popitem(last=False)
 
     def _read(self, key: bytes) -> Entry | None:

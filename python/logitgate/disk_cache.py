@@ -62,7 +62,7 @@ RESCAN_WRITES = 100
 _STALE_TEMP_SECONDS = 3600.0  # a temporary file this old was left by a writer that died
 
 
-def checksum(image: bytes) -> bytes:
+def checksum(image: bytes | memoryview) -> bytes:
     return hashlib.blake2b(image, digest_size=32).digest()
 
 
@@ -71,9 +71,10 @@ def pack(key: bytes, image: bytes) -> bytes:
     return _HEADER.pack(MAGIC, ENVELOPE_VERSION, key, len(image), checksum(image)) + image
 
 
-def unpack(key: bytes, data: bytes) -> bytes:
-    """The image inside a file's bytes, after checking the envelope; raises
-    :class:`~logitgate.CacheFileError` naming what is wrong."""
+def unpack(key: bytes, data: bytes) -> memoryview:
+    """The contents inside a file's bytes (a view, not a copy: files can be tens of MiB),
+    after checking the envelope; raises :class:`~logitgate.CacheFileError` naming what is
+    wrong."""
     if len(data) < _HEADER.size:
         if not MAGIC.startswith(data[: len(MAGIC)]):
             raise CacheFileError("not a logitgate cache file", code="cache-foreign")
@@ -87,7 +88,7 @@ def unpack(key: bytes, data: bytes) -> bytes:
         )
     if file_key != key:
         raise CacheFileError("cache file of another entry", code="cache-key")
-    image = data[_HEADER.size :]
+    image = memoryview(data)[_HEADER.size :]
     if len(image) < length:
         raise CacheFileError(f"cache file holds {len(image)} of its {length} image bytes", code="cache-truncated")
     if len(image) > length:
@@ -124,7 +125,7 @@ def pack_entry(entry: Entry) -> bytes:
     return b"".join((_LENGTH.pack(len(meta)), meta, _LENGTH.pack(len(entry.program)), entry.program, entry.image))
 
 
-def unpack_entry(blob: bytes) -> Entry:
+def unpack_entry(blob: bytes | memoryview) -> Entry:
     """The entry of a file's (checksummed) contents; CacheFileError ``cache-inconsistent``
     when its parts do not fit together."""
 
@@ -184,8 +185,8 @@ class DiskCache:
     def path(self, key: bytes) -> Path:
         return self.directory / (key.hex() + SUFFIX)
 
-    def load(self, key: bytes) -> bytes | None:
-        """The image stored under ``key``, or None when there is none; a file that is there
+    def load(self, key: bytes) -> memoryview | None:
+        """The contents stored under ``key``, or None when there is none; a file that is there
         but unusable raises :class:`~logitgate.CacheFileError` (and is removed)."""
         path = self.path(key)
         try:
