@@ -390,3 +390,39 @@ def test_ir_grammars_and_choices_are_keyed_by_program(tmp_path: Path) -> None:
     assert (info.compiles, info.disk_hits) == (0, 2)
     for a, b in zip(compiled, again, strict=True):
         assert b._core.save_image() == a._core.save_image() and b.grammar == a.grammar
+
+
+def write_images(directory: str) -> None:
+    """Writes the automaton image of each of KINDS' compiles (and a 2,000-state regex) into
+    ``directory``, for tests/native/image_load.cc (AddressSanitizer over the C++ loader)."""
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    compiler = lg.Compiler(vocabulary())
+    for kind, compile_fn in KINDS:
+        (out / f"{kind}.img").write_bytes(compile_fn(compiler)._core.save_image())
+    (out / "regex_2000.img").write_bytes(compiler.compile_regex("[a-z]{0,200}x")._core.save_image())
+
+
+def test_concurrent_threads_share_a_directory(tmp_path: Path) -> None:
+    import threading
+
+    vocab = vocabulary()
+    schemas = [{"type": "object", "properties": {f"p{i}": {"type": "integer", "minimum": i}}} for i in range(12)]
+    compiler = lg.Compiler(vocab, cache_dir=tmp_path)
+    errors: list[BaseException] = []
+
+    def work(offset: int) -> None:
+        try:
+            for k in range(len(schemas)):
+                compiler.compile_json_schema(schemas[(k + offset) % len(schemas)])
+        except BaseException as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert len(list(tmp_path.glob("*" + SUFFIX))) == len(schemas)
+    assert lg.Compiler(vocab, cache_dir=tmp_path).compile_json_schema(schemas[3])._grammar is None  # from disk
