@@ -258,9 +258,11 @@ class Compiler:
 
         ``cache_dir``: a directory (made if missing) where compiled automata are kept across
         processes, holding at most ``cache_dir_bytes`` (least recently used files go first).
-        A compile that misses the cache in memory loads the automaton from there instead of
-        building it; the frontends still lower the input (the key is the program they
-        produce). Processes may share the directory. See docs/limits.md, "The on-disk cache"."""
+        A compile that misses the cache in memory loads the grammar from there instead of
+        building it. A schema, regex, grammar text or structural tag is keyed by that input,
+        its options and the limits, so a hit skips the frontend as well as the core; an IR
+        grammar or a choice list by its program. Processes may share the directory. See
+        docs/limits.md, "The on-disk cache"."""
         for name, value in (
             ("cache_size", cache_size),
             ("cache_bytes", cache_bytes),
