@@ -175,7 +175,7 @@ class LogitgateGrammar(BaseGrammarObject):
 
     def jump_and_retokenize(self, old_output_ids: list[int], new_output_ids: list[int], next_state: int) -> None:
         common = 0
-        for old, new in zip(old_output_ids, new_output_ids):
+        for old, new in zip(old_output_ids, new_output_ids, strict=False):
             if old != new:
                 break
             common += 1
@@ -298,7 +298,9 @@ def _with_end_ids(vocab: Vocabulary, eos_token_ids: Any) -> Vocabulary:
     extra = [i for i in ids if i not in table.eos_ids and i in table.special_ids]
     skipped = [i for i in ids if i not in table.eos_ids and i not in table.special_ids]
     if skipped:
-        _logger.warning("logitgate: model EOS ids %s are not special tokens of the tokenizer; not used as end ids", skipped)
+        _logger.warning(
+            "logitgate: model EOS ids %s are not special tokens of the tokenizer; not used as end ids", skipped
+        )
     if not extra:
         return vocab
     return Vocabulary(dataclasses.replace(table, eos_ids=(*table.eos_ids, *extra)))
@@ -326,7 +328,10 @@ def create_backend(server_args: Any, tokenizer: Any, vocab_size: int, eos_token_
 
         reasoning = ReasoningParser(model_type=parser, stream_reasoning=False, tokenizer=tokenizer)
         backend = ReasonerGrammarBackend(
-            backend, reasoning, tokenizer, enable_strict_thinking=bool(getattr(serving, "enable_strict_thinking", False))
+            backend,
+            reasoning,
+            tokenizer,
+            enable_strict_thinking=bool(getattr(serving, "enable_strict_thinking", False)),
         )
     return backend
 
