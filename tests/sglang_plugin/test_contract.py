@@ -247,3 +247,55 @@ def test_sglang_dispatch_and_cache_path(tokenizer: Any) -> None:
     backend.set_cache(("regex", r"\d+"), compiled.copy())
     again, hit = backend.get_cached_or_future_value(("regex", r"\d+"), require_reasoning=False)
     assert hit and isinstance(again, LogitgateGrammar) and again.grammar_stats.is_cache_hit
+
+
+def _server_args(**kw: Any) -> Any:
+    from types import SimpleNamespace
+
+    base = {
+        "constrained_json_disable_any_whitespace": False,
+        "constrained_json_max_whitespace_cnt": None,
+        "constrained_json_whitespace_pattern": None,
+        "reasoning_parser": None,
+        "enable_strict_thinking": False,
+    }
+    return SimpleNamespace(**{**base, **kw})
+
+
+def test_create_backend_reads_sglang_json_options(tokenizer: Any) -> None:
+    from logitgate.integrations.sglang import LogitgateGrammarBackend, create_backend
+
+    compact = create_backend(_server_args(constrained_json_disable_any_whitespace=True), tokenizer, 49152, [2])
+    assert isinstance(compact, LogitgateGrammarBackend) and compact.json_options == {"whitespace": "compact"}
+    bounded = create_backend(_server_args(constrained_json_max_whitespace_cnt=2), tokenizer, 49152, None)
+    assert bounded.json_options == {"whitespace": "flexible", "max_whitespace": 2}
+    g = compact.dispatch_json(json.dumps({"type": "object", "properties": {"a": {"type": "integer"}}}))
+    assert g.matcher.accept_bytes(b'{"a":1}') and not compact.dispatch_json("{}").matcher.accept_bytes(b"{ }")
+
+
+def test_reasoning_parser_wraps_backend_in_sglang_reasoning_wrapper(tokenizer: Any) -> None:
+    """With --reasoning-parser, constraints start after the think-end token (SGLang's wrapper,
+    applied by create_backend since SGLang skips it for registered backends)."""
+    import copy
+
+    from sglang.srt.constrained.reasoner_grammar_backend import ReasonerGrammarBackend, ReasonerGrammarObject
+
+    from logitgate.integrations.sglang import create_backend
+
+    tok = copy.deepcopy(tokenizer)
+    tok.add_special_tokens({"additional_special_tokens": ["<think>", "</think>"]})
+    width = len(tok)
+    backend = create_backend(_server_args(reasoning_parser="deepseek-r1"), tok, width, [2])
+    assert isinstance(backend, ReasonerGrammarBackend)
+    g = backend._init_value_dispatch(("regex", r"\d\d"), True)
+    assert isinstance(g, ReasonerGrammarObject)
+    mask = g.allocate_vocab_mask(width, 1, "cpu")
+    thinking = tok.encode("Let me think", add_special_tokens=False)
+    for t in thinking:
+        g.accept_token(t)  # free text while thinking
+    g.fill_vocab_mask(mask, 0)
+    assert bool((mask == -1).all())
+    g.accept_token(tok.convert_tokens_to_ids("</think>"))
+    g.fill_vocab_mask(mask, 0)
+    bits = np.unpackbits(mask[0].numpy().view(np.uint8), bitorder="little")[:width]
+    assert {tok.decode([int(i)]) for i in np.nonzero(bits)[0]} == set("0123456789")
