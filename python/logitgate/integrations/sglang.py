@@ -283,9 +283,6 @@ class LogitgateGrammarBackend(BaseGrammarBackend):
 
         return self._compile("structural_tag", key_string, build)
 
-    def reset(self) -> None:
-        super().reset()
-
 
 def _with_end_ids(vocab: Vocabulary, eos_token_ids: Any) -> Vocabulary:
     """``vocab`` with the model's EOS ids among its end ids (the tokenizer's own EOS may differ
@@ -343,7 +340,7 @@ def _serving(server_args: Any) -> Any:
         from sglang.srt.runtime_context import get_serving
 
         return get_serving()
-    except Exception:
+    except (ImportError, ValueError):  # ValueError: the namespace is not published in this process
         return server_args
 
 
