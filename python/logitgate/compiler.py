@@ -19,7 +19,15 @@ from typing import TYPE_CHECKING, Any
 
 from . import _core
 from .cancel import CancelToken, checkpoint, current_interrupt, enable_gc_later, interrupt_scope
-from .errors import CompileCancelled, CompileTimeout, GrammarError, SchemaError, StructuralTagError, UsageError
+from .errors import (
+    CompileCancelled,
+    CompileTimeout,
+    GrammarError,
+    LogitgateError,
+    SchemaError,
+    StructuralTagError,
+    UsageError,
+)
 from .grammar.ir import Alt, Grammar, Literal
 from .grammar.program import serialize
 from .limits import DEFAULT_LIMITS, Limits
@@ -386,7 +394,7 @@ class Compiler:
         with constrained spans, tool calls, reasoning sections, special-token delimiters (see
         docs/structural_tags.md). What cannot be compiled raises
         :class:`~logitgate.StructuralTagError` naming its path inside the tag."""
-        from .frontends.json_schema import schema_to_grammar
+        from .frontends.json_schema import schema_to_grammar, schemas_to_grammar
         from .frontends.structural_tag import lower_structural_tag
 
         def json_schema(schema: Any, path: str, options: dict[str, Any]) -> Grammar:
@@ -397,6 +405,14 @@ class Compiler:
                 raise StructuralTagError(f"json_schema: {e.message}", path=path, code="structural-tag-schema") from e
             return grammar
 
+        def json_schemas(schemas: list[Any], options: dict[str, Any]) -> tuple[Grammar, list[str]] | None:
+            try:
+                return schemas_to_grammar(schemas, limits=self.limits, **options)
+            except (CompileCancelled, CompileTimeout):
+                raise
+            except (LogitgateError, ValueError, TypeError, AttributeError):
+                return None  # lowered one by one, for the error of the schema at fault
+
         with interrupt_scope(timeout, cancel):
             with _gc_paused():
                 grammar = lower_structural_tag(
@@ -405,6 +421,7 @@ class Compiler:
                     token_id=self.vocab.token_id,
                     json_schema=json_schema,
                     special_texts=self.vocab.special_texts(),
+                    json_schemas=json_schemas,
                 )
             return self._compile_grammar(grammar)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import collections
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from logitgate.cancel import checkpoint, discard_later
@@ -234,11 +234,12 @@ class Lowering:
         self.leaf_names: dict[tuple[Any, ...], str] = {}  # _leaf_key -> the rule of the first such leaf
         self.branch_types: dict[frozenset[int], frozenset[str]] = {}  # _branch_types
 
-    def release(self) -> None:
+    def release(self, now: bool = False) -> None:
         """Hands the lowering's work to a background thread to free (an interrupted compile
         returns at once). Its parts refer to one another (emitters to the driver's callbacks,
         the expander to the decider): left to the cycle collector, the work would be walked by
-        its next collection, in whichever thread, long after the interrupt."""
+        its next collection, in whichever thread, long after the interrupt. With ``now``, the
+        parts are cleared here and reference counting frees the work at once."""
         parts = [self, *vars(self).values()]
         for part in parts:
             for value in list(getattr(part, "__dict__", {}).values()):
@@ -249,9 +250,11 @@ class Lowering:
         for part in parts:
             d = getattr(part, "__dict__", None)
             if d is not None and type(part).__module__.startswith("logitgate.frontends.json_schema"):
-                work.append(dict(d))
+                if not now:
+                    work.append(dict(d))
                 d.clear()
-        discard_later(work)
+        if not now:
+            discard_later(work)
 
     def atoms_ref(self, atoms: Iterable[int]) -> Node:
         key = frozenset(atoms)
@@ -481,3 +484,68 @@ class Lowering:
             alts.append(self.objs.emit_object(f))
         alts = [a for a in alts if not _is_empty(a)]
         return _alt(alts) if alts else _EMPTY_LANG
+
+
+def schemas_to_grammar(
+    schemas: Sequence[dict[str, Any]],
+    *,
+    limits: Limits,
+    whitespace: str = "flexible",
+    max_whitespace: int | None = None,
+    property_order: str = "schema",
+    strict: bool = False,
+    oneof: str = "exact",
+) -> tuple[Grammar, list[str]]:
+    """Several self-contained schemas lowered in one pass, as subschemas of one document: the
+    grammar's rule ``names[i]`` is the language of ``schemas[i]`` (the one
+    ``schema_to_grammar(schemas[i], check_empty=False)`` lowers), and the schemas share their
+    rules (whitespace, strings, each distinct leaf and scalar constraint set, each repeated
+    subschema). For the many schemas of one structural tag (a tool list).
+
+    Self-contained: objects holding no keyword that starts with ``$`` (no ``$ref``, ``$id``,
+    ``$schema``, ``$defs``...), whose meaning could depend on the document around them; any
+    other input is a ``ValueError``. Errors are those of ``schema_to_grammar``, but their
+    pointers are into the combined document (``/$defs/<i>/...``), and the rule count is capped
+    for all the schemas together: callers lower one schema alone for its own error."""
+    for i, schema in enumerate(schemas):
+        if not isinstance(schema, dict) or not _self_contained(schema):
+            raise ValueError(f"schema {i} is not a self-contained object schema")
+    document = {"$defs": {str(i): s for i, s in enumerate(schemas)}}
+    low = Lowering(
+        document,
+        limits=limits,
+        whitespace=whitespace,
+        max_whitespace=max_whitespace,
+        property_order=property_order,
+        strict=strict,
+        lenient=False,
+        oneof=oneof,
+    )
+    names = []
+    for i, schema in enumerate(schemas):
+        node = low.atoms_ref([low.index.atom(schema, f"/$defs/{i}", _DEFAULT_BASE)])
+        if type(node) is not Ref:  # (a rule of its own, when not one already)
+            low.table.rules[f"root{i}"] = node
+            node = Ref(f"root{i}")
+        names.append(node.name)
+    while low.work:
+        checkpoint()
+        atoms, name = low.work.pop()
+        low.table.rules[name] = low.lower_set(atoms)
+    grammar = Grammar(dict(low.table.rules), root=names[0] if names else "root")
+    low.release(now=True)  # (its many rules: freed now, not walked by a collection first)
+    return grammar, names
+
+
+def _self_contained(schema: dict[str, Any]) -> bool:
+    """Whether no object in ``schema`` has a key that starts with ``$`` (iterative)."""
+    stack: list[Any] = [schema]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            if any(k.startswith("$") for k in v if isinstance(k, str)):
+                return False
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return True
