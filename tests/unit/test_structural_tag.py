@@ -198,6 +198,20 @@ def test_structural_tag_languages(compiler: lg.Compiler, spec: object, pieces: l
         ),
         ({"type": "any_text", "max_tokens": 5}, "$.max_tokens", "structural-tag-unsupported"),
         ({"type": "json_schema", "json_schema": {}, "excludes": ["x"]}, "$.excludes", "structural-tag-unsupported"),
+        (
+            {
+                "type": "json_schema",
+                "json_schema": {"type": "object", "properties": {"o": {"type": "object", "properties": {}}}},
+                "any_order": True,
+            },
+            "$.json_schema.properties.o",
+            "structural-tag-unsupported",
+        ),
+        (
+            {"type": "json_schema", "json_schema": WEATHER, "style": "qwen_xml", "any_order": True},
+            "$.any_order",
+            "structural-tag-unsupported",
+        ),
         ({"type": "any_text", "max_chars": 1 << 20}, "$.max_chars", "structural-tag-limit"),
         ({"type": "token", "token": "<nope>"}, "$.token", "structural-tag-token"),
         ({"type": "grammar", "grammar": "root ::= x", "syntax": "peg"}, "$.syntax", "structural-tag-unsupported"),
@@ -362,3 +376,23 @@ def test_schemas_to_grammar_takes_self_contained_schemas() -> None:
     assert all(name in grammar.rules for name in names)
     with pytest.raises(ValueError):
         schemas_to_grammar([TOOL_SCHEMAS[3]], limits=DEFAULT_LIMITS)
+
+
+def test_json_schema_any_order(compiler: lg.Compiler) -> None:
+    """any_order (XGrammar's language): entries in any order, repeats allowed, presence
+    unchecked, their count in [max(minProperties, #required), maxProperties]."""
+    schema = {"type": "object", "properties": {"a": {"type": "boolean"}, "b": {"type": "string"}}, "required": ["a"]}
+    spec = {"type": "json_schema", "json_schema": schema, "any_order": True}
+    for text in ['{"b": "x", "a": true}', '{"a": true, "a": false}', '{"b": "x"}', '{ "b" : "x" , "b":"y" }']:
+        assert accepts(compiler, spec, [text]), text
+    for text in ["{}", '{"c": 1}', '{"a": 1}', '{"a": true,}']:
+        assert not accepts(compiler, spec, [text]), text
+    bounded = {**spec, "json_schema": {**schema, "required": [], "minProperties": 1, "maxProperties": 2}}
+    assert accepts(compiler, bounded, ['{"b": "x", "a": true}']) and accepts(compiler, bounded, ['{"a": true}'])
+    assert not accepts(compiler, bounded, ["{}"]) and not accepts(
+        compiler, bounded, ['{"a": true, "a": true, "b": ""}']
+    )
+    optional = {**spec, "json_schema": {**schema, "required": []}}
+    assert accepts(compiler, optional, ["{ }"])
+    # Without object keywords any_order changes nothing.
+    assert accepts(compiler, {**spec, "json_schema": {"type": "integer"}}, ["7"])

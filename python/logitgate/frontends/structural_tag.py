@@ -407,6 +407,8 @@ class _Lowering:
         schema, style, options = self.schema_request(fmt, path)
         if style != "json":
             return self.xml_arguments(schema, style, path)
+        if self.opt(fmt, "any_order", bool, False, path) and _object_keywords(schema):
+            return self.any_order_object(schema, options, path)
         key = (json.dumps(schema, ensure_ascii=False), json.dumps(options, sort_keys=True))
         lowered = self.schemas.get(key)
         if lowered is None:
@@ -428,9 +430,11 @@ class _Lowering:
             raise StructuralTagError(
                 "json_schema excludes are not supported", path=f"{path}.excludes", code="structural-tag-unsupported"
             )
-        if self.opt(fmt, "any_order", bool, False, path):
+        if self.opt(fmt, "any_order", bool, False, path) and style != "json":
             raise StructuralTagError(
-                "any_order is not supported", path=f"{path}.any_order", code="structural-tag-unsupported"
+                f"any_order with style {style!r} is not supported",
+                path=f"{path}.any_order",
+                code="structural-tag-unsupported",
             )
         options: dict[str, Any] = {}
         cnt = self.opt(fmt, "max_whitespace_cnt", int, None, path)
@@ -471,7 +475,7 @@ class _Lowering:
                     schema, style, options = self.schema_request(f, "$")
                 except LogitgateError:
                     continue
-                if style != "json" or not isinstance(schema, dict):
+                if style != "json" or not isinstance(schema, dict) or f.get("any_order"):
                     continue
                 key = self.schema_keys[id(f)] = (
                     json.dumps(schema, ensure_ascii=False),
@@ -507,6 +511,57 @@ class _Lowering:
                 self.rules[canon[name]] = rename_refs(body, canon)
             for text, root in zip(group, roots, strict=True):
                 self.schemas[(text, options_text)] = Ref(canon[root])
+
+    def any_order_object(self, schema: Any, options: dict[str, Any], path: str) -> Node:
+        """``any_order``: XGrammar's looser object language, ``{`` entries ``}`` where each
+        entry is any listed property with a value of its schema, in any order, repeats
+        allowed and presence unchecked, their count in ``[max(minProperties, #required),
+        maxProperties]``. Supported: an object schema that lists its properties (closed, as
+        strict mode closes it) whose property schemas hold no object keywords (XGrammar applies
+        the order to nested objects too); other shapes are typed errors."""
+        at = f"{path}.json_schema"
+
+        def unsupported(why: str, where: str) -> StructuralTagError:
+            return StructuralTagError(f"any_order: {why}", path=where, code="structural-tag-unsupported")
+
+        if options:
+            raise unsupported("max_whitespace_cnt with any_order is not supported", f"{path}.max_whitespace_cnt")
+        properties = schema.get("properties") if isinstance(schema, dict) else None
+        if schema.get("type") != "object" or not isinstance(properties, dict) or not properties:
+            raise unsupported("only an object schema with 'properties' is supported", at)
+        other = set(schema) - _ANY_ORDER_KEYS
+        if other or schema.get("additionalProperties", False) is not False:
+            raise unsupported(f"object keywords {sorted(other) or ['additionalProperties']}", at)
+        required = schema.get("required", [])
+        if not isinstance(required, list) or not set(required) <= set(properties):
+            raise unsupported("every required property must be listed in 'properties'", f"{at}.required")
+        bounds = [schema.get(k) for k in ("minProperties", "maxProperties")]
+        if any(b is not None and (isinstance(b, bool) or not isinstance(b, int) or b < 0) for b in bounds):
+            raise StructuralTagError("minProperties and maxProperties are counts", path=at)
+        lo = max(bounds[0] or 0, len(set(required)))
+        hi = bounds[1]
+        if hi is not None and hi < lo:
+            raise StructuralTagError(
+                "empty language: maxProperties is below the required count", path=at, code="structural-tag-schema"
+            )
+        ws = Repeat(CharClass(((0x09, 0x0A), (0x0D, 0x0D), (0x20, 0x20))), 0, None)
+        members: list[Node] = []
+        for name, sub in properties.items():
+            where = f"{at}.properties.{name}"
+            if not name.isascii() or not name.isprintable() or '"' in name or "\\" in name:
+                raise unsupported("property names are printable ASCII without quotes or backslashes", where)
+            if _object_keywords(sub):
+                raise unsupported("a property's schema holds object keywords (nested any_order)", where)
+            value = self.json_value(sub, where)
+            members.append(Seq((Literal(f'"{name}"'.encode()), ws, Literal(b":"), ws, value)))
+        member = self.fresh("member")
+        self.rules[member] = Alt(tuple(members))
+        empty = Seq((Literal(b"{"), ws, Literal(b"}")))
+        if hi == 0:
+            return empty
+        more = Repeat(Seq((ws, Literal(b","), ws, Ref(member))), max(lo - 1, 0), None if hi is None else hi - 1)
+        entries = Seq((Literal(b"{"), ws, Ref(member), more, ws, Literal(b"}")))
+        return entries if lo else Alt((empty, entries))
 
     def json_value(self, schema: Any, path: str) -> Node:
         """A JSON value of ``schema`` (closed as XGrammar's strict mode closes it), embedded."""
@@ -1001,6 +1056,31 @@ _ANNOTATIONS = frozenset({"title", "description", "default", "examples", "$comme
 _XML_OBJECT_KEYS = frozenset({"type", "properties", "required", "additionalProperties"}) | _ANNOTATIONS
 _XML_RAW_STRINGS = frozenset({"enum", "const", "anyOf", "oneOf", "allOf", "not", "$ref", "if", "then", "else"})
 
+# any_order: the keywords of a supported object, and the keywords that make a schema one that
+# XGrammar's any_order changes (its objects, nested ones included, lose their order).
+_ANY_ORDER_KEYS = frozenset(
+    {"type", "properties", "required", "additionalProperties", "minProperties", "maxProperties"}
+)
+_ANY_ORDER_KEYS |= _ANNOTATIONS
+_OBJECT_KEYWORDS = frozenset(
+    {
+        "properties",
+        "required",
+        "additionalProperties",
+        "patternProperties",
+        "minProperties",
+        "maxProperties",
+        "propertyNames",
+        "dependentRequired",
+        "dependentSchemas",
+        "dependencies",
+        "unevaluatedProperties",
+        "$ref",
+        "$dynamicRef",
+        "$recursiveRef",
+    }
+)
+
 # Keywords whose values are data, not subschemas.
 _DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples", "required"})
 
@@ -1041,6 +1121,21 @@ def _close_objects(schema: Any) -> Any:
         ):
             dst["additionalProperties"] = False
     return root
+
+
+def _object_keywords(schema: Any) -> bool:
+    """Whether ``schema`` holds an object keyword (``_OBJECT_KEYWORDS``) or an object among
+    its enum and const values, at any depth (iterative: schema depth is user-driven)."""
+    stack: list[tuple[Any, bool]] = [(schema, False)]
+    while stack:
+        v, data = stack.pop()
+        if isinstance(v, dict):
+            if data or not v.keys().isdisjoint(_OBJECT_KEYWORDS):
+                return True
+            stack.extend((x, k in ("enum", "const")) for k, x in v.items() if k not in _ANNOTATIONS)
+        elif isinstance(v, list):
+            stack.extend((x, data) for x in v)
+    return False
 
 
 def _as_tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:
