@@ -528,10 +528,14 @@ def schemas_to_grammar(
             low.table.rules[f"root{i}"] = node
             node = Ref(f"root{i}")
         names.append(node.name)
-    while low.work:
-        checkpoint()
-        atoms, name = low.work.pop()
-        low.table.rules[name] = low.lower_set(atoms)
+    try:
+        while low.work:
+            checkpoint()
+            atoms, name = low.work.pop()
+            low.table.rules[name] = low.lower_set(atoms)
+    except (CompileCancelled, CompileTimeout):
+        low.release()
+        raise
     grammar = Grammar(dict(low.table.rules), root=names[0] if names else "root")
     low.release(now=True)  # (its many rules: freed now, not walked by a collection first)
     return grammar, names
