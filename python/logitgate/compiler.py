@@ -405,7 +405,7 @@ class Compiler:
                 raise StructuralTagError(f"json_schema: {e.message}", path=path, code="structural-tag-schema") from e
             return grammar
 
-        def json_schemas(schemas: list[Any], options: dict[str, Any]) -> tuple[Grammar, list[str]] | None:
+        def json_schemas(schemas: list[Any], options: dict[str, Any]) -> tuple[Grammar, list[str | None]] | None:
             try:
                 return schemas_to_grammar(schemas, limits=self.limits, **options)
             except (CompileCancelled, CompileTimeout):

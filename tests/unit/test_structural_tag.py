@@ -371,11 +371,13 @@ def test_schemas_to_grammar_takes_self_contained_schemas() -> None:
     from logitgate.frontends.json_schema import schemas_to_grammar
     from logitgate.limits import DEFAULT_LIMITS
 
-    grammar, names = schemas_to_grammar([TOOL_SCHEMAS[0], TOOL_SCHEMAS[0], {"type": "string"}], limits=DEFAULT_LIMITS)
-    assert len(names) == 3 and names[0] == names[1] != names[2]  # equal schemas: one rule
-    assert all(name in grammar.rules for name in names)
-    with pytest.raises(ValueError):
-        schemas_to_grammar([TOOL_SCHEMAS[3]], limits=DEFAULT_LIMITS)
+    outside = [{"$ref": "other.json"}, {"$id": "https://x.example/s", "type": "string"}, {"$schema": "x"}, True]
+    grammar, names = schemas_to_grammar(
+        [TOOL_SCHEMAS[0], TOOL_SCHEMAS[0], TOOL_SCHEMAS[3], *outside], limits=DEFAULT_LIMITS
+    )
+    assert None not in names[:3] and len(set(names[:3])) == 3
+    assert names[3:] == [None] * len(outside)  # not self-contained: left to the caller
+    assert all(name in grammar.rules for name in names[:3])
 
 
 def test_json_schema_any_order(compiler: lg.Compiler) -> None:
@@ -396,3 +398,43 @@ def test_json_schema_any_order(compiler: lg.Compiler) -> None:
     assert accepts(compiler, optional, ["{ }"])
     # Without object keywords any_order changes nothing.
     assert accepts(compiler, {**spec, "json_schema": {"type": "integer"}}, ["7"])
+
+
+def test_tools_with_references_lowered_together(compiler: lg.Compiler) -> None:
+    """Schemas with "#..." references (recursive ones, the root's "#" included) are lowered
+    together too, each its own resource: the masks along calls are those of each schema
+    lowered alone."""
+    import numpy as np
+
+    tree = {
+        "$defs": {
+            "node": {
+                "type": "object",
+                "properties": {"v": {"type": "boolean"}, "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
+            }
+        },
+        "$ref": "#/$defs/node",
+    }
+    chain = {"type": "object", "properties": {"n": {"type": "string"}, "next": {"$ref": "#"}}}
+    spec = _tool_tags([tree, chain, TOOL_SCHEMAS[0]])
+    together = compiler.compile_structural_tag(spec).matcher()
+    alone = _one_by_one(compiler, spec).matcher()
+    bits_a, bits_b = lg.allocate_mask(compiler.vocab), lg.allocate_mask(compiler.vocab)
+    arguments = ['{"v": true, "kids": [{"kids": [{"v": false}]}]}', '{"n": "a", "next": {"next": {"n": "b"}}}']
+    arguments += ['{"kids": [{"n": "x"}]}', '{"next": {"v": true}}', '{"q": "x"}']
+    accepted = set()
+    for i in range(3):
+        for j, args in enumerate(arguments):
+            together.reset()
+            alone.reset()
+            for t in f"<function=f{i}>{args}</function>".encode():
+                together.fill_mask(bits_a)
+                alone.fill_mask(bits_b)
+                assert np.array_equal(bits_a, bits_b)
+                ok = together.accept(t)
+                assert alone.accept(t) is ok
+                if not ok:
+                    break
+            else:
+                accepted.add((i, j))
+    assert accepted == {(0, 0), (1, 1), (2, 4)}

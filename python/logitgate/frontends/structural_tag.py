@@ -130,15 +130,16 @@ def lower_structural_tag(
     token_id: Callable[[str], int | None],
     json_schema: Callable[[Any, str, dict[str, Any]], Grammar],
     special_texts: Mapping[str, int] | None = None,
-    json_schemas: Callable[[list[Any], dict[str, Any]], tuple[Grammar, list[str]] | None] | None = None,
+    json_schemas: Callable[[list[Any], dict[str, Any]], tuple[Grammar, list[str | None]] | None] | None = None,
 ) -> Grammar:
     """The grammar of a structural tag. ``token_id`` resolves token names; ``json_schema``
     lowers a schema (its arguments: the schema, its path, the options) to a grammar;
     ``special_texts`` maps the text of each special token to its id: a delimiter (a tag's
     begin or end, a trigger, a separator) holding that text also accepts the token there.
     ``json_schemas``, when given, lowers several schemas (the same options) in one pass to one
-    grammar and the name of each schema's rule in it, or returns None (they are then lowered
-    one by one, for the error of the one that fails): the spans of many tools share rules."""
+    grammar and the name of each schema's rule in it (None for a schema it leaves out), or
+    returns None (they are then lowered one by one, for the error of the one that fails): the
+    spans of many tools share rules."""
     if isinstance(spec, str):
         if len(spec.encode("utf-8", "surrogatepass")) > limits.max_source_bytes:
             from ..errors import LimitExceeded
@@ -453,7 +454,7 @@ class _Lowering:
     def prelower_schemas(
         self,
         fmt: Any,
-        json_schemas: Callable[[list[Any], dict[str, Any]], tuple[Grammar, list[str]] | None],
+        json_schemas: Callable[[list[Any], dict[str, Any]], tuple[Grammar, list[str | None]] | None],
     ) -> None:
         """Lowers the JSON-style json_schema formats under ``fmt`` (through the formats'
         contents, elements, tags and rules) together, per options, into ``self.schemas``: the
@@ -481,9 +482,7 @@ class _Lowering:
                     json.dumps(schema, ensure_ascii=False),
                     json.dumps(options, sort_keys=True),
                 )
-                # (Schemas whose text holds no "$" use no $ref, $id...: schemas_to_grammar's
-                # condition, or a harmless miss.)
-                if key not in self.schemas and '"$' not in key[0]:
+                if key not in self.schemas:
                     group = groups.setdefault(key[1], {})
                     if key[0] not in group:
                         group[key[0]] = _close_objects(schema)
@@ -510,7 +509,8 @@ class _Lowering:
             for name, body in grammar.rules.items():
                 self.rules[canon[name]] = rename_refs(body, canon)
             for text, root in zip(group, roots, strict=True):
-                self.schemas[(text, options_text)] = Ref(canon[root])
+                if root is not None:  # (else lowered alone when met)
+                    self.schemas[(text, options_text)] = Ref(canon[root])
 
     def any_order_object(self, schema: Any, options: dict[str, Any], path: str) -> Node:
         """``any_order``: XGrammar's looser object language, ``{`` entries ``}`` where each

@@ -487,7 +487,7 @@ class Lowering:
 
 
 def schemas_to_grammar(
-    schemas: Sequence[dict[str, Any]],
+    schemas: Sequence[Any],
     *,
     limits: Limits,
     whitespace: str = "flexible",
@@ -495,22 +495,21 @@ def schemas_to_grammar(
     property_order: str = "schema",
     strict: bool = False,
     oneof: str = "exact",
-) -> tuple[Grammar, list[str]]:
-    """Several self-contained schemas lowered in one pass, as subschemas of one document: the
-    grammar's rule ``names[i]`` is the language of ``schemas[i]`` (the one
+) -> tuple[Grammar, list[str | None]]:
+    """Several schemas lowered in one pass, as subschemas of one document: the grammar's rule
+    ``names[i]`` is the language of ``schemas[i]`` (the one
     ``schema_to_grammar(schemas[i], check_empty=False)`` lowers), and the schemas share their
     rules (whitespace, strings, each distinct leaf and scalar constraint set, each repeated
     subschema). For the many schemas of one structural tag (a tool list).
 
-    Self-contained: objects holding no keyword that starts with ``$`` (no ``$ref``, ``$id``,
-    ``$schema``, ``$defs``...), whose meaning could depend on the document around them; any
-    other input is a ``ValueError``. Errors are those of ``schema_to_grammar``, but their
-    pointers are into the combined document (``/$defs/<i>/...``), and the rule count is capped
-    for all the schemas together: callers lower one schema alone for its own error."""
-    for i, schema in enumerate(schemas):
-        if not isinstance(schema, dict) or not _self_contained(schema):
-            raise ValueError(f"schema {i} is not a self-contained object schema")
-    document = {"$defs": {str(i): s for i, s in enumerate(schemas)}}
+    Only self-contained schemas (:func:`self_contained`) are lowered, each its own resource (an
+    ``$id`` of its own is added), so that its ``#...`` references resolve inside it as they do
+    when it is the document; ``names[i]`` is None for any other. Errors are those of
+    ``schema_to_grammar``, but their pointers are into the combined document
+    (``/$defs/<i>/...``), and the rule count is capped for all the schemas together: callers
+    lower one schema alone for its own error."""
+    chosen = {str(i): {**s, "$id": _SCHEMA_BASE.format(i)} for i, s in enumerate(schemas) if self_contained(s)}
+    document = {"$defs": chosen}
     low = Lowering(
         document,
         limits=limits,
@@ -521,9 +520,13 @@ def schemas_to_grammar(
         lenient=False,
         oneof=oneof,
     )
-    names = []
-    for i, schema in enumerate(schemas):
-        node = low.atoms_ref([low.index.atom(schema, f"/$defs/{i}", _DEFAULT_BASE)])
+    names: list[str | None] = []
+    for i in range(len(schemas)):
+        schema = chosen.get(str(i))
+        if schema is None:
+            names.append(None)
+            continue
+        node = low.atoms_ref([low.index.atom(schema, f"/$defs/{i}", _SCHEMA_BASE.format(i))])
         if type(node) is not Ref:  # (a rule of its own, when not one already)
             low.table.rules[f"root{i}"] = node
             node = Ref(f"root{i}")
@@ -536,19 +539,36 @@ def schemas_to_grammar(
     except (CompileCancelled, CompileTimeout):
         low.release()
         raise
-    grammar = Grammar(dict(low.table.rules), root=names[0] if names else "root")
+    grammar = Grammar(dict(low.table.rules), root=next((n for n in names if n is not None), "root"))
     low.release(now=True)  # (its many rules: freed now, not walked by a collection first)
     return grammar, names
 
 
-def _self_contained(schema: dict[str, Any]) -> bool:
-    """Whether no object in ``schema`` has a key that starts with ``$`` (iterative)."""
+# The base URI of schemas_to_grammar's i-th schema (each a resource of the combined document).
+_SCHEMA_BASE = "https://logitgate.invalid/schemas/{}.json"
+# The "$" keywords a self-contained schema may hold ("$ref" only to a "#" fragment).
+_SELF_CONTAINED_KEYS = frozenset({"$ref", "$defs", "$comment"})
+
+
+def self_contained(schema: Any) -> bool:
+    """Whether ``schema`` is an object schema whose meaning cannot depend on the document
+    around it: it declares no ``$id``, ``$schema``, anchor or dynamic reference (no ``$`` key
+    but ``$defs``, ``$comment`` and ``$ref``), and each ``$ref`` is a fragment (``#...``) of
+    the schema itself. Conservative: a ``$`` key anywhere (a property named so) counts."""
+    if not isinstance(schema, dict):
+        return False
     stack: list[Any] = [schema]
     while stack:
         v = stack.pop()
         if isinstance(v, dict):
-            if any(k.startswith("$") for k in v if isinstance(k, str)):
-                return False
+            for k, x in v.items():
+                if not isinstance(k, str):
+                    return False
+                if k.startswith("$"):
+                    if k not in _SELF_CONTAINED_KEYS:
+                        return False
+                    if k == "$ref" and not (isinstance(x, str) and x.startswith("#")):
+                        return False
             stack.extend(v.values())
         elif isinstance(v, list):
             stack.extend(v)
