@@ -12,8 +12,9 @@ regex of two million automaton states (the time goes to the C++ core, GIL releas
   thread's CPU time;
 - timeout accuracy: compiles with timeouts of 0.25 to 4 s; how far past its timeout each
   returned, absolute and as a fraction of the timeout;
-- memory: resident memory (after freeing and malloc_trim) before and after the trials, and
-  the peak meanwhile.
+- memory, per compile: resident memory (after the interrupted compiles' memory is freed, a
+  collection and malloc_trim) before its trials, after each of them, and at the end, with
+  the peak meanwhile (VmHWM, reset before each compile's trials).
 
 Wall-clock numbers: on a loaded machine they measure the scheduler as much as the checks.
 """
@@ -36,7 +37,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "unit"))
 
 from test_cancel import BIG_REGEX, PATHOLOGICAL
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 import logitgate as lg
+from common import rss_peak, rss_reset_peak
 from logitgate.cancel import wait_discarded
 
 _libc = ctypes.CDLL("libc.so.6")
@@ -80,6 +83,9 @@ def main() -> None:
     base = rss_bytes()
     report: dict[str, object] = {}
     for name, compile_fn in cases.items():
+        before = rss_bytes()
+        rss_reset_peak()
+        after_each: list[float] = []  # MiB after every interrupted compile
         latencies_ms: list[float] = []
         cpu_ms: list[float] = []
         for _ in range(args.trials):
@@ -105,6 +111,7 @@ def main() -> None:
             if "t" in done:
                 latencies_ms.append((done["t"] - start) * 1000)
                 cpu_ms.append((done["cpu"] - cpu_start) * 1000)
+            after_each.append(round(rss_bytes() / 2**20, 1))
         overshoot_ms: list[float] = []
         overshoot_frac: list[float] = []
         for timeout in (0.25, 0.5, 1.0, 2.0, 4.0):
@@ -115,6 +122,7 @@ def main() -> None:
                 late = time.perf_counter() - start - timeout
                 overshoot_ms.append(late * 1000)
                 overshoot_frac.append(late / timeout)
+            after_each.append(round(rss_bytes() / 2**20, 1))
         report[name] = {
             "cancel_latency_ms": percentiles(latencies_ms),
             # CPU time the compiling thread spent from the cancel to its return: the latency
@@ -122,9 +130,15 @@ def main() -> None:
             "cancel_latency_cpu_ms": percentiles(cpu_ms),
             "timeout_overshoot_ms": [round(x, 1) for x in overshoot_ms],
             "timeout_overshoot_fraction_max": round(max(overshoot_frac), 4),
+            "rss_mib": {
+                "before": round(before / 2**20, 1),
+                "peak": round(rss_peak() / 2**20, 1),
+                "after": round(rss_bytes() / 2**20, 1),
+                "after_each": after_each,
+            },
         }
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    report["rss_mib"] = {
+    report["rss_mib"] = {  # the whole run
         "before": round(base / 2**20, 1),
         "after": round(rss_bytes() / 2**20, 1),
         "peak": round(peak / 2**20, 1),

@@ -222,6 +222,19 @@ int64_t ApplyMask(nb::handle logits_obj, nb::handle bits_obj, const std::optiona
   return allowed;
 }
 
+// A compiled grammar around a built automaton: the token-set masks for this vocabulary and a
+// fresh parser store (both cheap next to building the automaton).
+std::shared_ptr<CompiledGrammar> Assemble(std::shared_ptr<Vocabulary> vocab, std::shared_ptr<const Automaton> automaton,
+                                          const CoreLimits& limits) {
+  auto g = std::make_shared<CompiledGrammar>();
+  g->vocab = std::move(vocab);
+  g->limits = limits;
+  g->automaton = std::move(automaton);
+  g->token_masks = TokenSetMasks(*g->vocab, *g->automaton);
+  g->parser = std::make_shared<Parser>(g->automaton, limits);
+  return g;
+}
+
 }  // namespace
 
 NB_MODULE(_core, m) {
@@ -246,6 +259,9 @@ NB_MODULE(_core, m) {
           break;
         case ErrorKind::kInterrupted:
           exc = e.code == "compile-timeout" ? errors.attr("CompileTimeout")(e.seconds) : errors.attr("CompileCancelled")();
+          break;
+        case ErrorKind::kCacheFile:
+          exc = errors.attr("CacheFileError")(e.what(), nb::arg("code") = e.code);
           break;
       }
       PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
@@ -273,7 +289,18 @@ NB_MODULE(_core, m) {
           "memory_bytes",
           [](const CompiledGrammar& g) { return g.automaton->memory_bytes() + g.parser->memory_bytes(); },
           "Bytes the grammar holds: its automaton, and the parser state matchers built (configurations, "
-          "transitions, memoized masks), which grows as they are used. The vocabulary is not counted.");
+          "transitions, memoized masks), which grows as they are used. The vocabulary is not counted.")
+      .def(
+          "save_image",
+          [](const CompiledGrammar& g) {
+            std::string image;
+            {
+              nb::gil_scoped_release release;
+              image = g.automaton->SaveImage();
+            }
+            return nb::bytes(image.data(), image.size());
+          },
+          "The automaton as bytes, for load_grammar (the on-disk cache); GIL released while writing.");
   nb::class_<CancelFlag>(m, "CancelFlag", "A flag any thread may set once; compiles holding it stop.")
       .def(nb::init<>())
       .def("cancel", &CancelFlag::Cancel, "Set the flag (thread-safe, idempotent).")
@@ -302,13 +329,9 @@ NB_MODULE(_core, m) {
         nb::gil_scoped_release release;
         InterruptScope scope(interrupt.get());
         CheckInterrupt();
-        auto g = std::make_shared<CompiledGrammar>();
-        g->vocab = std::move(vocab);
-        g->limits = l;
-        g->automaton = std::make_shared<const Automaton>(program, std::move(names), l);
+        auto automaton = std::make_shared<const Automaton>(program, std::move(names), l);
         CheckInterrupt();
-        g->token_masks = TokenSetMasks(*g->vocab, *g->automaton);
-        g->parser = std::make_shared<Parser>(g->automaton, l);
+        auto g = Assemble(std::move(vocab), std::move(automaton), l);
         CheckInterrupt();
         return g;
       },
@@ -316,6 +339,22 @@ NB_MODULE(_core, m) {
       nb::arg("interrupt").none() = nb::none(),
       "Compiles a grammar program into an automaton (GIL released). `interrupt`: polled by the long "
       "loops, which stop with CompileCancelled or CompileTimeout.");
+  m.def("pending_discards", &PendingDiscards,
+        "Interrupted compiles whose memory a background thread is still freeing (tests wait for 0).");
+  m.attr("image_version") = Automaton::kImageVersion;
+  m.def(
+      "load_grammar",
+      [](std::shared_ptr<Vocabulary> vocab, nb::bytes image, std::map<std::string, int64_t> limits) {
+        CoreLimits l = MakeLimits(limits);
+        // `image` (immutable bytes) stays referenced by this call while the GIL is released.
+        const auto* data = reinterpret_cast<const uint8_t*>(image.c_str());
+        const size_t size = image.size();
+        nb::gil_scoped_release release;
+        return Assemble(std::move(vocab), Automaton::LoadImage(data, size, l), l);
+      },
+      nb::arg("vocab"), nb::arg("image"), nb::arg("limits"),
+      "A compiled grammar from an automaton image (CompiledGrammar.save_image) saved under the same limits, "
+      "without compiling (GIL released). A truncated, foreign or inconsistent image raises CacheFileError.");
 
   nb::class_<Matcher>(m, "Matcher",
                       "Per-request grammar state. Not thread-safe: use one matcher per thread (forks are "

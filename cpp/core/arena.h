@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <new>
+#include <utility>
 #include <vector>
 
 namespace logitgate {
@@ -19,6 +20,15 @@ class Arena {
   explicit Arena(size_t first_block = 4096) : next_block_(first_block) {}
   Arena(const Arena&) = delete;
   Arena& operator=(const Arena&) = delete;
+  // Takes `other`'s blocks (which then holds none): what was allocated from `other` now lives
+  // as long as this arena.
+  Arena(Arena&& other) noexcept
+      : cur_(other.cur_), end_(other.end_), next_block_(other.next_block_), reserved_(other.reserved_),
+        blocks_(std::move(other.blocks_)) {
+    other.blocks_.clear();
+    other.cur_ = other.end_ = 0;
+    other.reserved_ = 0;
+  }
   ~Arena() {
     for (void* block : blocks_) ::operator delete(block);
   }

@@ -94,22 +94,45 @@ Automaton::Automaton(const std::vector<int32_t>& program, std::vector<std::strin
     : limits_(limits), rule_names_(std::move(rule_names)) {
   // Between phases, and inside the ones whose work grows faster than the states (building,
   // determinizing), the compile's interrupt is polled (interrupt.h).
-  Build(program);
-  CheckInterrupt();
-  CheckLeftRecursion();
-  CheckInterrupt();
-  PruneDead();
-  CheckInterrupt();
-  Determinize();
-  CheckInterrupt();
-  ComputeKernels();
-  MarkTailCalls();
-  CheckInterrupt();
-  ComputeCharacterRules();
-  ComputeUniversal();
-  CheckInterrupt();
-  ComputePlainCapacity();
-  ComputeByteClasses();
+  try {
+    Build(program);
+    CheckInterrupt();
+    CheckLeftRecursion();
+    CheckInterrupt();
+    PruneDead();
+    CheckInterrupt();
+    Determinize();
+    CheckInterrupt();
+    ComputeKernels();
+    MarkTailCalls();
+    CheckInterrupt();
+    ComputeCharacterRules();
+    ComputeUniversal();
+    CheckInterrupt();
+    ComputePlainCapacity();
+    ComputeByteClasses();
+  } catch (const CoreError& e) {
+    if (e.kind == ErrorKind::kInterrupted) DiscardStatesLater();
+    throw;
+  }
+}
+
+void Automaton::DiscardStatesLater() {
+  // The per-state tables and the arena behind their edge lists, moved out (members are
+  // destroyed in reverse order: the lists before the arena, as in Automaton). The lists'
+  // allocators still name this automaton's arena, but freeing through them does nothing.
+  struct States {
+    Arena arena;
+    std::vector<EdgeList<ByteEdge>> bytes;
+    std::vector<EdgeList<int32_t>> eps;
+    std::vector<EdgeList<CallEdge>> calls;
+    Flags final_flags, deterministic;
+    std::vector<int32_t> state_rule, kernel_offset, kernel;
+  };
+  DiscardLater(std::unique_ptr<States>(new States{std::move(arena_), std::move(bytes_), std::move(eps_),
+                                                  std::move(calls_), std::move(final_), std::move(deterministic_),
+                                                  std::move(state_rule_), std::move(kernel_offset_),
+                                                  std::move(kernel_)}));
 }
 
 void Automaton::ComputeByteClasses() {
@@ -820,15 +843,24 @@ void Automaton::ComputeKernels() {
 }
 
 void Automaton::MarkTailCalls() {
-  Flags pushed(rule_start_.size(), false);
-  int32_t n_pushed = 0;
   for (auto& calls : calls_) {
+    PollInterrupt();
     for (CallEdge& c : calls) {
       bool only_end = true;
       for (const int32_t* k = kernel_begin(c.ret); k != kernel_end(c.ret); ++k) {
         only_end = only_end && bytes_[*k].empty() && calls_[*k].empty() && !reads_token(*k);
       }
       c.tail = only_end;
+    }
+  }
+  ComputeStackNeedBound();
+}
+
+void Automaton::ComputeStackNeedBound() {
+  Flags pushed(rule_start_.size(), false);
+  int32_t n_pushed = 0;
+  for (const auto& calls : calls_) {
+    for (const CallEdge& c : calls) {
       if (!c.tail && !pushed[c.rule]) {
         pushed[c.rule] = true;
         ++n_pushed;
@@ -1006,6 +1038,7 @@ void Automaton::Determinize() {
     }
     for (size_t k = 0; k < states_of[r].size(); ++k) remap[states_of[r][k]] = static_cast<int32_t>(base + k);
     for (int32_t s : states_of[r]) {
+      PollInterrupt();  // a rule can hold millions of states
       const int32_t d = new_out(r);
       out_det[d] = deterministic;
       out_bytes[d].reserve(bytes_[s].size());
@@ -1025,6 +1058,7 @@ void Automaton::Determinize() {
   auto pure_end = [&](int32_t t) { return final_[t] && bytes_[t].empty() && calls_[t].empty() && eps_[t].empty(); };
   auto copy_if_deterministic = [&](int32_t r) {
     for (int32_t s : states_of[r]) {
+      PollInterrupt();
       for (int32_t t : eps_[s]) {
         if (!pure_end(t)) return false;
       }

@@ -23,6 +23,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -153,7 +154,18 @@ class Automaton {
   const uint64_t* alphabet() const { return alphabet_; }
   bool full_alphabet() const { return (alphabet_[0] & alphabet_[1] & alphabet_[2] & alphabet_[3]) == ~0ull; }
 
+  // The automaton as bytes, and back (automaton_image.cc): what a compile built, for the
+  // compiler's on-disk cache. LoadImage checks every length and index it reads and throws
+  // CoreError::CacheFile for a truncated, foreign-version or inconsistent image (never reads
+  // out of bounds); the image must have been saved under the same `limits`.
+  // Bumped whenever the image layout, or the meaning of anything stored, changes.
+  static constexpr uint32_t kImageVersion = 1;
+  std::string SaveImage() const;
+  static std::shared_ptr<const Automaton> LoadImage(const uint8_t* data, size_t size, const CoreLimits& limits);
+
  private:
+  // An empty automaton that LoadImage fills.
+  explicit Automaton(const CoreLimits& limits) : limits_(limits) {}
   int32_t NewState();
   void Build(const std::vector<int32_t>& program);
   // Adds the states and edges of a kOpStringExcept node in `from`'s rule (string_except.cc):
@@ -179,6 +191,7 @@ class Automaton {
   void Determinize();
   void ComputeKernels();
   void MarkTailCalls();
+  void ComputeStackNeedBound();  // from the calls' tail flags
   void ComputeStackNeed() const;
   void ComputeCharacterRules();
   void ComputeUniversal();
@@ -190,6 +203,8 @@ class Automaton {
   // True when rule r's start reads every plain character as a whole (r may end after it).
   bool ReadsOnePlainCharacter(int32_t r) const;
   void ComputeByteClasses();
+  // After an interrupt: hands the states built so far to a thread that frees them (interrupt.h).
+  void DiscardStatesLater();
 
   CoreLimits limits_;
   std::vector<std::string> rule_names_;

@@ -13,6 +13,7 @@ enum class ErrorKind {
   kLimit,    // a Limits field was exceeded; `limit` names it
   kUsage,    // API misuse (bad row, rollback too far, a mask buffer of the wrong kind): UsageError
   kInterrupted,  // a compile was cancelled or ran past its timeout (interrupt.h); `code` says which
+  kCacheFile,    // a compiled-grammar image that cannot be loaded (truncated, foreign, inconsistent)
 };
 
 struct CoreError : std::runtime_error {
@@ -41,6 +42,9 @@ struct CoreError : std::runtime_error {
     CoreError e(ErrorKind::kInterrupted, std::move(code), message);
     e.seconds = seconds;
     return e;
+  }
+  static CoreError CacheFile(std::string code, const std::string& message) {
+    return CoreError(ErrorKind::kCacheFile, std::move(code), message);
   }
   static CoreError Usage(const std::string& message, std::string code = "usage") {
     return CoreError(ErrorKind::kUsage, std::move(code), message);

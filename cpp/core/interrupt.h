@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
+#include <utility>
 
 #include "error.h"
 
@@ -82,6 +84,31 @@ inline void CheckInterrupt() {
 inline void PollInterrupt() {
   if (const Interrupt* i = interrupt_detail::current) {
     if ((++interrupt_detail::polls & 255u) == 0) i->Check();
+  }
+}
+
+// What an interrupted compile had built is freed on a thread of its own, so that the compile
+// returns without waiting for millions of frees (the freeing of a 2M-state automaton takes
+// tens of milliseconds, most of the time to return from a cancel). PendingDiscards() counts
+// the frees not finished yet (tests wait for 0 before measuring memory).
+namespace interrupt_detail {
+inline std::atomic<int64_t> pending_discards{0};
+}  // namespace interrupt_detail
+
+inline int64_t PendingDiscards() { return interrupt_detail::pending_discards.load(std::memory_order_acquire); }
+
+template <typename T>
+void DiscardLater(std::unique_ptr<T> doomed) {
+  interrupt_detail::pending_discards.fetch_add(1, std::memory_order_acq_rel);
+  T* raw = doomed.release();
+  try {
+    std::thread([raw] {
+      delete raw;
+      interrupt_detail::pending_discards.fetch_sub(1, std::memory_order_acq_rel);
+    }).detach();
+  } catch (...) {  // no thread to be had: free it here
+    delete raw;
+    interrupt_detail::pending_discards.fetch_sub(1, std::memory_order_acq_rel);
   }
 }
 

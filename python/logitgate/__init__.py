@@ -20,6 +20,7 @@ import os as _os
 from typing import Any as _Any
 
 from .errors import (
+    CacheFileError,
     CompileCancelled,
     CompileTimeout,
     GrammarError,
@@ -40,6 +41,7 @@ from .tool_calls import tool_call_structure
 __version__ = "0.1.0"
 
 __all__ = [
+    "CacheFileError",
     "CancelToken",
     "CompileCancelled",
     "CompileTimeout",

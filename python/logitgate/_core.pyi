@@ -40,6 +40,9 @@ class CompiledGrammar:
         """Bytes the grammar holds: its automaton, and the parser state matchers built
         (configurations, transitions, memoized masks), which grows as they are used. The
         vocabulary is not counted."""
+    def save_image(self) -> bytes:
+        """The automaton as bytes, for load_grammar (the on-disk cache); GIL released while
+        writing."""
 
 class CancelFlag:
     """A flag any thread may set once; compiles holding it stop."""
@@ -76,6 +79,18 @@ def compile(
     interrupt: Interrupt | None = None,
 ) -> CompiledGrammar:
     """Compiles a grammar program into an automaton (GIL released)."""
+
+def pending_discards() -> int:
+    """Interrupted compiles whose memory a background thread is still freeing (tests wait
+    for 0)."""
+
+image_version: int
+"""The layout version of automaton images (save_image, load_grammar)."""
+
+def load_grammar(vocab: Vocabulary, image: bytes, limits: Mapping[str, int]) -> CompiledGrammar:
+    """A compiled grammar from an automaton image (CompiledGrammar.save_image) saved under
+    the same limits, without compiling (GIL released). A truncated, foreign or inconsistent
+    image raises CacheFileError."""
 
 class Matcher:
     def __init__(self, grammar: CompiledGrammar) -> None: ...

@@ -17,6 +17,7 @@ import gc
 import math
 import queue
 import threading
+import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -152,11 +153,16 @@ def enable_gc_later() -> None:
 
 
 def wait_discarded() -> None:
-    """Returns once what was handed to :func:`discard_later` so far is freed (for tests)."""
+    """Returns once what was handed to :func:`discard_later` so far is freed, and what the
+    core freed of interrupted compiles on its own threads (for tests)."""
+    from . import _core
+
     done = threading.Event()
     _discarded.put(_Signal(done))
     if _reaper is not None:
         done.wait()
+    while _core.pending_discards() > 0:
+        time.sleep(0.001)
 
 
 class _Signal:

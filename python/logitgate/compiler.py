@@ -1,7 +1,9 @@
 """Compiler: frontends -> IR -> core automaton, cached by content hash.
 
 One :class:`Compiler` per vocabulary. It is thread-safe; compiling releases the GIL in the
-core. Identical inputs (same IR, same limits) return the same :class:`CompiledGrammar`.
+core. Identical inputs (same IR, same limits) return the same :class:`CompiledGrammar`. With
+a ``cache_dir``, automata are also kept on disk (:mod:`logitgate.disk_cache`), so that another
+process, or this one after a restart, loads them instead of compiling.
 """
 
 from __future__ import annotations
@@ -10,16 +12,20 @@ import contextlib
 import functools
 import gc
 import hashlib
+import json
+import os
 import threading
 import traceback
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import astuple, dataclass
 from typing import TYPE_CHECKING, Any
 
 from . import _core
 from .cancel import CancelToken, checkpoint, current_interrupt, enable_gc_later, interrupt_scope
+from .disk_cache import DEFAULT_DISK_CACHE_BYTES, ENVELOPE_VERSION, DiskCache, Entry, pack_entry, unpack_entry
 from .errors import (
+    CacheFileError,
     CompileCancelled,
     CompileTimeout,
     GrammarError,
@@ -29,7 +35,7 @@ from .errors import (
     UsageError,
 )
 from .grammar.ir import Alt, Grammar, Literal
-from .grammar.program import serialize
+from .grammar.program import deserialize, serialize
 from .limits import DEFAULT_LIMITS, Limits
 from .vocabulary import Vocabulary
 
@@ -55,6 +61,13 @@ class CacheInfo:
             ``max_bytes`` alone counts once, when it is not kept).
         vocabulary_bytes: masks computed on first use and shared by every grammar of the
             vocabulary (alphabet masks, loop splits): bounded in count, never evicted.
+        compiles: automata the core built (a miss that the disk cache did not answer).
+        disk_hits: misses answered from the ``cache_dir`` without compiling; ``disk_misses``:
+            misses it had no file for; ``disk_errors``: files found unusable (truncated,
+            corrupt, another version: counted, removed, compiled again) or that could not be
+            written.
+        disk_bytes: bytes of the cache files in ``cache_dir`` now (all processes'); bounded
+            by ``max_disk_bytes`` (``cache_dir_bytes``). Both 0 without a ``cache_dir``.
     """
 
     entries: int
@@ -65,27 +78,36 @@ class CacheInfo:
     misses: int
     evictions: int
     vocabulary_bytes: int
+    compiles: int = 0
+    disk_hits: int = 0
+    disk_misses: int = 0
+    disk_errors: int = 0
+    disk_bytes: int = 0
+    max_disk_bytes: int = 0
 
 
 class CompiledGrammar:
     """A grammar compiled for one vocabulary. Cheap to share; make one matcher per request.
 
     Attributes:
-        grammar: the IR that was compiled (print it with :meth:`to_ebnf`).
         vocab: the vocabulary masks are sized for.
     """
 
     def __init__(
         self,
         core: _core.CompiledGrammar,
-        grammar: Grammar,
+        grammar: Grammar | None,
         vocab: Vocabulary,
         limits: Limits,
         dropped: tuple[str, ...] = (),
         rule_pointers: dict[str, str] | None = None,
+        program: tuple[bytes, list[str]] | None = None,
     ) -> None:
+        # Either the IR, or (a grammar loaded from the on-disk cache) the program and rule
+        # names it is rebuilt from on first use.
+        self._grammar = grammar
+        self._program = program
         self._core = core
-        self.grammar = grammar
         self.vocab = vocab
         self.limits = limits
         #: Constraints a ``lenient=True`` JSON Schema compile dropped, one line each
@@ -95,6 +117,21 @@ class CompiledGrammar:
         #: which :meth:`token_budget` uses to name what makes the output unbounded.
         self.rule_pointers = dict(rule_pointers or {})
         self._budget: _core.Budget | None = None
+
+    @property
+    def grammar(self) -> Grammar:
+        """The IR that was compiled (print it with :meth:`to_ebnf`). A grammar loaded from the
+        on-disk cache rebuilds it from its program on first use."""
+        if self._grammar is None:
+            assert self._program is not None
+            self._grammar = deserialize(*self._program)
+        return self._grammar
+
+    def _with_details(self, dropped: tuple[str, ...], rule_pointers: dict[str, str]) -> CompiledGrammar:
+        """This grammar (its core shared) carrying a JSON Schema's own details."""
+        return CompiledGrammar(
+            self._core, self._grammar, self.vocab, self.limits, dropped, rule_pointers, self._program
+        )
 
     def matcher(self) -> _core.Matcher:
         """A fresh per-request :class:`~logitgate.Matcher` at the start of the grammar."""
@@ -211,12 +248,26 @@ class Compiler:
         limits: Limits | None = None,
         cache_size: int = 256,
         cache_bytes: int = DEFAULT_CACHE_BYTES,
+        cache_dir: str | os.PathLike[str] | None = None,
+        cache_dir_bytes: int = DEFAULT_DISK_CACHE_BYTES,
     ) -> None:
         """``cache_size`` and ``cache_bytes`` bound the cache of compiled grammars: at most
         that many, holding at most that many bytes together (:attr:`CompiledGrammar.memory_bytes`,
         measured whenever a grammar is added; the least recently used go first, and a grammar
-        larger than the bound alone is not kept). 0 turns the cache off. See docs/limits.md."""
-        for name, value in (("cache_size", cache_size), ("cache_bytes", cache_bytes)):
+        larger than the bound alone is not kept). 0 turns the cache off. See docs/limits.md.
+
+        ``cache_dir``: a directory (made if missing) where compiled automata are kept across
+        processes, holding at most ``cache_dir_bytes`` (least recently used files go first).
+        A compile that misses the cache in memory loads the grammar from there instead of
+        building it. A schema, regex, grammar text or structural tag is keyed by that input,
+        its options and the limits, so a hit skips the frontend as well as the core; an IR
+        grammar or a choice list by its program. Processes may share the directory. See
+        docs/limits.md, "The on-disk cache"."""
+        for name, value in (
+            ("cache_size", cache_size),
+            ("cache_bytes", cache_bytes),
+            ("cache_dir_bytes", cache_dir_bytes),
+        ):
             if not isinstance(value, int) or value < 0:
                 raise UsageError(f"Compiler {name} must be an int >= 0, got {value!r}", code="compiler-cache")
         self.vocab = vocab
@@ -227,6 +278,20 @@ class Compiler:
         self._cache_bytes = cache_bytes
         self._lock = threading.Lock()
         self._hits = self._misses = self._evictions = 0
+        self._compiles = self._disk_hits = self._disk_misses = self._disk_errors = 0
+        self._disk = DiskCache(cache_dir, cache_dir_bytes) if cache_dir is not None else None
+        # With a cache_dir: the inputs compiled lately (spec key -> the program's digest and a
+        # JSON Schema's details), so that compiling one again finds the grammar in memory
+        # without its frontend or a file.
+        self._specs: OrderedDict[bytes, tuple[str, tuple[str, ...], dict[str, str]]] = OrderedDict()
+        # Everything a file's name must change with besides the grammar (which the digest of
+        # each compile adds): the vocabulary, this library and both file formats.
+        self._disk_salt = b""
+        if self._disk is not None:
+            from . import __version__
+
+            versions = f"logitgate {__version__} envelope {ENVELOPE_VERSION} image {_core.image_version}"
+            self._disk_salt = vocab.fingerprint() + versions.encode()
 
     def compile_grammar(
         self, grammar: Grammar, *, timeout: float | None = None, cancel: CancelToken | None = None
@@ -240,6 +305,14 @@ class Compiler:
             return self._compile_grammar(grammar)
 
     def _compile_grammar(self, grammar: Grammar) -> CompiledGrammar:
+        return self._compile_program(grammar)[0]
+
+    def _compile_program(
+        self, grammar: Grammar, by_program: bool = True
+    ) -> tuple[CompiledGrammar, bytes, list[str], str]:
+        """The compiled grammar (from the cache in memory, the one on disk keyed by the
+        program when ``by_program``, or the core), its program, rule names and digest (the
+        memory cache's key)."""
         with _gc_paused():
             program, names = serialize(grammar, self.limits)
         checkpoint()
@@ -250,15 +323,145 @@ class Compiler:
             if hit is not None:
                 self._hits += 1
                 self._cache.move_to_end(digest)
-                return hit
-        core = _core.compile(self.vocab._core, program, names, self._core_limits, current_interrupt())
-        compiled = CompiledGrammar(core, grammar, self.vocab, self.limits)
+                return hit, program, names, digest
+        disk_key = self._disk_key(b"program", digest.encode()) if self._disk is not None and by_program else None
+        entry = self._read(disk_key) if disk_key is not None else None
+        core = None
+        if disk_key is not None and entry is not None:
+            core = self._load_image(disk_key, entry, digest)
+        if core is None:
+            core = _core.compile(self.vocab._core, program, names, self._core_limits, current_interrupt())
+            with self._lock:
+                self._compiles += 1
+            if disk_key is not None:
+                self._write(disk_key, Entry(digest, names, program, core.save_image()))
+        return self._keep(digest, CompiledGrammar(core, grammar, self.vocab, self.limits)), program, names, digest
+
+    def _keep(self, digest: str, compiled: CompiledGrammar) -> CompiledGrammar:
+        """Adds a grammar the cache missed; returns the one kept (another thread may have
+        compiled the same meanwhile: one object)."""
         with self._lock:
             self._misses += 1
-            # Another thread may have compiled the same grammar meanwhile: keep one object.
             compiled = self._cache.setdefault(digest, compiled)
             self._evict_locked()
         return compiled
+
+    # -- the on-disk cache ----------------------------------------------------------------------
+    def _disk_key(self, kind: bytes, text: bytes) -> bytes:
+        return hashlib.blake2b(
+            kind + b"\0" + text + b"\0" + self._limits_key + self._disk_salt, digest_size=32
+        ).digest()
+
+    def _spec_key(self, kind: str, spec: object, options: dict[str, Any]) -> bytes | None:
+        """The disk key of a compile of ``spec`` (text or JSON) with ``options``, or None (no
+        ``cache_dir``, or an input that is not plain JSON: such compiles are keyed by their
+        program). Property order is kept: it is part of what a schema means here."""
+        if self._disk is None:
+            return None
+        try:
+            text = json.dumps([kind, spec, options], ensure_ascii=False, separators=(",", ":"))
+            if json.loads(text) != [kind, spec, options]:  # tuples, non-str keys, NaN: not plain
+                return None
+        except (TypeError, ValueError, RecursionError):
+            return None
+        return self._disk_key(b"spec", text.encode("utf-8", "surrogatepass"))
+
+    def _find_spec(self, key: bytes | None) -> tuple[CompiledGrammar, tuple[str, ...], dict[str, str]] | None:
+        """The grammar compiled for a spec key before (in memory, else on disk), with its
+        JSON Schema details; None when neither has it."""
+        if key is None:
+            return None
+        with self._lock:
+            known = self._specs.get(key)
+            hit = self._cache.get(known[0]) if known is not None else None
+            if known is not None and hit is not None:
+                self._hits += 1
+                self._cache.move_to_end(known[0])
+                self._specs.move_to_end(key)
+                return hit, known[1], known[2]
+        entry = self._read(key)
+        if entry is None:
+            return None
+        with self._lock:
+            hit = self._cache.get(entry.digest)
+            if hit is not None:
+                self._hits += 1
+                self._cache.move_to_end(entry.digest)
+        if hit is None:
+            core = self._load_image(key, entry)
+            if core is None:
+                return None
+            loaded = CompiledGrammar(core, None, self.vocab, self.limits, program=(entry.program, entry.names))
+            hit = self._keep(entry.digest, loaded)
+        self._remember(key, entry.digest, entry.dropped, entry.pointers)
+        return hit, entry.dropped, entry.pointers
+
+    def _store_spec(
+        self,
+        key: bytes | None,
+        compiled: tuple[CompiledGrammar, bytes, list[str], str],
+        dropped: tuple[str, ...] = (),
+        pointers: dict[str, str] | None = None,
+    ) -> None:
+        if key is None:
+            return
+        grammar, program, names, digest = compiled
+        pointers = pointers or {}
+        self._write(key, Entry(digest, names, program, grammar._core.save_image(), dropped, pointers))
+        self._remember(key, digest, dropped, pointers)
+
+    def _remember(self, key: bytes, digest: str, dropped: tuple[str, ...], pointers: dict[str, str]) -> None:
+        with self._lock:
+            self._specs[key] = (digest, dropped, pointers)
+            self._specs.move_to_end(key)
+            # Worth keeping only while the cache holds the grammar: bounded by its entries.
+            while len(self._specs) > 2 * len(self._cache) + 16:
+                self._specs.popitem(last=False)
+
+    def _read(self, key: bytes) -> Entry | None:
+        """The entry stored under ``key`` (counted as a disk hit later, by _load_image), or
+        None: no file (a disk miss) or an unusable one (an error, the file removed)."""
+        assert self._disk is not None
+        try:
+            blob = self._disk.load(key)
+            entry = None if blob is None else unpack_entry(blob)
+        except (LogitgateError, OSError):
+            self._disk.remove(key)
+            with self._lock:
+                self._disk_errors += 1
+            return None
+        if entry is None:
+            with self._lock:
+                self._disk_misses += 1
+        return entry
+
+    def _load_image(self, key: bytes, entry: Entry, digest: str | None = None) -> _core.CompiledGrammar | None:
+        """The core grammar of an entry's image, or None (counted as an error, the file
+        removed) when the image cannot be loaded, or is not of the program ``digest``."""
+        assert self._disk is not None
+        try:
+            if digest is not None and entry.digest != digest:
+                raise CacheFileError("cache entry of another program", code="cache-key")
+            core = _core.load_grammar(self.vocab._core, entry.image, self._core_limits)
+        except LogitgateError:
+            # CacheFileError, or (for an image the checks pass but the grammar's own do not)
+            # the typed error that found it: either way a miss.
+            self._disk.remove(key)
+            with self._lock:
+                self._disk_errors += 1
+            return None
+        with self._lock:
+            self._disk_hits += 1
+        return core
+
+    def _write(self, key: bytes, entry: Entry) -> None:
+        """Stores an entry; a failed write costs the compile nothing (counted as an error)."""
+        assert self._disk is not None
+        try:
+            self._disk.store(key, pack_entry(entry))
+        except OSError:
+            with self._lock:
+                self._disk_errors += 1
 
     def _evict_locked(self) -> None:
         """Drops least recently used grammars until the cache is within both bounds. Sizes are
@@ -276,7 +479,9 @@ class Compiler:
             total -= size
 
     def cache_info(self) -> CacheInfo:
-        """Sizes and counters of the caches (thread-safe; sizes measured now)."""
+        """Sizes and counters of the caches (thread-safe; sizes measured now, the cache
+        directory's by listing it)."""
+        disk_bytes = self._disk.size_bytes() if self._disk is not None else 0
         with self._lock:
             return CacheInfo(
                 entries=len(self._cache),
@@ -287,6 +492,12 @@ class Compiler:
                 misses=self._misses,
                 evictions=self._evictions,
                 vocabulary_bytes=self.vocab._core.shared_cache_bytes,
+                compiles=self._compiles,
+                disk_hits=self._disk_hits,
+                disk_misses=self._disk_misses,
+                disk_errors=self._disk_errors,
+                disk_bytes=disk_bytes,
+                max_disk_bytes=self._disk.max_bytes if self._disk is not None else 0,
             )
 
     @property
@@ -294,6 +505,21 @@ class Compiler:
         """Bytes the cached grammars hold now (:attr:`CompiledGrammar.memory_bytes` summed)."""
         with self._lock:
             return sum(g.memory_bytes for g in self._cache.values())
+
+    def _compile_text(
+        self, kind: str, spec: object, options: dict[str, Any], lower: Callable[[], Grammar]
+    ) -> CompiledGrammar:
+        """Compiles an input through the on-disk cache keyed by the input (see _spec_key):
+        ``lower`` runs the frontend only when neither cache has it."""
+        key = self._spec_key(kind, spec, options)
+        found = self._find_spec(key)
+        if found is not None:
+            return found[0]
+        with _gc_paused():
+            grammar = lower()
+        compiled = self._compile_program(grammar, by_program=key is None)
+        self._store_spec(key, compiled)
+        return compiled[0]
 
     def compile_ebnf(
         self, text: str, root: str = "root", *, timeout: float | None = None, cancel: CancelToken | None = None
@@ -303,9 +529,12 @@ class Compiler:
 
         _check_text(text, "compile_ebnf", "grammar")
         with interrupt_scope(timeout, cancel):
-            with _gc_paused():
-                grammar = parse_gbnf(text, root=root, limits=self.limits, token_id=self.vocab.token_id)
-            return self._compile_grammar(grammar)
+            return self._compile_text(
+                "ebnf",
+                text,
+                {"root": root},
+                lambda: parse_gbnf(text, root=root, limits=self.limits, token_id=self.vocab.token_id),
+            )
 
     def compile_regex(
         self, pattern: str, *, timeout: float | None = None, cancel: CancelToken | None = None
@@ -315,9 +544,7 @@ class Compiler:
 
         _check_text(pattern, "compile_regex", "pattern")
         with interrupt_scope(timeout, cancel):
-            with _gc_paused():
-                grammar = parse_regex(pattern, limits=self.limits)
-            return self._compile_grammar(grammar)
+            return self._compile_text("regex", pattern, {}, lambda: parse_regex(pattern, limits=self.limits))
 
     def compile_lark(
         self, text: str, *, timeout: float | None = None, cancel: CancelToken | None = None
@@ -328,9 +555,9 @@ class Compiler:
 
         _check_text(text, "compile_lark", "grammar")
         with interrupt_scope(timeout, cancel):
-            with _gc_paused():
-                grammar = parse_lark(text, limits=self.limits, token_id=self.vocab.token_id)
-            return self._compile_grammar(grammar)
+            return self._compile_text(
+                "lark", text, {}, lambda: parse_lark(text, limits=self.limits, token_id=self.vocab.token_id)
+            )
 
     def compile_json_schema(
         self,
@@ -346,23 +573,28 @@ class Compiler:
         from .frontends.json_schema import schema_to_grammar
 
         with interrupt_scope(timeout, cancel):
+            key = self._spec_key("json_schema", schema, options)
+            found = self._find_spec(key)
+            if found is not None:
+                return found[0]._with_details(found[1], found[2])
             with _gc_paused():
                 pointers: dict[str, str] = {}
                 grammar, dropped = schema_to_grammar(
                     schema, limits=self.limits, check_empty=False, pointers=pointers, **options
                 )
-            return self._finish_json_schema(schema, grammar, tuple(dropped), pointers, options)
+            compiled = self._finish_json_schema(schema, grammar, options, by_program=key is None)
+            self._store_spec(key, compiled, tuple(dropped), pointers)
+            return compiled[0]._with_details(tuple(dropped), pointers)
 
     def _finish_json_schema(
         self,
         schema: dict[str, Any] | str | bool,
         grammar: Grammar,
-        dropped: tuple[str, ...],
-        pointers: dict[str, str],
         options: dict[str, Any],
-    ) -> CompiledGrammar:
+        by_program: bool,
+    ) -> tuple[CompiledGrammar, bytes, list[str], str]:
         try:
-            compiled = self._compile_grammar(grammar)
+            return self._compile_program(grammar, by_program)
         except GrammarError as e:
             if e.code != "empty-language":
                 raise
@@ -371,9 +603,6 @@ class Compiler:
 
             schema_to_grammar(schema, limits=self.limits, **options)
             raise SchemaError(f"empty language: {e.message}", pointer="", code="schema-empty") from None
-        # A wrapper of its own (the core is shared through the cache): the pointers and the
-        # dropped constraints belong to this schema.
-        return CompiledGrammar(compiled._core, grammar, self.vocab, self.limits, dropped, pointers)
 
     def compile_pydantic(
         self, model: Any, *, timeout: float | None = None, cancel: CancelToken | None = None, **options: Any
@@ -413,17 +642,18 @@ class Compiler:
             except (LogitgateError, ValueError, TypeError, AttributeError):
                 return None  # lowered one by one, for the error of the schema at fault
 
+        def lower() -> Grammar:
+            return lower_structural_tag(
+                spec,
+                limits=self.limits,
+                token_id=self.vocab.token_id,
+                json_schema=json_schema,
+                special_texts=self.vocab.special_texts(),
+                json_schemas=json_schemas,
+            )
+
         with interrupt_scope(timeout, cancel):
-            with _gc_paused():
-                grammar = lower_structural_tag(
-                    spec,
-                    limits=self.limits,
-                    token_id=self.vocab.token_id,
-                    json_schema=json_schema,
-                    special_texts=self.vocab.special_texts(),
-                    json_schemas=json_schemas,
-                )
-            return self._compile_grammar(grammar)
+            return self._compile_text("structural_tag", spec, {}, lower)
 
     def compile_choice(
         self, choices: Sequence[str | bytes], *, timeout: float | None = None, cancel: CancelToken | None = None

@@ -18,6 +18,8 @@ Families:
   history, the same matcher twice in one ``fill_masks``.
 - :class:`TokenRejected` raised only by helpers that demand acceptance; the hot-path
   ``Matcher.accept`` returns ``False`` instead and leaves the state unchanged.
+- :class:`CacheFileError` a file of the on-disk grammar cache that cannot be used (truncated,
+  corrupt, another format version); the compiler counts it and compiles instead.
 - :class:`OutputValidationError` a generated text matched the grammar but a validation the
   grammar cannot express (a Pydantic validator, ``max_digits``...) rejected it.
 """
@@ -27,6 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "CacheFileError",
     "CompileCancelled",
     "CompileTimeout",
     "GrammarError",
@@ -159,6 +162,17 @@ class CompileCancelled(LogitgateError):
 
     def __init__(self, message: str = "compile cancelled") -> None:
         super().__init__(message)
+
+
+class CacheFileError(LogitgateError):
+    """A file of the on-disk cache of compiled grammars (``Compiler(cache_dir=...)``) cannot be
+    used; ``code`` says why: ``cache-truncated``, ``cache-checksum`` (the bytes changed),
+    ``cache-foreign`` (not a logitgate cache file, or another byte order), ``cache-version``
+    (another format version), ``cache-key`` (a file of another entry), ``cache-limits``
+    (compiled under other limits) or ``cache-inconsistent`` (an index out of its range). The
+    compiler treats such a file as a miss: it compiles, and replaces the file."""
+
+    code = "cache-file"
 
 
 class UsageError(LogitgateError, ValueError):

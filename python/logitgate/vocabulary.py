@@ -5,6 +5,7 @@ token trie. Build it with one of the ``from_*`` constructors; share it between c
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -33,6 +34,7 @@ class Vocabulary:
     def __init__(self, table: TokenTable) -> None:
         self._table = table
         self._names: dict[bytes, int] | None = None  # token_id's index, built on first use
+        self._fingerprint: bytes | None = None
         self._core = _core.make_vocabulary(
             list(table.tokens), sorted(table.special_ids), list(table.eos_ids), table.logits_width
         )
@@ -138,6 +140,19 @@ class Vocabulary:
     @property
     def table(self) -> TokenTable:
         return self._table
+
+    def fingerprint(self) -> bytes:
+        """A 32-byte digest of everything masks depend on: each id's bytes (or their absence),
+        the special and EOS ids, the logits width. Equal vocabularies have equal fingerprints;
+        the on-disk grammar cache keys its files by it. Computed once."""
+        if self._fingerprint is None:
+            parts = [b"logitgate vocabulary 1", self.size.to_bytes(8, "little")]
+            for t in self._table.tokens:
+                parts.append(b"\xff\xff\xff\xff" if t is None else len(t).to_bytes(4, "little") + t)
+            for ids in (sorted(self._table.special_ids), sorted(self._table.eos_ids)):
+                parts.append(len(ids).to_bytes(8, "little") + b"".join(i.to_bytes(8, "little") for i in ids))
+            self._fingerprint = hashlib.blake2b(b"".join(parts), digest_size=32).digest()
+        return self._fingerprint
 
     def __len__(self) -> int:
         return self.size

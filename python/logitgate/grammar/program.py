@@ -13,13 +13,17 @@ Schema compile.
 
 from __future__ import annotations
 
+from array import array
+from collections.abc import Sequence
+from typing import Any
+
 from .. import _core
 from ..cancel import current_interrupt
 from ..errors import GrammarError
 from ..limits import Limits
-from .ir import Alt, ByteClass, CharClass, Grammar, Literal, Ref, Repeat, Seq, StringExcept, TokenSet
+from .ir import Alt, ByteClass, CharClass, Grammar, Literal, Node, Ref, Repeat, Seq, StringExcept, TokenSet
 
-__all__ = ["serialize"]
+__all__ = ["deserialize", "serialize"]
 
 _IR_TYPES = (Literal, CharClass, ByteClass, Seq, Alt, Repeat, Ref, StringExcept, TokenSet)
 
@@ -41,3 +45,106 @@ def serialize(grammar: Grammar, limits: Limits) -> tuple[bytes, list[str]]:
         current_interrupt(),
     )
     return program, names
+
+
+def deserialize(program: bytes, names: Sequence[str]) -> Grammar:
+    """The IR grammar of a program (the inverse of :func:`serialize`: serializing the result
+    gives ``program`` again). For grammars loaded from the on-disk cache, whose IR is rebuilt
+    only when asked for. Iterative (IR depth is user-driven); raises GrammarError
+    (``bad-program``) for a malformed program."""
+    p = array("i")
+    p.frombytes(program)
+    try:
+        n_rules, root = p[0], p[1]
+        if n_rules != len(names) or not 0 <= root < n_rules:
+            raise IndexError
+        pos = 2
+        rules: dict[str, Node] = {}
+        for r in range(n_rules):
+            rules[names[r]], pos = _read_node(p, pos, names)
+    except (IndexError, ValueError):
+        raise GrammarError("malformed grammar program", code="bad-program") from None
+    if pos != len(p):
+        raise GrammarError("trailing data after grammar program", code="bad-program")
+    return Grammar(rules, root=names[root])
+
+
+def _read_node(p: array[int], pos: int, names: Sequence[str]) -> tuple[Node, int]:
+    """The node in prefix form at ``pos``, and the position after it."""
+    # Open Seq/Alt/Repeat/StringExcept nodes: [op, children needed, children, fields...].
+    stack: list[list[Any]] = []
+    while True:
+        op = p[pos]
+        node: Node
+        if op == _LITERAL:
+            n = p[pos + 1]
+            node = Literal(bytes(p[pos + 2 : pos + 2 + n].tolist()))
+            if len(node.value) != n:
+                raise IndexError
+            pos += 2 + n
+        elif op in (_CHAR_CLASS, _BYTE_CLASS):
+            negated, n = p[pos + 1], p[pos + 2]
+            bounds = p[pos + 3 : pos + 3 + 2 * n].tolist()
+            if len(bounds) != 2 * n:
+                raise IndexError
+            ranges = tuple(zip(bounds[::2], bounds[1::2], strict=True))
+            node = (CharClass if op == _CHAR_CLASS else ByteClass)(ranges, bool(negated))
+            pos += 3 + 2 * n
+        elif op in (_SEQ, _ALT):
+            n = p[pos + 1]
+            pos += 2
+            if n > 0:
+                stack.append([op, n, []])
+                continue
+            node = Seq(()) if op == _SEQ else Alt(())
+        elif op == _REPEAT:
+            stack.append([op, 1, [], p[pos + 1], p[pos + 2]])
+            pos += 3
+            continue
+        elif op == _REF:
+            node = Ref(names[p[pos + 1]])
+            pos += 2
+        elif op == _STRING_EXCEPT:
+            n_words = p[pos + 1]
+            pos += 2
+            words = []
+            for _ in range(n_words):
+                n = p[pos]
+                chars = p[pos + 1 : pos + 1 + n].tolist()
+                if len(chars) != n:
+                    raise IndexError
+                words.append("".join(map(chr, chars)))
+                pos += 1 + n
+            stack.append([op, 1, [], tuple(words)])
+            continue
+        elif op == _TOKEN_SET:
+            negated, n = p[pos + 1], p[pos + 2]
+            ids = p[pos + 3 : pos + 3 + n].tolist()
+            if len(ids) != n:
+                raise IndexError
+            node = TokenSet(ids, bool(negated))
+            pos += 3 + n
+        else:
+            raise ValueError(op)
+        # Hand the node to the open nodes, closing each that is complete.
+        while stack:
+            frame = stack[-1]
+            frame[2].append(node)
+            if len(frame[2]) < frame[1]:
+                break
+            stack.pop()
+            kind, _, items = frame[0], frame[1], frame[2]
+            if kind == _SEQ:
+                node = Seq(tuple(items))
+            elif kind == _ALT:
+                node = Alt(tuple(items))
+            elif kind == _REPEAT:
+                node = Repeat(items[0], frame[3], None if frame[4] == -1 else frame[4])
+            else:
+                node = StringExcept(frame[3], items[0])
+        else:
+            return node, pos
+
+
+# Opcodes (cpp/core/automaton.h).
+_LITERAL, _CHAR_CLASS, _BYTE_CLASS, _SEQ, _ALT, _REPEAT, _REF, _STRING_EXCEPT, _TOKEN_SET = range(1, 10)
