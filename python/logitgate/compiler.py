@@ -623,7 +623,7 @@ class Compiler:
         with constrained spans, tool calls, reasoning sections, special-token delimiters (see
         docs/structural_tags.md). What cannot be compiled raises
         :class:`~logitgate.StructuralTagError` naming its path inside the tag."""
-        from .frontends.json_schema import schema_to_grammar
+        from .frontends.json_schema import schema_to_grammar, schemas_to_grammar
         from .frontends.structural_tag import lower_structural_tag
 
         def json_schema(schema: Any, path: str, options: dict[str, Any]) -> Grammar:
@@ -634,6 +634,14 @@ class Compiler:
                 raise StructuralTagError(f"json_schema: {e.message}", path=path, code="structural-tag-schema") from e
             return grammar
 
+        def json_schemas(schemas: list[Any], options: dict[str, Any]) -> tuple[Grammar, list[str | None]] | None:
+            try:
+                return schemas_to_grammar(schemas, limits=self.limits, **options)
+            except (CompileCancelled, CompileTimeout):
+                raise
+            except (LogitgateError, ValueError, TypeError, AttributeError):
+                return None  # lowered one by one, for the error of the schema at fault
+
         def lower() -> Grammar:
             return lower_structural_tag(
                 spec,
@@ -641,6 +649,7 @@ class Compiler:
                 token_id=self.vocab.token_id,
                 json_schema=json_schema,
                 special_texts=self.vocab.special_texts(),
+                json_schemas=json_schemas,
             )
 
         with interrupt_scope(timeout, cancel):

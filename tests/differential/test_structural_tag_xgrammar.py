@@ -258,6 +258,59 @@ DOC_EXAMPLES += [
         "<parameter=city>x</parameter><parameter=note>y</parameter>",
     ),
 ]
+# any_order: entries in any order, repeats allowed, their count bounded by the required ones,
+# minProperties and maxProperties; without object keywords it changes nothing.
+ANY_ORDER_OBJ: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "on": {"type": "boolean"},
+        "name": {"type": "string"},
+        "tags": {"type": "array", "items": {"type": "string"}},
+    },
+    "required": ["on"],
+}
+DOC_EXAMPLES += [
+    (
+        "any_order",
+        {"type": "json_schema", "json_schema": ANY_ORDER_OBJ, "any_order": True},
+        '{"name": "x", "on": true, "on": false}',
+    ),
+    (
+        "any_order_max_properties",
+        {
+            "type": "json_schema",
+            "json_schema": {**ANY_ORDER_OBJ, "required": [], "maxProperties": 2},
+            "any_order": True,
+        },
+        '{"tags": ["a"], "name": "y"}',
+    ),
+    (
+        "any_order_min_properties",
+        {"type": "json_schema", "json_schema": {**ANY_ORDER_OBJ, "minProperties": 3}, "any_order": True},
+        '{"tags": [], "tags": ["b"], "on": true}',
+    ),
+    (
+        "any_order_no_object",
+        {"type": "json_schema", "json_schema": {"type": "array", "items": {"type": "string"}}, "any_order": True},
+        '["a", "b"]',
+    ),
+    (
+        "any_order_in_triggered_tags",
+        {
+            "type": "triggered_tags",
+            "triggers": ["<f="],
+            "tags": [
+                {
+                    "type": "tag",
+                    "begin": "<f=x>",
+                    "content": {"type": "json_schema", "json_schema": ANY_ORDER_OBJ, "any_order": True},
+                    "end": "</f>",
+                }
+            ],
+        },
+        'hi <f=x>{"name": "q", "on": true}</f>',
+    ),
+]
 
 TOOLS = [
     {"type": "function", "function": {"name": "get_weather", "parameters": OBJ}},

@@ -198,6 +198,20 @@ def test_structural_tag_languages(compiler: lg.Compiler, spec: object, pieces: l
         ),
         ({"type": "any_text", "max_tokens": 5}, "$.max_tokens", "structural-tag-unsupported"),
         ({"type": "json_schema", "json_schema": {}, "excludes": ["x"]}, "$.excludes", "structural-tag-unsupported"),
+        (
+            {
+                "type": "json_schema",
+                "json_schema": {"type": "object", "properties": {"o": {"type": "object", "properties": {}}}},
+                "any_order": True,
+            },
+            "$.json_schema.properties.o",
+            "structural-tag-unsupported",
+        ),
+        (
+            {"type": "json_schema", "json_schema": WEATHER, "style": "qwen_xml", "any_order": True},
+            "$.any_order",
+            "structural-tag-unsupported",
+        ),
         ({"type": "any_text", "max_chars": 1 << 20}, "$.max_chars", "structural-tag-limit"),
         ({"type": "token", "token": "<nope>"}, "$.token", "structural-tag-token"),
         ({"type": "grammar", "grammar": "root ::= x", "syntax": "peg"}, "$.syntax", "structural-tag-unsupported"),
@@ -253,3 +267,174 @@ def test_any_text_max_chars(compiler: lg.Compiler) -> None:
     tag = {"type": "tag", "begin": "<a>", "content": {**top, "excludes": ["b"]}, "end": "</a>"}
     assert accepts(compiler, tag, ["<a>x<y</a>"]) and accepts(compiler, tag, ["<a></a>"])
     assert not accepts(compiler, tag, ["<a>wxyz</a>"]) and not accepts(compiler, tag, ["<a>b</a>"])
+
+
+def _tool_tags(schemas: list[object]) -> dict[str, object]:
+    return {
+        "type": "triggered_tags",
+        "triggers": ["<function="],
+        "tags": [
+            {
+                "type": "tag",
+                "begin": f"<function=f{i}>",
+                "content": {"type": "json_schema", "json_schema": s},
+                "end": "</function>",
+            }
+            for i, s in enumerate(schemas)
+        ],
+    }
+
+
+def _one_by_one(compiler: lg.Compiler, spec: dict[str, object]) -> lg.CompiledGrammar:
+    """``spec`` compiled with every json_schema span lowered alone (no ``json_schemas``)."""
+    from logitgate.frontends.json_schema import schema_to_grammar
+    from logitgate.frontends.structural_tag import lower_structural_tag
+
+    grammar = lower_structural_tag(
+        spec,
+        limits=compiler.limits,
+        token_id=compiler.vocab.token_id,
+        json_schema=lambda s, path, options: schema_to_grammar(s, limits=compiler.limits, **options)[0],
+        special_texts=compiler.vocab.special_texts(),
+    )
+    return compiler.compile_grammar(grammar)
+
+
+# Tools sharing property schemas, one with its own $defs (lowered alone), one repeated.
+TOOL_SCHEMAS: list[object] = [
+    {"type": "object", "properties": {"q": {"type": "string"}, "n": {"type": "integer", "minimum": 1}}},
+    {"type": "object", "properties": {"q": {"type": "string"}, "mode": {"enum": ["a", "b"]}}, "required": ["mode"]},
+    {"type": "object", "properties": {"n": {"type": "integer", "minimum": 1}, "xs": {"type": "array"}}},
+    {"$defs": {"p": {"type": "boolean"}}, "type": "object", "properties": {"on": {"$ref": "#/$defs/p"}}},
+    {"type": "object", "properties": {"q": {"type": "string"}, "n": {"type": "integer", "minimum": 1}}},
+    {"type": "object", "properties": {"q": {"type": "string"}}, "additionalProperties": {"type": "number"}},
+]
+
+
+def test_tools_lowered_together_keep_their_languages(compiler: lg.Compiler) -> None:
+    """The compiler lowers a tool list's schemas in one pass (schemas_to_grammar): the masks
+    along each tool's calls with a set of arguments (valid for some tools only), and along
+    random walks into each tool, are those of the same structure with each schema lowered
+    alone."""
+    import random
+
+    import numpy as np
+
+    from logitgate.masks import mask_to_bool
+
+    spec = _tool_tags(TOOL_SCHEMAS)
+    together = compiler.compile_structural_tag(spec).matcher()
+    alone = _one_by_one(compiler, spec).matcher()
+    bits_a, bits_b = lg.allocate_mask(compiler.vocab), lg.allocate_mask(compiler.vocab)
+
+    def step(t: int) -> bool:
+        together.fill_mask(bits_a)
+        alone.fill_mask(bits_b)
+        assert np.array_equal(bits_a, bits_b)
+        ok = together.accept(t)
+        assert alone.accept(t) is ok
+        return ok
+
+    arguments = ['{"q": "x"}', '{"q": "x", "n": 1}', '{"n": 0}', '{"mode": "a"}', '{"q": "y", "mode": "b"}']
+    arguments += ['{"on": true}', '{"xs": [1]}', '{"n": 2, "xs": []}', '{"q": "z", "w": 1.5}', "{}"]
+    accepted = set()
+    for i in range(len(TOOL_SCHEMAS)):
+        for args in arguments:
+            together.reset()
+            alone.reset()
+            if all(step(t) for t in f"<function=f{i}>{args}</function>".encode()):
+                assert together.is_complete() and alone.is_complete()
+                accepted.add((i, args))
+    assert len(accepted) == 18  # 3 + 2 + 3 + 2 + 3 + 5: each tool takes a few of them
+    rng = random.Random(7)
+    for walk in range(30):
+        together.reset()
+        alone.reset()
+        assert all(step(t) for t in f"<function=f{walk % len(TOOL_SCHEMAS)}>{{".encode())
+        for _ in range(30):
+            together.fill_mask(bits_a)
+            allowed = np.flatnonzero(mask_to_bool(bits_a, compiler.vocab.size)[0])
+            # Mostly the JSON's structural bytes, so that the walk reaches the members.
+            structural = [t for t in allowed if chr(t) in '"qnmodexswa:,{}[]0123456789tf']
+            assert step(int(rng.choice(structural if structural and rng.random() < 0.9 else allowed)))
+
+
+def test_tool_schema_errors_name_their_tag(compiler: lg.Compiler) -> None:
+    """A bad schema among many tools is reported at its own path."""
+    schemas = [*TOOL_SCHEMAS[:3], {"type": "object", "properties": {"x": {"type": "bogus"}}}, TOOL_SCHEMAS[0]]
+    with pytest.raises(lg.StructuralTagError) as e:
+        compiler.compile_structural_tag(_tool_tags(schemas))
+    assert (e.value.path, e.value.code) == ("$.tags[3].content.json_schema", "structural-tag-schema")
+
+
+def test_schemas_to_grammar_takes_self_contained_schemas() -> None:
+    from logitgate.frontends.json_schema import schemas_to_grammar
+    from logitgate.limits import DEFAULT_LIMITS
+
+    outside = [{"$ref": "other.json"}, {"$id": "https://x.example/s", "type": "string"}, {"$schema": "x"}, True]
+    grammar, names = schemas_to_grammar(
+        [TOOL_SCHEMAS[0], TOOL_SCHEMAS[0], TOOL_SCHEMAS[3], *outside], limits=DEFAULT_LIMITS
+    )
+    assert None not in names[:3] and len(set(names[:3])) == 3
+    assert names[3:] == [None] * len(outside)  # not self-contained: left to the caller
+    assert all(name in grammar.rules for name in names[:3])
+
+
+def test_json_schema_any_order(compiler: lg.Compiler) -> None:
+    """any_order (XGrammar's language): entries in any order, repeats allowed, presence
+    unchecked, their count in [max(minProperties, #required), maxProperties]."""
+    schema = {"type": "object", "properties": {"a": {"type": "boolean"}, "b": {"type": "string"}}, "required": ["a"]}
+    spec = {"type": "json_schema", "json_schema": schema, "any_order": True}
+    for text in ['{"b": "x", "a": true}', '{"a": true, "a": false}', '{"b": "x"}', '{ "b" : "x" , "b":"y" }']:
+        assert accepts(compiler, spec, [text]), text
+    for text in ["{}", '{"c": 1}', '{"a": 1}', '{"a": true,}']:
+        assert not accepts(compiler, spec, [text]), text
+    bounded = {**spec, "json_schema": {**schema, "required": [], "minProperties": 1, "maxProperties": 2}}
+    assert accepts(compiler, bounded, ['{"b": "x", "a": true}']) and accepts(compiler, bounded, ['{"a": true}'])
+    assert not accepts(compiler, bounded, ["{}"]) and not accepts(
+        compiler, bounded, ['{"a": true, "a": true, "b": ""}']
+    )
+    optional = {**spec, "json_schema": {**schema, "required": []}}
+    assert accepts(compiler, optional, ["{ }"])
+    # Without object keywords any_order changes nothing.
+    assert accepts(compiler, {**spec, "json_schema": {"type": "integer"}}, ["7"])
+
+
+def test_tools_with_references_lowered_together(compiler: lg.Compiler) -> None:
+    """Schemas with "#..." references (recursive ones, the root's "#" included) are lowered
+    together too, each its own resource: the masks along calls are those of each schema
+    lowered alone."""
+    import numpy as np
+
+    tree = {
+        "$defs": {
+            "node": {
+                "type": "object",
+                "properties": {"v": {"type": "boolean"}, "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
+            }
+        },
+        "$ref": "#/$defs/node",
+    }
+    chain = {"type": "object", "properties": {"n": {"type": "string"}, "next": {"$ref": "#"}}}
+    spec = _tool_tags([tree, chain, TOOL_SCHEMAS[0]])
+    together = compiler.compile_structural_tag(spec).matcher()
+    alone = _one_by_one(compiler, spec).matcher()
+    bits_a, bits_b = lg.allocate_mask(compiler.vocab), lg.allocate_mask(compiler.vocab)
+    arguments = ['{"v": true, "kids": [{"kids": [{"v": false}]}]}', '{"n": "a", "next": {"next": {"n": "b"}}}']
+    arguments += ['{"kids": [{"n": "x"}]}', '{"next": {"v": true}}', '{"q": "x"}']
+    accepted = set()
+    for i in range(3):
+        for j, args in enumerate(arguments):
+            together.reset()
+            alone.reset()
+            for t in f"<function=f{i}>{args}</function>".encode():
+                together.fill_mask(bits_a)
+                alone.fill_mask(bits_b)
+                assert np.array_equal(bits_a, bits_b)
+                ok = together.accept(t)
+                assert alone.accept(t) is ok
+                if not ok:
+                    break
+            else:
+                accepted.add((i, j))
+    assert accepted == {(0, 0), (1, 1), (2, 4)}

@@ -130,11 +130,16 @@ def lower_structural_tag(
     token_id: Callable[[str], int | None],
     json_schema: Callable[[Any, str, dict[str, Any]], Grammar],
     special_texts: Mapping[str, int] | None = None,
+    json_schemas: Callable[[list[Any], dict[str, Any]], tuple[Grammar, list[str | None]] | None] | None = None,
 ) -> Grammar:
     """The grammar of a structural tag. ``token_id`` resolves token names; ``json_schema``
     lowers a schema (its arguments: the schema, its path, the options) to a grammar;
     ``special_texts`` maps the text of each special token to its id: a delimiter (a tag's
-    begin or end, a trigger, a separator) holding that text also accepts the token there."""
+    begin or end, a trigger, a separator) holding that text also accepts the token there.
+    ``json_schemas``, when given, lowers several schemas (the same options) in one pass to one
+    grammar and the name of each schema's rule in it (None for a schema it leaves out), or
+    returns None (they are then lowered one by one, for the error of the one that fails): the
+    spans of many tools share rules."""
     if isinstance(spec, str):
         if len(spec.encode("utf-8", "surrogatepass")) > limits.max_source_bytes:
             from ..errors import LimitExceeded
@@ -148,6 +153,8 @@ def lower_structural_tag(
         raise StructuralTagError(f"a structural tag is an object, not {type(spec).__name__}", path="$")
     lowering = _Lowering(limits, token_id, json_schema, dict(special_texts or {}))
     fmt, path = _unwrap(spec)
+    if json_schemas is not None:
+        lowering.prelower_schemas(fmt, json_schemas)
     root = lowering.lower(fmt, path, None)
     lowering.rules["root"] = root
     rules = {"root": root, **{k: v for k, v in lowering.rules.items() if k != "root"}}
@@ -213,6 +220,10 @@ class _Lowering:
         self.keep: list[Node] = []
         # Lowered json_schema spans by (schema text, options): tools often share a schema.
         self.schemas: dict[tuple[str, str], Node] = {}
+        # That key of each json_schema format met by prelower_schemas, by the format's id (the
+        # formats are the caller's, alive while lowering).
+        self.schema_keys: dict[int, tuple[str, str]] = {}
+        self.delimiters: dict[str, Node] = {}
         # The special tokens' texts, longest first: a regex alternation then finds, at the
         # leftmost position holding one, the longest (as a scan position by position would).
         self.special_re = (
@@ -230,6 +241,12 @@ class _Lowering:
     def delimiter(self, text: str) -> Node:
         """A delimiter's text; where it holds the text of a special token, that token too (a
         model emits ``<tool_call>`` as its one special token; the text spelling stays valid)."""
+        node = self.delimiters.get(text)
+        if node is None:
+            node = self.delimiters[text] = self._delimiter(text)
+        return node
+
+    def _delimiter(self, text: str) -> Node:
         if self.special_re is None or self.special_re.search(text) is None:
             return Literal(text.encode())
         parts: list[Node] = []
@@ -256,7 +273,11 @@ class _Lowering:
         return found
 
     def embed(self, grammar: Grammar, stem: str) -> Node:
-        """Adds ``grammar``'s rules; returns a reference to its root. Rules are hash-consed:
+        """Adds ``grammar``'s rules (:meth:`embed_rules`); returns a reference to its root."""
+        return Ref(self.embed_rules(grammar, stem)[grammar.root])
+
+    def embed_rules(self, grammar: Grammar, stem: str) -> dict[str, str]:
+        """Adds ``grammar``'s rules; returns the name each became. Rules are hash-consed:
         a rule whose body (its references resolved the same way) equals one added before is
         that rule, so the spans of many tools share their string, number and whitespace rules
         (400 tools' schemas: one copy of each). Rules on a reference cycle get fresh names."""
@@ -297,7 +318,7 @@ class _Lowering:
             canon[name] = f"{prefix}_{name}"
         for name in pending:
             self.rules[canon[name]] = rename_refs(grammar.rules[name], canon)
-        return Ref(canon[grammar.root])
+        return canon
 
     def field(self, fmt: Mapping[str, Any], key: str, kind: type | tuple[type, ...], path: str) -> Any:
         if key not in fmt:
@@ -381,6 +402,23 @@ class _Lowering:
         return Literal(self.field(fmt, "value", str, path).encode())
 
     def _json_schema(self, fmt: Mapping[str, Any], path: str, end: _End | None) -> Node:
+        key = self.schema_keys.get(id(fmt))
+        if key is not None and key in self.schemas:
+            return self.schemas[key]  # (prelower_schemas checked the format)
+        schema, style, options = self.schema_request(fmt, path)
+        if style != "json":
+            return self.xml_arguments(schema, style, path)
+        if self.opt(fmt, "any_order", bool, False, path) and _object_keywords(schema):
+            return self.any_order_object(schema, options, path)
+        key = (json.dumps(schema, ensure_ascii=False), json.dumps(options, sort_keys=True))
+        lowered = self.schemas.get(key)
+        if lowered is None:
+            grammar = self.json_schema(_close_objects(schema), f"{path}.json_schema", options)
+            lowered = self.schemas[key] = self.embed(grammar, "json")
+        return lowered
+
+    def schema_request(self, fmt: Mapping[str, Any], path: str) -> tuple[Any, str, dict[str, Any]]:
+        """A json_schema format's schema, style and lowering options (checked)."""
         schema = self.field(fmt, "json_schema", (dict, bool), path)
         style = self.opt(fmt, "style", str, "json", path)
         if fmt.get("type") == "qwen_xml_parameter":
@@ -393,9 +431,11 @@ class _Lowering:
             raise StructuralTagError(
                 "json_schema excludes are not supported", path=f"{path}.excludes", code="structural-tag-unsupported"
             )
-        if self.opt(fmt, "any_order", bool, False, path):
+        if self.opt(fmt, "any_order", bool, False, path) and style != "json":
             raise StructuralTagError(
-                "any_order is not supported", path=f"{path}.any_order", code="structural-tag-unsupported"
+                f"any_order with style {style!r} is not supported",
+                path=f"{path}.any_order",
+                code="structural-tag-unsupported",
             )
         options: dict[str, Any] = {}
         cnt = self.opt(fmt, "max_whitespace_cnt", int, None, path)
@@ -409,14 +449,119 @@ class _Lowering:
                     code="structural-tag-unsupported",
                 )
             options["max_whitespace"] = cnt
-        if style != "json":
-            return self.xml_arguments(schema, style, path)
-        key = (json.dumps(schema, ensure_ascii=False), json.dumps(options, sort_keys=True))
-        lowered = self.schemas.get(key)
-        if lowered is None:
-            grammar = self.json_schema(_close_objects(schema), f"{path}.json_schema", options)
-            lowered = self.schemas[key] = self.embed(grammar, "json")
-        return lowered
+        return schema, style, options
+
+    def prelower_schemas(
+        self,
+        fmt: Any,
+        json_schemas: Callable[[list[Any], dict[str, Any]], tuple[Grammar, list[str | None]] | None],
+    ) -> None:
+        """Lowers the JSON-style json_schema formats under ``fmt`` (through the formats'
+        contents, elements, tags and rules) together, per options, into ``self.schemas``: the
+        tools of a tool list share their property rules, and their rules are embedded in one
+        pass. A format this cannot use (malformed, another style) is left to :meth:`lower`."""
+        groups: dict[str, dict[str, Any]] = {}  # options text -> schema text -> closed schema
+        options_of: dict[str, dict[str, Any]] = {}
+        stack = [fmt]
+        while stack:
+            f = stack.pop()
+            if not isinstance(f, Mapping):
+                continue
+            try:
+                t = self.type_of(f, "$")
+            except LogitgateError:
+                continue
+            if t == "json_schema":
+                try:
+                    schema, style, options = self.schema_request(f, "$")
+                except LogitgateError:
+                    continue
+                if style != "json" or not isinstance(schema, dict) or f.get("any_order"):
+                    continue
+                key = self.schema_keys[id(f)] = (
+                    json.dumps(schema, ensure_ascii=False),
+                    json.dumps(options, sort_keys=True),
+                )
+                if key not in self.schemas:
+                    group = groups.setdefault(key[1], {})
+                    if key[0] not in group:
+                        group[key[0]] = _close_objects(schema)
+                    options_of[key[1]] = options
+                continue
+            for k in ("content", "elements", "tags", "rules"):
+                v = f.get(k)
+                if isinstance(v, Mapping):
+                    stack.append(v)
+                elif isinstance(v, list):
+                    for item in reversed(v):
+                        stack.append(item[1] if k == "rules" and isinstance(item, list) and len(item) == 2 else item)
+        for options_text, group in groups.items():
+            if len(group) < 2:
+                continue
+            lowered = json_schemas(list(group.values()), options_of[options_text])
+            if lowered is None:
+                continue
+            grammar, roots = lowered
+            # One lowering's rules: shared within it already, so added as they are, renamed
+            # under one prefix (not hash-consed with the rules added before).
+            prefix = self.fresh("json")
+            canon = {name: f"{prefix}_{name}" for name in grammar.rules}
+            for name, body in grammar.rules.items():
+                self.rules[canon[name]] = rename_refs(body, canon)
+            for text, root in zip(group, roots, strict=True):
+                if root is not None:  # (else lowered alone when met)
+                    self.schemas[(text, options_text)] = Ref(canon[root])
+
+    def any_order_object(self, schema: Any, options: dict[str, Any], path: str) -> Node:
+        """``any_order``: XGrammar's looser object language, ``{`` entries ``}`` where each
+        entry is any listed property with a value of its schema, in any order, repeats
+        allowed and presence unchecked, their count in ``[max(minProperties, #required),
+        maxProperties]``. Supported: an object schema that lists its properties (closed, as
+        strict mode closes it) whose property schemas hold no object keywords (XGrammar applies
+        the order to nested objects too); other shapes are typed errors."""
+        at = f"{path}.json_schema"
+
+        def unsupported(why: str, where: str) -> StructuralTagError:
+            return StructuralTagError(f"any_order: {why}", path=where, code="structural-tag-unsupported")
+
+        if options:
+            raise unsupported("max_whitespace_cnt with any_order is not supported", f"{path}.max_whitespace_cnt")
+        properties = schema.get("properties") if isinstance(schema, dict) else None
+        if schema.get("type") != "object" or not isinstance(properties, dict) or not properties:
+            raise unsupported("only an object schema with 'properties' is supported", at)
+        other = set(schema) - _ANY_ORDER_KEYS
+        if other or schema.get("additionalProperties", False) is not False:
+            raise unsupported(f"object keywords {sorted(other) or ['additionalProperties']}", at)
+        required = schema.get("required", [])
+        if not isinstance(required, list) or not set(required) <= set(properties):
+            raise unsupported("every required property must be listed in 'properties'", f"{at}.required")
+        bounds = [schema.get(k) for k in ("minProperties", "maxProperties")]
+        if any(b is not None and (isinstance(b, bool) or not isinstance(b, int) or b < 0) for b in bounds):
+            raise StructuralTagError("minProperties and maxProperties are counts", path=at)
+        lo = max(bounds[0] or 0, len(set(required)))
+        hi = bounds[1]
+        if hi is not None and hi < lo:
+            raise StructuralTagError(
+                "empty language: maxProperties is below the required count", path=at, code="structural-tag-schema"
+            )
+        ws = Repeat(CharClass(((0x09, 0x0A), (0x0D, 0x0D), (0x20, 0x20))), 0, None)
+        members: list[Node] = []
+        for name, sub in properties.items():
+            where = f"{at}.properties.{name}"
+            if not name.isascii() or not name.isprintable() or '"' in name or "\\" in name:
+                raise unsupported("property names are printable ASCII without quotes or backslashes", where)
+            if _object_keywords(sub):
+                raise unsupported("a property's schema holds object keywords (nested any_order)", where)
+            value = self.json_value(sub, where)
+            members.append(Seq((Literal(f'"{name}"'.encode()), ws, Literal(b":"), ws, value)))
+        member = self.fresh("member")
+        self.rules[member] = Alt(tuple(members))
+        empty = Seq((Literal(b"{"), ws, Literal(b"}")))
+        if hi == 0:
+            return empty
+        more = Repeat(Seq((ws, Literal(b","), ws, Ref(member))), max(lo - 1, 0), None if hi is None else hi - 1)
+        entries = Seq((Literal(b"{"), ws, Ref(member), more, ws, Literal(b"}")))
+        return entries if lo else Alt((empty, entries))
 
     def json_value(self, schema: Any, path: str) -> Node:
         """A JSON value of ``schema`` (closed as XGrammar's strict mode closes it), embedded."""
@@ -911,6 +1056,31 @@ _ANNOTATIONS = frozenset({"title", "description", "default", "examples", "$comme
 _XML_OBJECT_KEYS = frozenset({"type", "properties", "required", "additionalProperties"}) | _ANNOTATIONS
 _XML_RAW_STRINGS = frozenset({"enum", "const", "anyOf", "oneOf", "allOf", "not", "$ref", "if", "then", "else"})
 
+# any_order: the keywords of a supported object, and the keywords that make a schema one that
+# XGrammar's any_order changes (its objects, nested ones included, lose their order).
+_ANY_ORDER_KEYS = frozenset(
+    {"type", "properties", "required", "additionalProperties", "minProperties", "maxProperties"}
+)
+_ANY_ORDER_KEYS |= _ANNOTATIONS
+_OBJECT_KEYWORDS = frozenset(
+    {
+        "properties",
+        "required",
+        "additionalProperties",
+        "patternProperties",
+        "minProperties",
+        "maxProperties",
+        "propertyNames",
+        "dependentRequired",
+        "dependentSchemas",
+        "dependencies",
+        "unevaluatedProperties",
+        "$ref",
+        "$dynamicRef",
+        "$recursiveRef",
+    }
+)
+
 # Keywords whose values are data, not subschemas.
 _DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples", "required"})
 
@@ -951,6 +1121,21 @@ def _close_objects(schema: Any) -> Any:
         ):
             dst["additionalProperties"] = False
     return root
+
+
+def _object_keywords(schema: Any) -> bool:
+    """Whether ``schema`` holds an object keyword (``_OBJECT_KEYWORDS``) or an object among
+    its enum and const values, at any depth (iterative: schema depth is user-driven)."""
+    stack: list[tuple[Any, bool]] = [(schema, False)]
+    while stack:
+        v, data = stack.pop()
+        if isinstance(v, dict):
+            if data or not v.keys().isdisjoint(_OBJECT_KEYWORDS):
+                return True
+            stack.extend((x, k in ("enum", "const")) for k, x in v.items() if k not in _ANNOTATIONS)
+        elif isinstance(v, list):
+            stack.extend((x, data) for x in v)
+    return False
 
 
 def _as_tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:

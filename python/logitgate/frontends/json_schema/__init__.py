@@ -15,6 +15,6 @@ serializations of a valid value, documented in docs/json_schema.md) or raises
 into a recorded entry of the returned ``dropped`` list and lowers the rest.
 """
 
-from .driver import schema_to_grammar
+from .driver import schema_to_grammar, schemas_to_grammar
 
-__all__ = ["schema_to_grammar"]
+__all__ = ["schema_to_grammar", "schemas_to_grammar"]

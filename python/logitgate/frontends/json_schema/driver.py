@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import collections
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from logitgate.cancel import checkpoint, discard_later
@@ -234,11 +234,12 @@ class Lowering:
         self.leaf_names: dict[tuple[Any, ...], str] = {}  # _leaf_key -> the rule of the first such leaf
         self.branch_types: dict[frozenset[int], frozenset[str]] = {}  # _branch_types
 
-    def release(self) -> None:
+    def release(self, now: bool = False) -> None:
         """Hands the lowering's work to a background thread to free (an interrupted compile
         returns at once). Its parts refer to one another (emitters to the driver's callbacks,
         the expander to the decider): left to the cycle collector, the work would be walked by
-        its next collection, in whichever thread, long after the interrupt."""
+        its next collection, in whichever thread, long after the interrupt. With ``now``, the
+        parts are cleared here and reference counting frees the work at once."""
         parts = [self, *vars(self).values()]
         for part in parts:
             for value in list(getattr(part, "__dict__", {}).values()):
@@ -249,9 +250,11 @@ class Lowering:
         for part in parts:
             d = getattr(part, "__dict__", None)
             if d is not None and type(part).__module__.startswith("logitgate.frontends.json_schema"):
-                work.append(dict(d))
+                if not now:
+                    work.append(dict(d))
                 d.clear()
-        discard_later(work)
+        if not now:
+            discard_later(work)
 
     def atoms_ref(self, atoms: Iterable[int]) -> Node:
         key = frozenset(atoms)
@@ -481,3 +484,92 @@ class Lowering:
             alts.append(self.objs.emit_object(f))
         alts = [a for a in alts if not _is_empty(a)]
         return _alt(alts) if alts else _EMPTY_LANG
+
+
+def schemas_to_grammar(
+    schemas: Sequence[Any],
+    *,
+    limits: Limits,
+    whitespace: str = "flexible",
+    max_whitespace: int | None = None,
+    property_order: str = "schema",
+    strict: bool = False,
+    oneof: str = "exact",
+) -> tuple[Grammar, list[str | None]]:
+    """Several schemas lowered in one pass, as subschemas of one document: the grammar's rule
+    ``names[i]`` is the language of ``schemas[i]`` (the one
+    ``schema_to_grammar(schemas[i], check_empty=False)`` lowers), and the schemas share their
+    rules (whitespace, strings, each distinct leaf and scalar constraint set, each repeated
+    subschema). For the many schemas of one structural tag (a tool list).
+
+    Only self-contained schemas (:func:`self_contained`) are lowered, each its own resource (an
+    ``$id`` of its own is added), so that its ``#...`` references resolve inside it as they do
+    when it is the document; ``names[i]`` is None for any other. Errors are those of
+    ``schema_to_grammar``, but their pointers are into the combined document
+    (``/$defs/<i>/...``), and the rule count is capped for all the schemas together: callers
+    lower one schema alone for its own error."""
+    chosen = {str(i): {**s, "$id": _SCHEMA_BASE.format(i)} for i, s in enumerate(schemas) if self_contained(s)}
+    document = {"$defs": chosen}
+    low = Lowering(
+        document,
+        limits=limits,
+        whitespace=whitespace,
+        max_whitespace=max_whitespace,
+        property_order=property_order,
+        strict=strict,
+        lenient=False,
+        oneof=oneof,
+    )
+    names: list[str | None] = []
+    for i in range(len(schemas)):
+        schema = chosen.get(str(i))
+        if schema is None:
+            names.append(None)
+            continue
+        node = low.atoms_ref([low.index.atom(schema, f"/$defs/{i}", _SCHEMA_BASE.format(i))])
+        if type(node) is not Ref:  # (a rule of its own, when not one already)
+            low.table.rules[f"root{i}"] = node
+            node = Ref(f"root{i}")
+        names.append(node.name)
+    try:
+        while low.work:
+            checkpoint()
+            atoms, name = low.work.pop()
+            low.table.rules[name] = low.lower_set(atoms)
+    except (CompileCancelled, CompileTimeout):
+        low.release()
+        raise
+    grammar = Grammar(dict(low.table.rules), root=next((n for n in names if n is not None), "root"))
+    low.release(now=True)  # (its many rules: freed now, not walked by a collection first)
+    return grammar, names
+
+
+# The base URI of schemas_to_grammar's i-th schema (each a resource of the combined document).
+_SCHEMA_BASE = "https://logitgate.invalid/schemas/{}.json"
+# The "$" keywords a self-contained schema may hold ("$ref" only to a "#" fragment).
+_SELF_CONTAINED_KEYS = frozenset({"$ref", "$defs", "$comment"})
+
+
+def self_contained(schema: Any) -> bool:
+    """Whether ``schema`` is an object schema whose meaning cannot depend on the document
+    around it: it declares no ``$id``, ``$schema``, anchor or dynamic reference (no ``$`` key
+    but ``$defs``, ``$comment`` and ``$ref``), and each ``$ref`` is a fragment (``#...``) of
+    the schema itself. Conservative: a ``$`` key anywhere (a property named so) counts."""
+    if not isinstance(schema, dict):
+        return False
+    stack: list[Any] = [schema]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            for k, x in v.items():
+                if not isinstance(k, str):
+                    return False
+                if k.startswith("$"):
+                    if k not in _SELF_CONTAINED_KEYS:
+                        return False
+                    if k == "$ref" and not (isinstance(x, str) and x.startswith("#")):
+                        return False
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return True
