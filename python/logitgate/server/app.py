@@ -62,7 +62,7 @@ class _State:
     def __init__(self, model: Any, tokenizer: Any, settings: ServerSettings) -> None:
         self.model, self.tokenizer, self.settings = model, tokenizer, settings
         self.vocab = vocabulary_for(model, tokenizer)
-        self.metrics = Metrics(lambda: self.engine.queue_depth, lambda: self.engine.active)
+        self.metrics = Metrics(lambda: self.engine.queue_depth, lambda: self.engine.active, lambda: self.engine.profile)
         self.engine = Engine(model, tokenizer, self.vocab, max_batch=settings.max_batch, on_step=self.metrics.step)
         self.cache = GrammarCache(
             compiler_for(self.vocab),
