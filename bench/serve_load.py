@@ -210,8 +210,9 @@ async def _engine_counters(client: httpx.AsyncClient, url: str) -> dict[tuple[st
 def _breakdown(
     name: str, before: dict[tuple[str, str], float], after: dict[tuple[str, str], float], wall: float
 ) -> dict[str, Any]:
-    """What the engine did between two readings: seconds per phase (and the share of ``wall``);
-    per kind of pass the count, mean rows and mean positions."""
+    """What the engine did between two readings: seconds per phase (and the share of ``wall``,
+    and the decode thread's CPU time in it); per kind of pass the count, mean rows and mean
+    positions."""
     d = {k: after.get(k, 0.0) - before.get(k, 0.0) for k in after}
     phases = {ph: round(v, 2) for (what, ph), v in d.items() if what == "seconds"}
     passes = {}
@@ -223,11 +224,14 @@ def _breakdown(
                 "mean_positions": round(d[("positions", kind)] / n, 1),
                 "ms_per_pass": round(1000 * d[("seconds", kind)] / n, 1),
             }
-    shares = " ".join(f"{ph} {v:.1f}s ({100 * v / wall:.0f}%)" for ph, v in phases.items() if v >= 0.005)
+    cpu = {ph: round(v, 2) for (what, ph), v in d.items() if what == "cpu_seconds"}
+    shares = " ".join(
+        f"{ph} {v:.1f}s ({100 * v / wall:.0f}%, cpu {cpu.get(ph, 0.0):.1f}s)" for ph, v in phases.items() if v >= 0.005
+    )
     print(f"  {name} engine: {shares}", flush=True)
     for kind, x in passes.items():
         print(f"  {name} {kind} passes: {json.dumps(x)}", flush=True)
-    return {"seconds": phases, "passes": passes}
+    return {"seconds": phases, "cpu_seconds": cpu, "passes": passes}
 
 
 async def _measured(name: str, url: str, ids: list[int], clients: int, timeout: float) -> dict[str, Any]:

@@ -1,15 +1,15 @@
 """The decoding engine: continuous batching of constrained generations.
 
 One thread runs the model. Each step it admits the requests that arrived (up to ``max_batch``
-rows; while rows are being decoded, joiners are gathered for a few steps so that they share a
-prefill pass, see :meth:`Engine._admit`). The joining prompts are prefilled together, each
-from the longest prompt prefix stored in the :class:`~.prefix_cache.PrefixCache`, left-padded
-in passes of similar lengths (:func:`prefill_groups`), and their cache rows stacked under the
-batch's (:mod:`.kv`). Then it decodes every active row in ONE forward pass, fills the grammar masks of all
-constrained rows with :func:`~logitgate.fill_masks` (the core's thread pool, GIL released) and
-samples each row. Rows that finish, fail or are cancelled leave between steps. The asyncio side
-never waits on the model: requests come in through a thread-safe queue, and each request's
-events go back to its event loop with ``call_soon_threadsafe``.
+rows) and prefills their prompts together, each from the longest prompt prefix stored in the
+:class:`~.prefix_cache.PrefixCache`, left-padded in passes of similar lengths
+(:func:`prefill_groups`), their cache rows then stacked under the batch's (:mod:`.kv`). Then it
+decodes every active row in ONE forward pass, fills the grammar masks of all constrained rows
+with :func:`~logitgate.fill_masks` (the core's thread pool, GIL released) and samples each row.
+Rows that finish, fail or are cancelled leave between steps. The asyncio side never waits on
+the model: requests come in through a thread-safe queue, and each request's events go back to
+its event loop with ``call_soon_threadsafe``. :attr:`Engine.profile` accumulates where the
+thread's time goes (:mod:`.profile`).
 
 Per row the step is :func:`logitgate.generate`'s (the same ``generation._Step``): repetition
 penalties before the mask, budget-aware decoding (:class:`~logitgate.budget.BudgetGuard`: with
@@ -160,14 +160,12 @@ class Engine:
         *,
         max_batch: int = 16,
         mask_threads: int | None = None,
-        gather_steps: int = 4,
         on_step: Callable[[int, float, float], None] | None = None,
     ) -> None:
         self.model = model
         self.tokenizer = tokenizer
         self.vocab = vocab
         self.max_batch = max_batch
-        self.gather_steps = gather_steps
         self._mask_threads = mask_threads
         self._on_step = on_step
         self._eos = _eos_ids(model, tokenizer, vocab)
@@ -175,8 +173,6 @@ class Engine:
         pad = getattr(tokenizer, "pad_token_id", None)
         self._pad = int(pad) if isinstance(pad, int) else min(self._eos, default=0)
         self._incoming: queue.Queue[Request | None] = queue.Queue()
-        self._waiting: list[Request] = []  # taken from the queue, not admitted yet
-        self._held = 0  # decode steps the waiting requests have been held back
         self._rows: list[_Row] = []
         self._kv = BatchCache()
         self.prefixes = PrefixCache()
@@ -202,7 +198,7 @@ class Engine:
 
     @property
     def queue_depth(self) -> int:
-        return self._incoming.qsize() + len(self._waiting)
+        return self._incoming.qsize()
 
     @property
     def active(self) -> int:
@@ -226,18 +222,15 @@ class Engine:
                     row.req.emit("error", err)
                 self._rows = []
                 self._kv = BatchCache()
-        for req in [row.req for row in self._rows] + self._waiting:
-            req.emit("error", LogitgateError("the server is shutting down", code="shutdown"))
+        for row in self._rows:
+            row.req.emit("error", LogitgateError("the server is shutting down", code="shutdown"))
 
     def _admit(self) -> list[Request]:
-        """Requests to prefill this step (waits for one when nothing is active or waiting).
-
-        Joiners are gathered so that they share a prefill pass (a pass reads every weight
-        whatever it feeds, and the rows being decoded stall while it runs): while rows are
-        being decoded, the waiting requests join once they are at least as many as the active
-        rows (or fill the batch), or after ``gather_steps`` decode steps."""
-        block = not self._rows and not self._waiting
-        while True:
+        """Requests to add this step: all that arrived, up to ``max_batch`` rows (waits for one
+        when nothing is active). They are prefilled together (see :meth:`_prefill`)."""
+        out: list[Request] = []
+        block = not self._rows
+        while len(self._rows) + len(out) < self.max_batch:
             try:
                 with self.profile.timed("idle"):
                     req = self._incoming.get(block=block, timeout=None)
@@ -247,16 +240,8 @@ class Engine:
             if req is None:
                 self._stopping = True
                 break
-            self._waiting.append(req)
-        self._waiting = [r for r in self._waiting if not r.cancelled]
-        room = self.max_batch - len(self._rows)
-        if not self._waiting or room <= 0:
-            return []
-        if self._rows and len(self._waiting) < min(room, len(self._rows)) and self._held < self.gather_steps:
-            self._held += 1
-            return []
-        self._held = 0
-        out, self._waiting = self._waiting[:room], self._waiting[room:]
+            if not req.cancelled:
+                out.append(req)
         return out
 
     def _new_row(self, req: Request) -> _Row:
@@ -274,9 +259,9 @@ class Engine:
 
     def _forward(self, kind: str, chunks: list[list[int]], kv: BatchCache) -> torch.Tensor:
         t0 = time.perf_counter()
-        logits = kv.forward(self.model, chunks, pad_id=self._pad, cache_keyword=self._cache_kw)
+        with self.profile.timed(kind):
+            logits = kv.forward(self.model, chunks, pad_id=self._pad, cache_keyword=self._cache_kw)
         self._forward_s = time.perf_counter() - t0
-        self.profile.seconds[kind] += self._forward_s
         self.profile.count_pass(kind, len(chunks), max(len(c) for c in chunks))
         return logits
 
@@ -333,6 +318,20 @@ class Engine:
         """Samples one token for each of ``rows`` (row i of ``logits``), then drops the rows of
         the batch that finished."""
         t0 = time.perf_counter()
+        with self.profile.timed("masks"):
+            bits = self._masked(rows, logits)
+        self._mask_s = time.perf_counter() - t0
+        with self.profile.timed("sample"):
+            for i, row in enumerate(rows):
+                try:
+                    self._step_row(row, logits[i], bits[i])
+                except LogitgateError as e:
+                    row.req.emit("error", e)
+                    row.req.cancel()
+        self._drop_finished()
+
+    def _masked(self, rows: list[_Row], logits: torch.Tensor) -> np.ndarray:
+        """Applies each row's penalties and grammar mask to its logits (in place); the masks."""
         for i, row in enumerate(rows):
             if row.repetition.active:
                 row.repetition.apply(logits[i], row.out)
@@ -345,16 +344,7 @@ class Engine:
             if constrained != list(range(len(constrained))):
                 bits[constrained] = bits[: len(constrained)].copy()
             apply_mask_counted(logits, bits, constrained)
-        self._mask_s = time.perf_counter() - t0
-        self.profile.seconds["masks"] += self._mask_s
-        with self.profile.timed("sample"):
-            for i, row in enumerate(rows):
-                try:
-                    self._step_row(row, logits[i], bits[i])
-                except LogitgateError as e:
-                    row.req.emit("error", e)
-                    row.req.cancel()
-        self._drop_finished()
+        return bits
 
     def _step_row(self, row: _Row, logits: torch.Tensor, bits: np.ndarray) -> None:
         p, m = row.req.params, row.matcher

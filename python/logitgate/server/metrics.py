@@ -69,6 +69,12 @@ class _ProfileCollector(Collector):
         for phase, s in prof.seconds.items():
             seconds.add_metric([phase], s)
         yield seconds
+        cpu = CounterMetricFamily(
+            "logitgate_engine_cpu_seconds", "Decode thread CPU time per phase of the engine loop", labels=["phase"]
+        )
+        for phase, s in prof.cpu_seconds.items():
+            cpu.add_metric([phase], s)
+        yield cpu
         for name, values, doc in (
             ("passes", prof.passes, "Forward passes"),
             ("rows", prof.rows, "Rows fed by forward passes"),

@@ -25,22 +25,26 @@ PASS_KINDS = ("prefill", "decode")
 
 
 class EngineProfile:
-    """Cumulative seconds per phase (:data:`PHASES`); per kind of pass (:data:`PASS_KINDS`) the
-    passes run, the rows they fed and the positions (rows times width, padding included)."""
+    """Cumulative seconds per phase (:data:`PHASES`), wall-clock and the decode thread's CPU
+    time (on a shared machine their difference is time the thread waited for a core); per kind
+    of pass (:data:`PASS_KINDS`) the passes run, the rows they fed and the positions (rows
+    times width, padding included)."""
 
     def __init__(self) -> None:
         self.seconds = dict.fromkeys(PHASES, 0.0)
+        self.cpu_seconds = dict.fromkeys(PHASES, 0.0)
         self.passes = dict.fromkeys(PASS_KINDS, 0)
         self.rows = dict.fromkeys(PASS_KINDS, 0)
         self.positions = dict.fromkeys(PASS_KINDS, 0)
 
     @contextmanager
     def timed(self, phase: str) -> Iterator[None]:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         try:
             yield
         finally:
             self.seconds[phase] += time.perf_counter() - t0
+            self.cpu_seconds[phase] += time.thread_time() - c0
 
     def count_pass(self, kind: str, rows: int, width: int) -> None:
         self.passes[kind] += 1
