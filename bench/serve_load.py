@@ -10,6 +10,9 @@ names a running one, then:
 2. The same ``--compare`` requests (default 16) sent by 8 concurrent clients, then one at a time:
    output tokens/s of each and their ratio (batched decoding vs sequential).
 
+After each phase, where the engine's time went (from ``GET /metrics``: seconds per phase of the
+engine loop, forward passes with their mean rows and positions), so a lost ratio can be read.
+
 Bounded: ``--timeout`` seconds per request, the whole run stops after ``--max-seconds``.
 Usage: ``.venv/bin/python bench/serve_load.py [--clients 50] [--requests 100] [--compare 16]``.
 """
@@ -94,6 +97,10 @@ def _case(i: int) -> tuple[dict[str, Any], Any]:
             len(m.get("tool_calls") or []) == 1 and _valid_json(m["tool_calls"][0]["function"]["arguments"], params)
         ),
     )
+
+
+#: The first request id of the warm-up (out of the range the phases use).
+_WARM = 1000
 
 
 def _valid_json(text: str | None, schema: Any) -> bool:
@@ -186,6 +193,58 @@ def _report(name: str, results: list[dict[str, Any]], wall: float) -> dict[str, 
     return out
 
 
+_ENGINE_LINE = re.compile(r'^logitgate_engine_(\w+)_total\{\w+="(\w+)"\} (\S+)$')
+
+
+async def _engine_counters(client: httpx.AsyncClient, url: str) -> dict[tuple[str, str], float]:
+    """The engine's profile counters (``logitgate_engine_*``) from the server's metrics."""
+    r = await client.get(f"{url}/metrics")
+    out = {}
+    for line in r.text.splitlines():
+        m = _ENGINE_LINE.match(line)
+        if m:
+            out[(m[1], m[2])] = float(m[3])
+    return out
+
+
+def _breakdown(
+    name: str, before: dict[tuple[str, str], float], after: dict[tuple[str, str], float], wall: float
+) -> dict[str, Any]:
+    """What the engine did between two readings: seconds per phase (and the share of ``wall``,
+    and the decode thread's CPU time in it); per kind of pass the count, mean rows and mean
+    positions."""
+    d = {k: after.get(k, 0.0) - before.get(k, 0.0) for k in after}
+    phases = {ph: round(v, 2) for (what, ph), v in d.items() if what == "seconds"}
+    passes = {}
+    for (what, kind), n in d.items():
+        if what == "passes" and n:
+            passes[kind] = {
+                "passes": int(n),
+                "mean_rows": round(d[("rows", kind)] / n, 2),
+                "mean_positions": round(d[("positions", kind)] / n, 1),
+                "ms_per_pass": round(1000 * d[("seconds", kind)] / n, 1),
+            }
+    cpu = {ph: round(v, 2) for (what, ph), v in d.items() if what == "cpu_seconds"}
+    shares = " ".join(
+        f"{ph} {v:.1f}s ({100 * v / wall:.0f}%, cpu {cpu.get(ph, 0.0):.1f}s)" for ph, v in phases.items() if v >= 0.005
+    )
+    print(f"  {name} engine: {shares}", flush=True)
+    for kind, x in passes.items():
+        print(f"  {name} {kind} passes: {json.dumps(x)}", flush=True)
+    return {"seconds": phases, "cpu_seconds": cpu, "passes": passes}
+
+
+async def _measured(name: str, url: str, ids: list[int], clients: int, timeout: float) -> dict[str, Any]:
+    """Runs ``ids`` with ``clients`` workers; the report, with the engine's breakdown."""
+    async with httpx.AsyncClient(timeout=timeout) as client:
+        before = await _engine_counters(client, url)
+        results, wall = await _run(url, ids, clients, timeout)
+        after = await _engine_counters(client, url)
+    out = _report(name, results, wall)
+    out["engine"] = _breakdown(name, before, after, wall)
+    return out
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -237,13 +296,15 @@ def main() -> int:
 
 
 async def _all(url: str, args: argparse.Namespace) -> dict[str, Any]:
-    await _run(url, list(range(5)), 5, args.timeout)  # warm the compile cache
-    load = _report(
-        f"load ({args.clients} clients)", *await _run(url, list(range(args.requests)), args.clients, args.timeout)
+    # Warm the compile cache, and the prefix cache with two different prompts of each kind (it
+    # stores what distinct prompts share): neither phase below then starts colder than the other.
+    await _run(url, list(range(_WARM, _WARM + 10)), 5, args.timeout)
+    load = await _measured(
+        f"load ({args.clients} clients)", url, list(range(args.requests)), args.clients, args.timeout
     )
     ids = list(range(args.compare))
-    batched = _report("8 concurrent", *await _run(url, ids, 8, args.timeout))
-    sequential = _report("one at a time", *await _run(url, ids, 1, args.timeout))
+    batched = await _measured("8 concurrent", url, ids, 8, args.timeout)
+    sequential = await _measured("one at a time", url, ids, 1, args.timeout)
     rate = {k: r["tokens"] / r["wall_s"] if r["wall_s"] else 0.0 for k, r in (("b", batched), ("s", sequential))}
     ratio = rate["b"] / rate["s"] if rate["s"] else float("nan")
     print(f"batched / sequential tokens/s: {ratio:.2f}x", flush=True)

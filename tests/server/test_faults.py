@@ -49,6 +49,23 @@ def test_disconnect_mid_stream_frees_the_slot(client: openai.OpenAI, server: str
     _serves(client)
 
 
+def test_disconnect_while_waiting_frees_the_slot(client: openai.OpenAI, server: str) -> None:
+    """A client that gives up on a (non-streamed) answer: its sequence leaves the batch."""
+    body = {
+        "model": MODEL,
+        "messages": [{"role": "user", "content": "Tell a long story."}],
+        "max_tokens": 400,
+        "temperature": 1.0,
+    }
+    with pytest.raises(httpx.TimeoutException):
+        httpx.post(f"{server}/v1/chat/completions", json=body, timeout=3.0)
+    deadline = time.monotonic() + 30
+    while _active(server) > 0:
+        assert time.monotonic() < deadline, "the gone client's sequence still holds its row"
+        time.sleep(0.2)
+    _serves(client)
+
+
 def test_schema_that_fails_to_compile(client: openai.OpenAI) -> None:
     with pytest.raises(openai.BadRequestError) as info:
         client.chat.completions.create(

@@ -51,3 +51,39 @@ def test_rows_join_feed_and_leave(model: object) -> None:
     del seqs[0]
     assert kv.attention.shape[1] == kv.cache.layers[0].keys.shape[2] == len(seqs[0])  # unused slots dropped
     check(step([[28, 29]]))
+
+
+def test_rows_prefilled_together_from_their_own_prefixes(model: object) -> None:
+    """Joiners fed in one pass, each from a stored prefix of its own length (or none), left-padded:
+    each row's logits are those of its prompt alone, its stored slots are its own, and the rows
+    then decode with the batch they join."""
+    kw = _cache_keyword(model)
+    prompts = [[1, 2, 3, 4, 5, 6, 7], [8, 9, 10, 11], [12, 13, 14, 15, 16, 17, 18, 19, 20]]
+    stored = [3, None, 6]  # row 0 from a 3-token prefix, row 1 from nothing, row 2 from 6 tokens
+    prefixes = []
+    for ids, n in zip(prompts, stored, strict=True):
+        if n is None:
+            prefixes.append(None)
+            continue
+        own = BatchCache()
+        own.forward(model, [ids[:n]], pad_id=0, cache_keyword=kw)
+        prefixes.append([(la.keys.clone(), la.values.clone()) for la in own.cache.layers])
+    joining = BatchCache.from_prefixes(prefixes)
+    assert joining.attention.tolist() == [[0, 0, 0, 1, 1, 1], [0] * 6, [1] * 6]
+    chunks = [ids[n or 0 :] for ids, n in zip(prompts, stored, strict=True)]
+    logits = joining.forward(model, chunks, pad_id=0, cache_keyword=kw)
+    for row, ids in enumerate(prompts):
+        assert torch.allclose(logits[row], _alone(model, ids), atol=1e-4), row
+    # a row's stored prefix is its own slots, padding skipped: it serves that prompt alone
+    again = BatchCache.from_layers(joining.row_prefix(0, 5) or [])
+    assert torch.allclose(again.forward(model, [[6, 7]], pad_id=0, cache_keyword=kw)[0], logits[0], atol=1e-4)
+    assert joining.row_prefix(1, len(prompts[1]) + 1) is None  # more slots than the row holds
+    # stacked under a batch already decoding, every row decodes as it would alone
+    kv = BatchCache()
+    kv.forward(model, [[21, 22]], pad_id=0, cache_keyword=kw)
+    kv.extend(joining.cache, joining.attention)
+    seqs = [[21, 22], *prompts]
+    logits = kv.forward(model, [[23], [24], [25, 26], [27]], pad_id=0, cache_keyword=kw)
+    for row, (s, fed) in enumerate(zip(seqs, [[23], [24], [25, 26], [27]], strict=True)):
+        assert torch.allclose(logits[row], _alone(model, s + fed), atol=1e-4), row
+    assert BatchCache.from_prefixes([None, None]).cache is None

@@ -223,6 +223,7 @@ def test_models_health_metrics(client: openai.OpenAI, server: str) -> None:
 
     assert [m.id for m in client.models.list()] == [MODEL]
     assert httpx.get(f"{server}/health").json() == {"status": "ok"}
+    client.chat.completions.create(model=MODEL, messages=WEATHER, max_tokens=3, temperature=0)
     text = httpx.get(f"{server}/metrics").text
     for name in (
         "logitgate_requests_total",
@@ -232,6 +233,20 @@ def test_models_health_metrics(client: openai.OpenAI, server: str) -> None:
         "logitgate_mask_seconds_total",
     ):
         assert name in text
+    # the engine's profile: the request above ran a prefill pass and decode passes
+    engine = {}
+    for line in text.splitlines():
+        if line.startswith("logitgate_engine_"):
+            key, value = line.rsplit(" ", 1)
+            engine[key] = float(value)
+    for kind in ("prefill", "decode"):
+        assert engine[f'logitgate_engine_passes_total{{kind="{kind}"}}'] >= 1
+        assert (
+            engine[f'logitgate_engine_positions_total{{kind="{kind}"}}']
+            >= engine[f'logitgate_engine_rows_total{{kind="{kind}"}}']
+        )
+        assert engine[f'logitgate_engine_seconds_total{{phase="{kind}"}}'] > 0
+    assert 'logitgate_engine_cpu_seconds_total{phase="sample"}' in engine
 
 
 @pytest.mark.slow

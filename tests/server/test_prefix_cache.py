@@ -9,7 +9,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from logitgate.generation import _cache_keyword  # noqa: E402
-from logitgate.server.engine import feed_width  # noqa: E402
+from logitgate.server.engine import feed_width, prefill_groups  # noqa: E402
 from logitgate.server.kv import BatchCache  # noqa: E402
 from logitgate.server.prefix_cache import PrefixCache  # noqa: E402
 
@@ -26,7 +26,7 @@ def _prefill(model: object, cache: PrefixCache, ids: list[int]) -> tuple[int, to
     reused, layers = cache.lookup(ids)
     kv = BatchCache.from_layers(layers) if layers is not None else BatchCache()
     logits = kv.forward(model, [ids[reused:]], pad_id=0, cache_keyword=_cache_keyword(model))
-    cache.remember(ids, kv.cache)
+    cache.remember(ids, kv)
     assert kv.attention.shape[1] == len(ids)
     return reused, logits[0]
 
@@ -77,3 +77,13 @@ def test_feed_width() -> None:
     assert feed_width([1] * 7 + [5]) == 1  # in a batch: not every row padded to one row's run
     assert feed_width([3, 3, 3, 1]) == 3
     assert feed_width([2] * 8) == 2
+
+
+def test_prefill_groups() -> None:
+    assert prefill_groups([]) == []
+    assert prefill_groups([30]) == [[0]]
+    assert prefill_groups([24, 25, 22, 26]) == [[2, 0, 1, 3]]  # similar lengths: one pass
+    # a long prompt gets a pass of its own rather than padding the short ones to it
+    assert prefill_groups([20, 150, 21, 22]) == [[0, 2, 3], [1]]
+    assert sorted(i for g in prefill_groups([5, 80, 9, 200, 7, 81]) for i in g) == list(range(6))
+    assert prefill_groups([10, 30], pass_cost=0) == [[0], [1]]  # free passes: never pad

@@ -55,6 +55,13 @@ def add_serve_command(sub: Any) -> None:
         help="largest schema or grammar (default: 256 KiB)",
     )
     p.add_argument(
+        "--compile-timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="a structure that does not compile within this is refused with a 400 (default: 30)",
+    )
+    p.add_argument(
         "--trace",
         nargs="?",
         type=int,
@@ -69,6 +76,8 @@ def add_serve_command(sub: Any) -> None:
 def cmd_serve(args: argparse.Namespace) -> int:
     if args.trace is not None and args.trace < 1:
         raise ServeError(f"--trace N: N must be >= 1, got {args.trace}", code="usage")
+    if not args.compile_timeout > 0 or args.compile_timeout == float("inf"):
+        raise ServeError(f"--compile-timeout: a positive number of seconds, got {args.compile_timeout}", code="usage")
     try:
         import uvicorn
 
@@ -91,6 +100,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         model_name=name,
         max_batch=args.max_batch,
         max_schema_bytes=args.max_schema_bytes,
+        compile_timeout_s=args.compile_timeout,
         trace_requests=args.trace or 0,
     )
     app = create_app(model, tokenizer, settings)

@@ -24,7 +24,9 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ..cancel import CancelToken
 from ..compiler import CompiledGrammar
 from ..generation import compiler_for, prompt_ids
 from ..integrations.transformers import vocabulary_for
@@ -53,6 +55,7 @@ class ServerSettings:
     max_batch: int = 16
     default_max_tokens: int = 256
     disconnect_poll_s: float = 0.25
+    compile_timeout_s: float = 30.0  # a structure's compile stops past this (a 400)
     trace_requests: int = 0  # keep the traces of this many recent requests (0: tracing off)
 
 
@@ -62,12 +65,13 @@ class _State:
     def __init__(self, model: Any, tokenizer: Any, settings: ServerSettings) -> None:
         self.model, self.tokenizer, self.settings = model, tokenizer, settings
         self.vocab = vocabulary_for(model, tokenizer)
-        self.metrics = Metrics(lambda: self.engine.queue_depth, lambda: self.engine.active)
+        self.metrics = Metrics(lambda: self.engine.queue_depth, lambda: self.engine.active, lambda: self.engine.profile)
         self.engine = Engine(model, tokenizer, self.vocab, max_batch=settings.max_batch, on_step=self.metrics.step)
         self.cache = GrammarCache(
             compiler_for(self.vocab),
             max_bytes=settings.cache_bytes,
             max_source_bytes=settings.max_schema_bytes,
+            compile_timeout=settings.compile_timeout_s,
             on_lookup=self.metrics.cache_lookup,
             on_size=self.metrics.cache_bytes.set,
         )
@@ -109,11 +113,7 @@ def create_app(model: Any, tokenizer: Any, settings: ServerSettings | None = Non
         err = p.ApiError(500, f"internal error: {type(e).__name__}", code="internal_error", type="server_error")
         return JSONResponse(err.body(), status_code=500)
 
-    @app.middleware("http")
-    async def count_requests(request: Request, call_next: Any) -> Response:
-        response: Response = await call_next(request)
-        state.metrics.requests.labels(request.url.path, str(response.status_code)).inc()
-        return response
+    app.add_middleware(_CountRequests, metrics=state.metrics)
 
     @app.get("/health")
     async def health() -> dict[str, str]:
@@ -157,7 +157,7 @@ def create_app(model: Any, tokenizer: Any, settings: ServerSettings | None = Non
                 param="logitgate.refusal",
             )
         refusal = spec is not None and spec.refusal
-        grammar = await _compile(state, tools_structure(plan) if plan is not None else spec)
+        grammar = await _compile(state, tools_structure(plan) if plan is not None else spec, request)
         ids = prompt_ids(tokenizer, _chat_messages(req, plan))
         max_tokens = req.max_completion_tokens or req.max_tokens or settings.default_max_tokens
         params = _params(req, max_tokens, state, len(ids))
@@ -183,7 +183,7 @@ def create_app(model: Any, tokenizer: Any, settings: ServerSettings | None = Non
     async def completions(request: Request) -> Response:
         req: p.CompletionRequest = p.parse_body(await _body(request, settings), p.CompletionRequest)
         _check_common(req, settings)
-        grammar = await _compile(state, requested_structure(None, req.structured_outputs))
+        grammar = await _compile(state, requested_structure(None, req.structured_outputs), request)
         prompts = [req.prompt] if isinstance(req.prompt, str) else req.prompt
         if not prompts:
             raise p.ApiError(400, "prompt is empty", code="invalid_value", param="prompt")
@@ -226,6 +226,32 @@ def create_app(model: Any, tokenizer: Any, settings: ServerSettings | None = Non
     return app
 
 
+class _CountRequests:
+    """Counts answered requests by path and status. Plain ASGI: a ``BaseHTTPMiddleware`` would
+    hide the client's disconnect from ``request.is_disconnected()``, which cancels a gone
+    client's compile and sequences."""
+
+    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+        self.app, self.metrics = app, metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        status = 500  # unless a response starts
+
+        async def counted(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, counted)
+        finally:
+            self.metrics.requests.labels(scope["path"], str(status)).inc()
+
+
 # -- request handling ---------------------------------------------------------------------------
 
 
@@ -258,8 +284,29 @@ def _check_common(req: Any, settings: ServerSettings) -> None:
         raise p.ApiError(400, "logprobs are not supported", code="unsupported_parameter", param="logprobs")
 
 
-async def _compile(state: _State, spec: StructureSpec | None) -> CompiledGrammar | None:
-    return None if spec is None else await state.cache.compile(spec)
+async def _compile(state: _State, spec: StructureSpec | None, request: Request) -> CompiledGrammar | None:
+    """The compiled ``spec``; a client that goes away meanwhile cancels the compile (499)."""
+    if spec is None:
+        return None
+    token = CancelToken()
+    task = asyncio.ensure_future(state.cache.compile(spec, token))
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=state.settings.disconnect_poll_s)
+            if done:
+                return task.result()
+            if await request.is_disconnected():
+                raise p.ApiError(499, "client closed the request", code="client_closed")
+    finally:
+        if not task.done():
+            token.cancel()
+            task.add_done_callback(_retrieved)
+
+
+def _retrieved(task: asyncio.Future[Any]) -> None:
+    """Marks the outcome of a compile nobody waits for as seen (its error is the cancel's)."""
+    if not task.cancelled():
+        task.exception()
 
 
 def _chat_messages(req: p.ChatCompletionRequest, plan: ToolPlan | None) -> list[dict[str, str]]:

@@ -1,13 +1,15 @@
 """The decoding engine: continuous batching of constrained generations.
 
 One thread runs the model. Each step it admits the requests that arrived (up to ``max_batch``
-rows; each prompt is prefilled in a pass of its own, from the longest prompt prefix stored in
-the :class:`~.prefix_cache.PrefixCache`, and its cache rows stacked under the batch's, see
-:mod:`.kv`), then decodes every active row in ONE forward pass, fills the grammar masks of all
-constrained rows with :func:`~logitgate.fill_masks` (the core's thread pool, GIL released) and
-samples each row. Rows that finish, fail or are cancelled leave between steps. The asyncio side
-never waits on the model: requests come in through a thread-safe queue, and each request's
-events go back to its event loop with ``call_soon_threadsafe``.
+rows) and prefills their prompts together, each from the longest prompt prefix stored in the
+:class:`~.prefix_cache.PrefixCache`, left-padded in passes of similar lengths
+(:func:`prefill_groups`), their cache rows then stacked under the batch's (:mod:`.kv`). Then it
+decodes every active row in ONE forward pass, fills the grammar masks of all constrained rows
+with :func:`~logitgate.fill_masks` (the core's thread pool, GIL released) and samples each row.
+Rows that finish, fail or are cancelled leave between steps. The asyncio side never waits on
+the model: requests come in through a thread-safe queue, and each request's events go back to
+its event loop with ``call_soon_threadsafe``. :attr:`Engine.profile` accumulates where the
+thread's time goes (:mod:`.profile`).
 
 Per row the step is :func:`logitgate.generate`'s (the same ``generation._Step``): repetition
 penalties before the mask, budget-aware decoding (:class:`~logitgate.budget.BudgetGuard`: with
@@ -45,8 +47,9 @@ from ..trace.record import Trace, TraceRecorder, TraceStep
 from ..vocabulary import Vocabulary
 from .kv import BatchCache
 from .prefix_cache import PrefixCache
+from .profile import EngineProfile
 
-__all__ = ["Completion", "Engine", "Request", "SamplingParams", "feed_width"]
+__all__ = ["Completion", "Engine", "Request", "SamplingParams", "feed_width", "prefill_groups"]
 
 
 @dataclass(frozen=True)
@@ -176,6 +179,7 @@ class Engine:
         self._thread: threading.Thread | None = None
         self._stopping = False
         self._forward_s = self._mask_s = 0.0
+        self.profile = EngineProfile()
 
     # -- the event loop's side ------------------------------------------------------------------
 
@@ -222,12 +226,14 @@ class Engine:
             row.req.emit("error", LogitgateError("the server is shutting down", code="shutdown"))
 
     def _admit(self) -> list[Request]:
-        """Requests to add this step (waits for one when nothing is active)."""
+        """Requests to add this step: all that arrived, up to ``max_batch`` rows (waits for one
+        when nothing is active). They are prefilled together (see :meth:`_prefill`)."""
         out: list[Request] = []
         block = not self._rows
         while len(self._rows) + len(out) < self.max_batch:
             try:
-                req = self._incoming.get(block=block, timeout=None)
+                with self.profile.timed("idle"):
+                    req = self._incoming.get(block=block, timeout=None)
             except queue.Empty:
                 break
             block = False
@@ -251,30 +257,40 @@ class Engine:
             row.record(tok, -1, True, self.vocab.table)
         return row
 
-    def _forward(self, chunks: list[list[int]], kv: BatchCache) -> torch.Tensor:
+    def _forward(self, kind: str, chunks: list[list[int]], kv: BatchCache) -> torch.Tensor:
         t0 = time.perf_counter()
-        logits = kv.forward(self.model, chunks, pad_id=self._pad, cache_keyword=self._cache_kw)
+        with self.profile.timed(kind):
+            logits = kv.forward(self.model, chunks, pad_id=self._pad, cache_keyword=self._cache_kw)
         self._forward_s = time.perf_counter() - t0
+        self.profile.count_pass(kind, len(chunks), max(len(c) for c in chunks))
         return logits
 
     def _prefill(self, joining: list[Request]) -> None:
-        """Each joining prompt in a forward pass of its own, its cache rows then stacked under the
-        batch's: prompts differ in length, and padding them to the longest would multiply the
-        prefill's work. A prompt starting with a stored prefix (:mod:`.prefix_cache`) feeds
-        only what follows it."""
+        """The joining prompts, each from its longest stored prefix (:mod:`.prefix_cache`), fed
+        together: one pass for prompts of similar length, left-padded to the longest (see
+        :func:`prefill_groups`); their cache rows are then stacked under the batch's."""
+        rows: list[_Row] = []
         for req in joining:
             try:
-                row = self._new_row(req)
+                rows.append(self._new_row(req))
             except LogitgateError as e:
                 req.emit("error", e)
-                continue
-            reused, layers = self.prefixes.lookup(req.prompt_ids)
-            kv = BatchCache.from_layers(layers) if layers is not None else BatchCache()
-            logits = self._forward([req.prompt_ids[reused:] + row.out], kv)
-            self.prefixes.remember(req.prompt_ids, kv.cache)
-            self._kv.extend(kv.cache, kv.attention)
-            self._rows.append(row)
-            self._advance([row], logits)
+        if not rows:
+            return
+        with self.profile.timed("prefix"):
+            found = [self.prefixes.lookup(r.req.prompt_ids) for r in rows]
+        chunks = [r.req.prompt_ids[reused:] + r.out for r, (reused, _) in zip(rows, found, strict=True)]
+        for group in prefill_groups([len(c) for c in chunks]):
+            with self.profile.timed("prefix"):
+                kv = BatchCache.from_prefixes([found[i][1] for i in group])
+            logits = self._forward("prefill", [chunks[i] for i in group], kv)
+            with self.profile.timed("prefix"):
+                for j, i in enumerate(group):
+                    self.prefixes.remember(rows[i].req.prompt_ids, kv, j)
+            with self.profile.timed("cache"):
+                self._kv.extend(kv.cache, kv.attention)
+            self._rows += [rows[i] for i in group]
+            self._advance([rows[i] for i in group], logits)
             self._report(0)
 
     def _decode(self) -> None:
@@ -283,7 +299,7 @@ class Engine:
         still has tokens to feed after the pass is not sampled this step."""
         rows = self._rows
         width = feed_width([len(r.pending) for r in rows])
-        logits = self._forward([r.pending[:width] for r in rows], self._kv)
+        logits = self._forward("decode", [r.pending[:width] for r in rows], self._kv)
         ready = []
         for i, r in enumerate(rows):
             r.pending = r.pending[width:]
@@ -302,6 +318,20 @@ class Engine:
         """Samples one token for each of ``rows`` (row i of ``logits``), then drops the rows of
         the batch that finished."""
         t0 = time.perf_counter()
+        with self.profile.timed("masks"):
+            bits = self._masked(rows, logits)
+        self._mask_s = time.perf_counter() - t0
+        with self.profile.timed("sample"):
+            for i, row in enumerate(rows):
+                try:
+                    self._step_row(row, logits[i], bits[i])
+                except LogitgateError as e:
+                    row.req.emit("error", e)
+                    row.req.cancel()
+        self._drop_finished()
+
+    def _masked(self, rows: list[_Row], logits: torch.Tensor) -> np.ndarray:
+        """Applies each row's penalties and grammar mask to its logits (in place); the masks."""
         for i, row in enumerate(rows):
             if row.repetition.active:
                 row.repetition.apply(logits[i], row.out)
@@ -314,14 +344,7 @@ class Engine:
             if constrained != list(range(len(constrained))):
                 bits[constrained] = bits[: len(constrained)].copy()
             apply_mask_counted(logits, bits, constrained)
-        self._mask_s = time.perf_counter() - t0
-        for i, row in enumerate(rows):
-            try:
-                self._step_row(row, logits[i], bits[i])
-            except LogitgateError as e:
-                row.req.emit("error", e)
-                row.req.cancel()
-        self._drop_finished()
+        return bits
 
     def _step_row(self, row: _Row, logits: torch.Tensor, bits: np.ndarray) -> None:
         p, m = row.req.params, row.matcher
@@ -369,7 +392,8 @@ class Engine:
             elif not row.req.cancelled:
                 keep.append(i)
         if len(keep) != len(self._rows):
-            self._kv.keep(keep)
+            with self.profile.timed("cache"):
+                self._kv.keep(keep)
             self._rows = [self._rows[i] for i in keep]
 
     def _finish(self, row: _Row) -> None:
@@ -415,3 +439,30 @@ def feed_width(pending: list[int], pass_cost: int = PASS_COST_POSITIONS) -> int:
         if cost < best_cost:
             best, best_cost = w, cost
     return best
+
+
+#: What a prefill pass costs beyond the positions it feeds, counted in positions.
+PREFILL_PASS_COST_POSITIONS = 24
+
+
+def prefill_groups(lengths: list[int], pass_cost: int = PREFILL_PASS_COST_POSITIONS) -> list[list[int]]:
+    """The joining prompts (the count of tokens each feeds) split into the prefill passes of
+    least cost, a pass costing ``pass_cost`` plus its rows times its longest length (padding
+    costs as much as a token): indices into ``lengths``, the passes of shorter prompts first.
+    Prompts of similar length share a pass; a much longer one gets a pass of its own rather
+    than padding the others to it."""
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    # best[k]: the least cost of the k shortest prompts; cut[k]: where the last pass starts
+    best, cut = [0.0] + [float("inf")] * len(order), [0] * (len(order) + 1)
+    for k in range(1, len(order) + 1):
+        longest = lengths[order[k - 1]]
+        for start in range(k):
+            cost = best[start] + pass_cost + (k - start) * longest
+            if cost < best[k]:
+                best[k], cut[k] = cost, start
+    groups: list[list[int]] = []
+    k = len(order)
+    while k:
+        groups.append(order[cut[k] : k])
+        k = cut[k]
+    return groups[::-1]

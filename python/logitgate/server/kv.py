@@ -3,8 +3,9 @@ joining and leaving between decode steps.
 
 Rows of different lengths share the cache's time axis; ``attention`` (``[rows, slots]``, 1 for a
 real token, 0 for padding) says which slots each row attends to, and positions are counted
-from it, so a padding slot is never seen. A row that joins is prefilled in a cache of its own,
-left-padded to the batch's length (or the batch to its) and stacked under the others; a row
+from it, so a padding slot is never seen. Rows that join are prefilled together in a cache of
+their own (each from its stored prompt prefix, if any, see :meth:`BatchCache.from_prefixes`),
+left-padded to the batch's length (or the batch to theirs) and stacked under the others; a row
 that leaves is dropped, and slots no remaining row uses are cut away. Only the cache's layer
 tensors (``layers[i].keys`` / ``.values``, ``[rows, heads, slots, dim]``) are touched.
 """
@@ -51,6 +52,46 @@ class BatchCache:
         kv.cache = DynamicCache(ddp_cache_data=list(layers))
         kv.attention = torch.ones((1, int(layers[0][0].shape[2])), dtype=torch.long)
         return kv
+
+    @classmethod
+    def from_prefixes(cls, prefixes: list[list[tuple[torch.Tensor, torch.Tensor]] | None]) -> BatchCache:
+        """One row per entry of ``prefixes``: a stored prompt prefix's layers (as in
+        :meth:`from_layers`) or ``None`` (an empty row), left-padded to the longest; an empty
+        cache when none has a prefix."""
+        known = [p for p in prefixes if p is not None]
+        if not known:
+            return cls()
+        if len(prefixes) == 1:
+            return cls.from_layers(known[0])
+        from transformers import DynamicCache
+
+        lengths = [0 if p is None else int(p[0][0].shape[2]) for p in prefixes]
+        slots = max(lengths)
+        layers = []
+        for i, (k0, v0) in enumerate(known[0]):
+            keys = [_left_pad(k0[:, :, :0] if p is None else p[i][0], slots, 2) for p in prefixes]
+            values = [_left_pad(v0[:, :, :0] if p is None else p[i][1], slots, 2) for p in prefixes]
+            layers.append((torch.cat(keys, dim=0), torch.cat(values, dim=0)))
+        kv = cls()
+        kv.cache = DynamicCache(ddp_cache_data=layers)
+        kv.attention = torch.tensor([[0] * (slots - n) + [1] * n for n in lengths], dtype=torch.long)
+        return kv
+
+    def row_prefix(self, row: int, length: int) -> list[tuple[torch.Tensor, torch.Tensor]] | None:
+        """The keys and values of ``row``'s first ``length`` attended slots, per layer
+        (``[1, heads, length, dim]``, copies), or ``None`` unless every layer is a plain growing
+        one (no sliding window) holding that many."""
+        slots = self.attention[row].nonzero().squeeze(1)[:length]
+        if int(slots.shape[0]) < length:
+            return None
+        out = []
+        for layer in _layers(self.cache):
+            keys, values = layer.keys, layer.values
+            if getattr(layer, "is_sliding", False) or not isinstance(keys, torch.Tensor) or keys.dim() != 4:
+                return None
+            assert isinstance(values, torch.Tensor)
+            out.append((keys[row : row + 1].index_select(2, slots), values[row : row + 1].index_select(2, slots)))
+        return out
 
     @property
     def rows(self) -> int:

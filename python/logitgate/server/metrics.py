@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily
+from prometheus_client.registry import Collector
+
+from .profile import EngineProfile
 
 __all__ = ["Metrics"]
 
@@ -12,7 +16,12 @@ __all__ = ["Metrics"]
 class Metrics:
     """Requests, tokens, the compile cache, mask and model time, queue depth and batch size."""
 
-    def __init__(self, queue_depth: Callable[[], int], active: Callable[[], int]) -> None:
+    def __init__(
+        self,
+        queue_depth: Callable[[], int],
+        active: Callable[[], int],
+        profile: Callable[[], EngineProfile] | None = None,
+    ) -> None:
         r = self.registry = CollectorRegistry()
         self.requests = Counter("logitgate_requests", "HTTP requests answered", ["endpoint", "status"], registry=r)
         self.prompt_tokens = Counter("logitgate_prompt_tokens", "Prompt tokens prefilled", registry=r)
@@ -29,6 +38,8 @@ class Metrics:
         self.batch_size = Histogram(
             "logitgate_batch_size", "Rows per decode step", buckets=(1, 2, 4, 8, 16, 32, 64), registry=r
         )
+        if profile is not None:
+            r.register(_ProfileCollector(profile))
 
     def cache_lookup(self, hit: bool) -> None:
         (self.cache_hits if hit else self.cache_misses).inc()
@@ -42,3 +53,34 @@ class Metrics:
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+class _ProfileCollector(Collector):
+    """The engine's :class:`~.profile.EngineProfile`, read when scraped."""
+
+    def __init__(self, profile: Callable[[], EngineProfile]) -> None:
+        self._profile = profile
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        prof = self._profile()
+        seconds = CounterMetricFamily(
+            "logitgate_engine_seconds", "Decode thread time per phase of the engine loop", labels=["phase"]
+        )
+        for phase, s in prof.seconds.items():
+            seconds.add_metric([phase], s)
+        yield seconds
+        cpu = CounterMetricFamily(
+            "logitgate_engine_cpu_seconds", "Decode thread CPU time per phase of the engine loop", labels=["phase"]
+        )
+        for phase, s in prof.cpu_seconds.items():
+            cpu.add_metric([phase], s)
+        yield cpu
+        for name, values, doc in (
+            ("passes", prof.passes, "Forward passes"),
+            ("rows", prof.rows, "Rows fed by forward passes"),
+            ("positions", prof.positions, "Positions fed by forward passes (rows times width, padding included)"),
+        ):
+            family = CounterMetricFamily(f"logitgate_engine_{name}", doc, labels=["kind"])
+            for kind, n in values.items():
+                family.add_metric([kind], n)
+            yield family

@@ -19,9 +19,10 @@ without sliding windows) are stored.
 from __future__ import annotations
 
 from collections import OrderedDict, deque
-from typing import Any
 
 import torch
+
+from .kv import BatchCache
 
 __all__ = ["PrefixCache"]
 
@@ -68,10 +69,10 @@ class PrefixCache:
         layers = self._entries[best][0]
         return reused, [(k[:, :, :reused], v[:, :, :reused]) for k, v in layers]
 
-    def remember(self, ids: list[int], cache: Any) -> None:
-        """Notes the prompt ``ids`` whose prefill is ``cache`` (one row, no padding, its first
-        ``len(ids)`` slots the prompt's) and stores the longest prefix it shares with a recent
-        different prompt, when long enough and not stored yet."""
+    def remember(self, ids: list[int], kv: BatchCache, row: int = 0) -> None:
+        """Notes the prompt ``ids`` whose prefill is row ``row`` of ``kv`` (its first
+        ``len(ids)`` attended slots the prompt's) and stores the longest prefix it shares with a
+        recent different prompt, when long enough and not stored yet."""
         key = tuple(ids)
         shared = max((_common_length(k, ids) for k in self._recent if k != key), default=0)
         if key not in self._recent:
@@ -80,10 +81,9 @@ class PrefixCache:
         prefix = key[:shared]
         if shared < self.min_tokens or prefix in self._entries:
             return
-        layers = _plain_layers(cache)
-        if layers is None:
+        kept = kv.row_prefix(row, shared)
+        if kept is None:
             return
-        kept = [(k[:, :, :shared].clone(), v[:, :, :shared].clone()) for k, v in layers]
         size = sum(k.nbytes + v.nbytes for k, v in kept)
         if size > self.max_bytes:
             return
@@ -92,19 +92,3 @@ class PrefixCache:
         while self.bytes > self.max_bytes:
             _, (_, dropped) = self._entries.popitem(last=False)
             self.bytes -= dropped
-
-
-def _plain_layers(cache: Any) -> _Layers | None:
-    """The cache's per-layer (keys, values) when every layer is a plain growing one."""
-    layers = getattr(cache, "layers", None)
-    if not layers:
-        return None
-    out: _Layers = []
-    for layer in layers:
-        keys, values = getattr(layer, "keys", None), getattr(layer, "values", None)
-        if getattr(layer, "is_sliding", False) or not isinstance(keys, torch.Tensor):
-            return None
-        if not isinstance(values, torch.Tensor) or keys.dim() != 4 or keys.shape[0] != 1:
-            return None
-        out.append((keys, values))
-    return out

@@ -26,8 +26,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from ..cancel import CancelToken, interrupt_scope
 from ..compiler import CompiledGrammar, Compiler
-from ..errors import LogitgateError
+from ..errors import CompileCancelled, CompileTimeout, LogitgateError
 from ..toolkit.refusal import is_refusal_schema, with_refusal
 from .protocol import ApiError
 from .tools import ToolPlan, tool_call_grammar
@@ -170,7 +171,9 @@ def _tokenizer_key(compiler: Compiler) -> str:
 
 class GrammarCache:
     """Compiled grammars by spec, least recently used dropped beyond ``max_bytes``;
-    ``max_source_bytes`` bounds a structure's text (413 beyond it). ``on_lookup(hit)`` and
+    ``max_source_bytes`` bounds a structure's text (413 beyond it); a compile stops after
+    ``compile_timeout`` seconds (a 400 with code ``compile-timeout``) or once the ``cancel``
+    token given to :meth:`compile` is cancelled (a 499). ``on_lookup(hit)`` and
     ``on_size(bytes)`` feed the metrics."""
 
     def __init__(
@@ -180,12 +183,14 @@ class GrammarCache:
         max_bytes: int,
         max_source_bytes: int,
         threads: int = 2,
+        compile_timeout: float | None = None,
         on_lookup: Callable[[bool], None] | None = None,
         on_size: Callable[[int], None] | None = None,
     ) -> None:
         self.compiler = compiler
         self.max_bytes = max_bytes
         self.max_source_bytes = max_source_bytes
+        self.compile_timeout = compile_timeout
         self._tokenizer = _tokenizer_key(compiler)
         self._entries: OrderedDict[str, CompiledGrammar] = OrderedDict()
         self._lock = threading.Lock()
@@ -201,7 +206,7 @@ class GrammarCache:
         with self._lock:
             return sum(g.memory_bytes for g in self._entries.values())
 
-    async def compile(self, spec: StructureSpec) -> CompiledGrammar:
+    async def compile(self, spec: StructureSpec, cancel: CancelToken | None = None) -> CompiledGrammar:
         size = len(spec.source.encode())
         if size > self.max_source_bytes:
             raise ApiError(
@@ -219,7 +224,7 @@ class GrammarCache:
             self._on_lookup(hit is not None)
         if hit is not None:
             return hit
-        compiled = await asyncio.get_running_loop().run_in_executor(self._pool, self._build, spec)
+        compiled = await asyncio.get_running_loop().run_in_executor(self._pool, self._build, spec, cancel)
         with self._lock:
             self._entries[key] = compiled
             self._evict_locked()
@@ -236,7 +241,21 @@ class GrammarCache:
         if self._on_size is not None:
             self._on_size(total)
 
-    def _build(self, spec: StructureSpec) -> CompiledGrammar:
+    def _build(self, spec: StructureSpec, cancel: CancelToken | None = None) -> CompiledGrammar:
+        try:
+            with interrupt_scope(self.compile_timeout, cancel):  # the compiles below run under it
+                return self._build_spec(spec)
+        except CompileCancelled:
+            raise ApiError(499, "client closed the request", code="client_closed") from None
+        except CompileTimeout as e:
+            raise ApiError(
+                400,
+                f"{spec.param}: the structure did not compile within the server's limit of {e.value} seconds",
+                code=e.code,
+                param=spec.param,
+            ) from None
+
+    def _build_spec(self, spec: StructureSpec) -> CompiledGrammar:
         c = self.compiler
         try:
             if spec.kind == "tools":
@@ -249,7 +268,7 @@ class GrammarCache:
             if spec.kind == "grammar":
                 return c.compile_ebnf(spec.source)
             return c.compile_choice(json.loads(spec.source))
-        except ApiError:
+        except (ApiError, CompileCancelled, CompileTimeout):
             raise
         except LogitgateError as e:  # SchemaError (keyword and pointer), GrammarError, LimitExceeded
             raise ApiError(400, f"{spec.param}: {e}", code=e.code, param=spec.param) from None
