@@ -151,6 +151,11 @@ def _limits_forms(limits: Limits) -> tuple[bytes, dict[str, int]]:
     return repr(astuple(limits)).encode(), {name: getattr(limits, name) for name in CORE_LIMIT_FIELDS}
 
 
+# The default limits' forms, looked up by identity: a Compiler per request is common, and
+# hashing a Limits (every field, through the dataclass's Python __hash__) is not free.
+_DEFAULT_LIMITS_FORMS = _limits_forms(DEFAULT_LIMITS)
+
+
 @contextlib.contextmanager
 def _gc_paused() -> Iterator[None]:
     """Pauses the cyclic garbage collector: lowering allocates many small acyclic objects
@@ -213,7 +218,8 @@ class Compiler:
                 raise UsageError(f"Compiler {name} must be an int >= 0, got {value!r}", code="compiler-cache")
         self.vocab = vocab
         self.limits = limits or DEFAULT_LIMITS
-        self._limits_key, self._core_limits = _limits_forms(self.limits)
+        forms = _DEFAULT_LIMITS_FORMS if self.limits is DEFAULT_LIMITS else _limits_forms(self.limits)
+        self._limits_key, self._core_limits = forms
         self._cache: OrderedDict[str, CompiledGrammar] = OrderedDict()
         self._cache_size = cache_size
         self._cache_bytes = cache_bytes
@@ -234,6 +240,10 @@ class Compiler:
     def _compile_grammar(self, grammar: Grammar) -> CompiledGrammar:
         with _gc_paused():
             program, names = serialize(grammar, self.limits)
+        return self._compile_program(grammar, program, names)
+
+    def _compile_program(self, grammar: Grammar, program: bytes, names: list[str]) -> CompiledGrammar:
+        """The core's compile of ``grammar``'s serialized ``program`` (cached by content)."""
         checkpoint()
         key = hashlib.blake2b(program + "\0".join(names).encode() + self._limits_key)
         digest = key.hexdigest()
@@ -335,37 +345,31 @@ class Compiler:
         """Compiles a JSON Schema (a dict, a bool, or JSON text) to a grammar of JSON documents
         valid against it. Options are documented in docs/json_schema.md (whitespace policy,
         property order, ``strict``, ``lenient``)."""
+        if timeout is None and cancel is None:  # what interrupt_scope does then, without its frames
+            return self._compile_json_schema(schema, options)
+        with interrupt_scope(timeout, cancel):
+            return self._compile_json_schema(schema, options)
+
+    def _compile_json_schema(self, schema: dict[str, Any] | str | bool, options: dict[str, Any]) -> CompiledGrammar:
         from .frontends.json_schema import schema_to_grammar
 
-        with interrupt_scope(timeout, cancel):
-            with _gc_paused():
-                pointers: dict[str, str] = {}
-                grammar, dropped = schema_to_grammar(
-                    schema, limits=self.limits, check_empty=False, pointers=pointers, **options
-                )
-            return self._finish_json_schema(schema, grammar, tuple(dropped), pointers, options)
-
-    def _finish_json_schema(
-        self,
-        schema: dict[str, Any] | str | bool,
-        grammar: Grammar,
-        dropped: tuple[str, ...],
-        pointers: dict[str, str],
-        options: dict[str, Any],
-    ) -> CompiledGrammar:
+        with _gc_paused():  # one pause for the lowering and the serialization
+            pointers: dict[str, str] = {}
+            grammar, dropped = schema_to_grammar(
+                schema, limits=self.limits, check_empty=False, pointers=pointers, **options
+            )
+            program, names = serialize(grammar, self.limits)
         try:
-            compiled = self._compile_grammar(grammar)
+            compiled = self._compile_program(grammar, program, names)
         except GrammarError as e:
             if e.code != "empty-language":
                 raise
             # Rare: lower again with the frontend's own check, which names the JSON pointer.
-            from .frontends.json_schema import schema_to_grammar
-
             schema_to_grammar(schema, limits=self.limits, **options)
             raise SchemaError(f"empty language: {e.message}", pointer="", code="schema-empty") from None
         # A wrapper of its own (the core is shared through the cache): the pointers and the
         # dropped constraints belong to this schema.
-        return CompiledGrammar(compiled._core, grammar, self.vocab, self.limits, dropped, pointers)
+        return CompiledGrammar(compiled._core, grammar, self.vocab, self.limits, tuple(dropped), pointers)
 
     def compile_pydantic(
         self, model: Any, *, timeout: float | None = None, cancel: CancelToken | None = None, **options: Any
