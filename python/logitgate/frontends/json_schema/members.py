@@ -29,6 +29,9 @@ class MemberPositions:
         # -> numbers; the numbers whose rules exist.
         self.object_suffixes: dict[tuple[Any, ...], int] = {}
         self.object_built: set[int] = set()
+        # Suffixes built as an object's start only: the rules of their position but the one a
+        # member or an other key leads to (nothing does, at the start of a closed object).
+        self.object_start_only: set[int] = set()
         self.any_order_objects: dict[tuple[Any, ...], Node] = {}  # object_any_order's inputs -> its object
 
     def object_in_order(
@@ -79,8 +82,12 @@ class MemberPositions:
             todo -= 1
         start_name = f"ob{sid[0]}_p0_0"
         top = _seq([Literal(b"{"), Ref(start_name), ws, Literal(b"}")])
-        if todo == 0 and start_name in self.table.rules:
+        if (todo == 0 or (todo == 1 and sid[0] in self.object_start_only)) and start_name in self.table.rules:
             return top
+        # A closed object's start is a position no member and no other key leads to: its
+        # "started" rules are left out (referenced only where this suffix comes later in
+        # another object, which then builds them).
+        closed_start = other is None
         names = [f"ob{s}_" for s in sid]
         # The positions' references per count (P(i, started, c) for started; the object's
         # start, the only position no member leads to, is named apart).
@@ -140,7 +147,7 @@ class MemberPositions:
                 # Only the object's start is a position no member led to (nothing else calls
                 # P(i, not started): building those rules was a sixth of a median grammar).
                 for started in (False, True) if i == 0 and c == 0 else (True,):
-                    if i >= todo and started:
+                    if started and (i >= todo or (i == 0 and closed_start)):
                         continue
                     if q_ref is None:
                         body: Node = EMPTY if may_end else _EMPTY_LANG
@@ -149,7 +156,11 @@ class MemberPositions:
                         lead_q = Seq((*items, q_ref)) if items else q_ref
                         body = Alt((EMPTY, lead_q)) if may_end else lead_q
                     rules[here[i].name if started else start_name] = body
-        built.update(sid[:todo])
+        if closed_start and todo > 0:
+            built.update(sid[1:todo])
+            self.object_start_only.add(sid[0])
+        else:
+            built.update(sid[:todo])
         return top
 
     def object_any_order(
