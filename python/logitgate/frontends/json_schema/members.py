@@ -122,7 +122,8 @@ class MemberPositions:
         # seq()/alt() would give (they were a quarter of a median lowering): members are
         # sequences ending in a reference, choices distinct sequences or references (no
         # nested alternative, nothing to dedupe), and a lead is flattened once.
-        lead_items = {False: _flat_items(ws), True: _flat_items(self.table.comma())}
+        leads = {False: ws, True: self.table.comma()}
+        lead_items = {started: _flat_items(lead) for started, lead in leads.items()}
         rules = self.table.rules
         counts = range(cap + 1) if counting else range(1)
         for c in counts:
@@ -138,11 +139,17 @@ class MemberPositions:
                 choices = nexts(i, c, c2) if room and i < n else []
                 if room and other is not None:
                     choices.append(Seq((other, prefs(c2)[i])))
-                q_ref = None
+                # The choices are a rule of their own only where both leads call them (an open
+                # object's start, built here in both forms); elsewhere one rule calls them, and
+                # they are inlined into it.
+                q_ref: Node | None = None
+                shared_q = i == 0 and c == 0 and i < todo and not closed_start
                 if choices:
-                    q_ref = Ref(f"{names[i]}q{c}")
-                    if i < todo:
+                    if shared_q:
+                        q_ref = Ref(f"{names[i]}q{c}")
                         rules[q_ref.name] = _alt_of_distinct(choices)
+                    else:
+                        q_ref = _alt_of_distinct(choices)
                 may_end = optional_until[i] == n and end_ok
                 # Only the object's start is a position no member led to (nothing else calls
                 # P(i, not started): building those rules was a sixth of a median grammar).
@@ -151,10 +158,13 @@ class MemberPositions:
                         continue
                     if q_ref is None:
                         body: Node = EMPTY if may_end else _EMPTY_LANG
-                    else:
+                    elif shared_q:
                         items = lead_items[started]
                         lead_q = Seq((*items, q_ref)) if items else q_ref
                         body = Alt((EMPTY, lead_q)) if may_end else lead_q
+                    else:  # the normal form of the inlined choices after the lead
+                        lead_q = _seq([leads[started], q_ref])
+                        body = _alt([EMPTY, lead_q]) if may_end else lead_q
                     rules[here[i].name if started else start_name] = body
         if closed_start and todo > 0:
             built.update(sid[1:todo])
