@@ -122,8 +122,7 @@ class MemberPositions:
         # seq()/alt() would give (they were a quarter of a median lowering): members are
         # sequences ending in a reference, choices distinct sequences or references (no
         # nested alternative, nothing to dedupe), and a lead is flattened once.
-        leads = {False: ws, True: self.table.comma()}
-        lead_items = {started: _flat_items(lead) for started, lead in leads.items()}
+        lead_items = {False: _flat_items(ws), True: _flat_items(self.table.comma())}
         rules = self.table.rules
         counts = range(cap + 1) if counting else range(1)
         for c in counts:
@@ -162,9 +161,20 @@ class MemberPositions:
                         items = lead_items[started]
                         lead_q = Seq((*items, q_ref)) if items else q_ref
                         body = Alt((EMPTY, lead_q)) if may_end else lead_q
-                    else:  # the normal form of the inlined choices after the lead
-                        lead_q = _seq([leads[started], q_ref])
-                        body = _alt([EMPTY, lead_q]) if may_end else lead_q
+                    else:  # the inlined choices after the lead, as _seq() and _alt() would give them
+                        items = lead_items[started]
+                        tail = q_ref.items if type(q_ref) is Seq else (q_ref,)  # type: ignore[union-attr]
+                        if not items:
+                            lead_q = q_ref
+                        elif type(items[-1]) is Literal and type(tail[0]) is Literal:  # compact: "," "key"
+                            joined = Literal(items[-1].value + tail[0].value)  # type: ignore[union-attr]
+                            lead_q = Seq((*items[:-1], joined, *tail[1:]))
+                        else:
+                            lead_q = Seq((*items, *tail))
+                        if may_end:
+                            body = Alt((EMPTY, *(lead_q.items if type(lead_q) is Alt else (lead_q,))))  # type: ignore[union-attr]
+                        else:
+                            body = lead_q
                     rules[here[i].name if started else start_name] = body
         if closed_start and todo > 0:
             built.update(sid[1:todo])
