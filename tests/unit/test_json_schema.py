@@ -17,6 +17,7 @@ import pytest
 
 import logitgate as lg
 from logitgate.frontends.json_schema import schema_to_grammar
+from logitgate.grammar.ir import references
 
 
 @pytest.fixture(scope="module")
@@ -1017,6 +1018,49 @@ def test_object_position_rules_are_what_seq_and_alt_make(whitespace: str) -> Non
         assert position_rules, schema
         for name, body in position_rules.items():
             assert _renormalized(body) == body, (name, body)
+
+
+def test_object_positions_build_only_rules_they_call() -> None:
+    # A closed object's start is a position nothing leads back to: it has no "started" rule,
+    # and a position's member choices are inlined into the one rule calling them (a rule of
+    # their own, ob*_q*, only at an open object's start, which both leads call).
+    inner = {"type": "object", "properties": {"x": {"type": "string"}, "y": {"type": "integer"}}, "required": ["x"]}
+    closed = {
+        "type": "object",
+        "properties": {"a": {**inner, "additionalProperties": False}},
+        "additionalProperties": False,
+    }
+    grammar, _ = schema_to_grammar(closed, limits=lg.Limits())
+    used = {ref for body in grammar.rules.values() for ref in references(body)}
+    assert [name for name in grammar.rules if name != "root" and name not in used] == []
+    assert not [name for name in grammar.rules if "_q" in name]
+    grammar, _ = schema_to_grammar(inner, limits=lg.Limits())
+    assert [name for name in grammar.rules if "_q" in name] == ["ob2_q0"], grammar.to_ebnf()
+
+
+def test_closed_object_start_shared_as_a_later_position(compiler: lg.Compiler) -> None:
+    # "short" is lowered first (the last listed property is lowered first), its start without
+    # the rule a member leads to; "long" ends with the same members and reaches that position
+    # after "a": it must build the rule then.
+    short = {"type": "object", "properties": {"b": {"type": "integer"}, "c": {"type": "integer"}}}
+    long = {"type": "object", "properties": {"a": {"type": "integer"}, **short["properties"]}}
+    schema = {
+        "type": "object",
+        "properties": {
+            "q": {**long, "additionalProperties": False},
+            "p": {**short, "additionalProperties": False},
+        },
+        "additionalProperties": False,
+    }
+    grammar, _ = schema_to_grammar(schema, limits=lg.Limits())
+    short_start = grammar.rules["s2"].items[1].name  # type: ignore[attr-defined]
+    assert short_start.endswith("_p0_0") and short_start.replace("_p0_0", "_p1_0") in grammar.rules
+    g = compiler.compile_json_schema(schema, whitespace="compact")
+    assert accepts(g, '{"q":{"a":0,"b":1,"c":2},"p":{"b":1,"c":2}}')
+    assert accepts(g, '{"q":{"a":0,"c":2},"p":{"c":2}}')
+    assert accepts(g, '{"q":{"b":1}}')
+    assert not accepts(g, '{"q":{"b":1,"a":0}}')
+    assert not accepts(g, '{"p":{"a":0}}')
 
 
 def _object_of(**extra: Any) -> dict[str, Any]:

@@ -29,6 +29,9 @@ class MemberPositions:
         # -> numbers; the numbers whose rules exist.
         self.object_suffixes: dict[tuple[Any, ...], int] = {}
         self.object_built: set[int] = set()
+        # Suffixes built as an object's start only: the rules of their position but the one a
+        # member or an other key leads to (nothing does, at the start of a closed object).
+        self.object_start_only: set[int] = set()
         self.any_order_objects: dict[tuple[Any, ...], Node] = {}  # object_any_order's inputs -> its object
 
     def object_in_order(
@@ -79,8 +82,12 @@ class MemberPositions:
             todo -= 1
         start_name = f"ob{sid[0]}_p0_0"
         top = _seq([Literal(b"{"), Ref(start_name), ws, Literal(b"}")])
-        if todo == 0 and start_name in self.table.rules:
+        if (todo == 0 or (todo == 1 and sid[0] in self.object_start_only)) and start_name in self.table.rules:
             return top
+        # A closed object's start is a position no member and no other key leads to: its
+        # "started" rules are left out (referenced only where this suffix comes later in
+        # another object, which then builds them).
+        closed_start = other is None
         names = [f"ob{s}_" for s in sid]
         # The positions' references per count (P(i, started, c) for started; the object's
         # start, the only position no member leads to, is named apart).
@@ -131,25 +138,49 @@ class MemberPositions:
                 choices = nexts(i, c, c2) if room and i < n else []
                 if room and other is not None:
                     choices.append(Seq((other, prefs(c2)[i])))
-                q_ref = None
+                # The choices are a rule of their own only where both leads call them (an open
+                # object's start, built here in both forms); elsewhere one rule calls them, and
+                # they are inlined into it.
+                q_ref: Node | None = None
+                shared_q = i == 0 and c == 0 and i < todo and not closed_start
                 if choices:
-                    q_ref = Ref(f"{names[i]}q{c}")
-                    if i < todo:
+                    if shared_q:
+                        q_ref = Ref(f"{names[i]}q{c}")
                         rules[q_ref.name] = _alt_of_distinct(choices)
+                    else:
+                        q_ref = _alt_of_distinct(choices)
                 may_end = optional_until[i] == n and end_ok
                 # Only the object's start is a position no member led to (nothing else calls
                 # P(i, not started): building those rules was a sixth of a median grammar).
                 for started in (False, True) if i == 0 and c == 0 else (True,):
-                    if i >= todo and started:
+                    if started and (i >= todo or (i == 0 and closed_start)):
                         continue
                     if q_ref is None:
                         body: Node = EMPTY if may_end else _EMPTY_LANG
-                    else:
+                    elif shared_q:
                         items = lead_items[started]
                         lead_q = Seq((*items, q_ref)) if items else q_ref
                         body = Alt((EMPTY, lead_q)) if may_end else lead_q
+                    else:  # the inlined choices after the lead, as _seq() and _alt() would give them
+                        items = lead_items[started]
+                        tail = q_ref.items if type(q_ref) is Seq else (q_ref,)  # type: ignore[union-attr]
+                        if not items:
+                            lead_q = q_ref
+                        elif type(items[-1]) is Literal and type(tail[0]) is Literal:  # compact: "," "key"
+                            joined = Literal(items[-1].value + tail[0].value)  # type: ignore[union-attr]
+                            lead_q = Seq((*items[:-1], joined, *tail[1:]))
+                        else:
+                            lead_q = Seq((*items, *tail))
+                        if may_end:
+                            body = Alt((EMPTY, *(lead_q.items if type(lead_q) is Alt else (lead_q,))))  # type: ignore[union-attr]
+                        else:
+                            body = lead_q
                     rules[here[i].name if started else start_name] = body
-        built.update(sid[:todo])
+        if closed_start and todo > 0:
+            built.update(sid[1:todo])
+            self.object_start_only.add(sid[0])
+        else:
+            built.update(sid[:todo])
         return top
 
     def object_any_order(

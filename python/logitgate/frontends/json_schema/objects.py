@@ -69,12 +69,17 @@ class ObjectEmitter:
         # Known names in schema order, then required-only names. When one "properties" object
         # lists every known name (a branch adding to its parent's, say), its order is the
         # schema order, whichever part the merge met first.
-        names: set[str] = {k for part in f.objs for k in part.order}
-        parts = sorted(f.objs, key=lambda p: not names <= set(p.props))
+        parts = f.objs
         # (Dicts as ordered sets: objects of thousands of properties are linear to lower.)
-        order: dict[str, None] = {}
-        for part in parts:
-            order.update(dict.fromkeys(part.order))
+        order: dict[str, None]
+        if len(parts) == 1:  # most objects: one "properties" object, its order is the schema order
+            order = dict.fromkeys(parts[0].order)
+        else:
+            names: set[str] = {k for part in parts for k in part.order}
+            parts = sorted(parts, key=lambda p: not names <= set(p.props))
+            order = {}
+            for part in parts:
+                order.update(dict.fromkeys(part.order))
         order.update(dict.fromkeys(f.required))
         has_addl = any(p.additional is not None for p in f.objs)
         has_pats = any(p.patterns for p in f.objs)
@@ -151,12 +156,16 @@ class ObjectEmitter:
         cap = (hi + 1) if hi is not None else lo
         # Schema order is defined only when every member comes from one "properties" object;
         # members merged from several (allOf, dependentRequired, required-only names) go in any order.
-        first_part: dict[str, int] = {}
-        for i, part in enumerate(parts):
-            for k in part.props:
-                first_part.setdefault(k, i)
-        sources = {first_part.get(k, -1) for k, _, _ in members}
-        mixed = len(sources) > 1 or -1 in sources
+        if len(parts) == 1:
+            props = parts[0].props
+            mixed = any(k not in props for k, _, _ in members)
+        else:
+            first_part: dict[str, int] = {}
+            for i, part in enumerate(parts):
+                for k in part.props:
+                    first_part.setdefault(k, i)
+            sources = {first_part.get(k, -1) for k, _, _ in members}
+            mixed = len(sources) > 1 or -1 in sources
         if (self.order_any or mixed) and 1 < len(members) <= _MAX_ORDER_ANY:
             return self.members.object_any_order(members, other, lo, hi, cap if counting else 0)
         n = len(members)
