@@ -163,7 +163,7 @@ tsan: $(PYC_STAMP) build/tsan/threads
 	$(BIN)/python tests/native/export_threads.py build/tsan/cases
 	TSAN_OPTIONS=halt_on_error=1 build/tsan/threads build/tsan/cases
 
-# The sanitized subset `make test` runs (docs/hardening.md): the core and a native driver under
+# The sanitized subset `make test` runs (docs/sanitizers.md): the core and a native driver under
 # AddressSanitizer + UndefinedBehaviorSanitizer (tests/native/sanitized.cc, cases from
 # tests/native/export_sanitized.py), and the thread driver under ThreadSanitizer (`make tsan`'s).
 # Objects are kept per source, so a rebuild compiles only what changed; tests/native/test_sanitized.py

@@ -1,4 +1,4 @@
-"""Writes the inputs of the sanitized core run (tests/native/sanitized.cc, docs/hardening.md):
+"""Writes the inputs of the sanitized core run (tests/native/sanitized.cc, docs/sanitizers.md):
 a few dozen grammars from every frontend (JSON Schema, regex, GBNF, Lark, structural tags),
 on SmolLM2's vocabulary, compiled by the normal build. Per grammar: its core program, the
 limits, the core error the normal build raised (bad inputs and limits past which the core

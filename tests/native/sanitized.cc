@@ -1,5 +1,5 @@
 // The core without Python under AddressSanitizer, UndefinedBehaviorSanitizer and LeakSanitizer
-// (tests/native/test_sanitized.py, docs/hardening.md), on the cases
+// (tests/native/test_sanitized.py, docs/sanitizers.md), on the cases
 // tests/native/export_sanitized.py writes (grammars of every frontend compiled by the normal
 // build, with the masks it filled along random walks):
 //   1. each case compiles, or raises the core error the normal build raised;

@@ -1,4 +1,4 @@
-"""The sanitized subset of the default run (docs/hardening.md "Sanitizers"): the C++ core built
+"""The sanitized subset of the default run (docs/sanitizers.md): the C++ core built
 with AddressSanitizer + UndefinedBehaviorSanitizer (+ LeakSanitizer) under a native driver on
 tests/native/export_sanitized.py's cases, and with ThreadSanitizer under tests/native/threads.cc
 (`make tsan`'s 64-thread, 8-compiling-thread and batch-fill cases). Python stays out of the
