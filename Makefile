@@ -165,7 +165,7 @@ tsan: $(PYC_STAMP) build/tsan/threads
 
 # The sanitized subset `make test` runs (docs/sanitizers.md): the core and a native driver under
 # AddressSanitizer + UndefinedBehaviorSanitizer (tests/native/sanitized.cc, cases from
-# tests/native/export_sanitized.py), and the thread driver under ThreadSanitizer (`make tsan`'s).
+# tests/native/export_sanitized.py), and the thread driver under both and under ThreadSanitizer (`make tsan`'s).
 # Objects are kept per source, so a rebuild compiles only what changed; tests/native/test_sanitized.py
 # calls these targets.
 SAN_CORE := $(wildcard cpp/core/*.cc)
@@ -174,6 +174,8 @@ build/sanitize/%.o: %.cc
 	@mkdir -p $(dir $@)
 	$(CXX) $(SAN_FLAGS) -MMD -MP -c $< -o $@
 build/sanitize/sanitized: $(patsubst %.cc,build/sanitize/%.o,$(SAN_CORE) tests/native/sanitized.cc)
+	$(CXX) $(SAN_FLAGS) -o $@ $^ -lpthread
+build/sanitize/threads: $(patsubst %.cc,build/sanitize/%.o,$(SAN_CORE) tests/native/threads.cc)
 	$(CXX) $(SAN_FLAGS) -o $@ $^ -lpthread
 TSAN_FLAGS := -std=c++17 -O1 -g -fsanitize=thread -mpopcnt -Wall -Wextra
 build/tsan/%.o: %.cc

@@ -1,9 +1,10 @@
-"""The sanitized subset of the default run (docs/sanitizers.md): the C++ core built
-with AddressSanitizer + UndefinedBehaviorSanitizer (+ LeakSanitizer) under a native driver on
-tests/native/export_sanitized.py's cases, and with ThreadSanitizer under tests/native/threads.cc
-(`make tsan`'s 64-thread, 8-compiling-thread and batch-fill cases). Python stays out of the
-sanitized processes: its interpreter is not instrumented. The binaries are make targets with
-one object per source under build/, so a second run rebuilds only what changed."""
+"""The sanitized subset of the default run (docs/sanitizers.md): the C++ core built with
+AddressSanitizer + UndefinedBehaviorSanitizer (+ LeakSanitizer) under a native driver on
+tests/native/export_sanitized.py's cases, and under tests/native/threads.cc (`make tsan`'s
+64-thread, 8-compiling-thread and batch-fill cases) with ThreadSanitizer and with ASan + UBSan.
+Python stays out of the sanitized processes: its interpreter is not instrumented. The binaries
+are make targets with one object per source under build/, so a second run rebuilds only what
+changed."""
 
 from __future__ import annotations
 
@@ -54,9 +55,22 @@ def test_core_under_address_and_ub_sanitizers(tmp_path: Path) -> None:
     assert re.search(r"interrupted compiles of \S+: failures 0", out), out
 
 
+THREAD_BUILDS = {
+    "tsan": ("build/tsan/threads", {"TSAN_OPTIONS": "halt_on_error=1"}),
+    "asan": (
+        "build/sanitize/threads",
+        {"ASAN_OPTIONS": "detect_leaks=1:halt_on_error=1", "UBSAN_OPTIONS": "print_stacktrace=1"},
+    ),
+}
+
+
 @pytest.mark.timeout(BUILD_TIMEOUT_S * 2)
-def test_threads_under_thread_sanitizer(tmp_path: Path) -> None:
-    binary = _build("build/tsan/threads")
+@pytest.mark.parametrize("build", sorted(THREAD_BUILDS))
+def test_threads_under_sanitizers(tmp_path: Path, build: str) -> None:
+    """64 matchers on 64 threads, 8 compiling threads, a batch fill: under ThreadSanitizer, and
+    under AddressSanitizer + UndefinedBehaviorSanitizer."""
+    target, env = THREAD_BUILDS[build]
+    binary = _build(target)
     r = subprocess.run(
         [sys.executable, str(REPO / "tests/native/export_threads.py"), str(tmp_path)],
         capture_output=True,
@@ -64,6 +78,6 @@ def test_threads_under_thread_sanitizer(tmp_path: Path) -> None:
         timeout=600,
     )
     assert r.returncode == 0, r.stderr
-    out = _run([str(binary), str(tmp_path)], {"TSAN_OPTIONS": "halt_on_error=1"})
+    out = _run([str(binary), str(tmp_path)], env)
     for phase in ("64 threads on one grammar", "8 compiling threads", r"batch fill of \d+ matchers"):
         assert re.search(phase + r": failures 0", out), out
