@@ -159,10 +159,7 @@ bench-vllm: $(VLLM_VENV)/.build-stamp
 # tests/unit/test_threads.py (64 matchers of one grammar on 64 threads, 8 threads compiling,
 # a batch fill) without Python, whose uninstrumented interpreter TSan cannot follow.
 # (logits_mask.cc is left out: its ifunc resolvers run before TSan's runtime is set up.)
-tsan: $(PYC_STAMP)
-	mkdir -p build/tsan
-	$(CXX) -std=c++17 -O1 -g -fsanitize=thread -mpopcnt -Wall -Wextra -o build/tsan/threads \
-		tests/native/threads.cc $(filter-out cpp/core/logits_mask.cc,$(wildcard cpp/core/*.cc)) -lpthread
+tsan: $(PYC_STAMP) build/tsan/threads
 	$(BIN)/python tests/native/export_threads.py build/tsan/cases
 	TSAN_OPTIONS=halt_on_error=1 build/tsan/threads build/tsan/cases
 
@@ -188,3 +185,25 @@ $(SGLANG_VENV)/.build-stamp: $(SGLANG_VENV)/.deps-stamp $(CORE_SOURCES) $(PY_MOD
 
 test-sglang: $(SGLANG_VENV)/.build-stamp
 	$(SGLANG_BIN)/python -m pytest -q -m sglang tests/sglang_plugin
+
+# The sanitized subset `make test` runs (docs/sanitizers.md): the core and a native driver under
+# AddressSanitizer + UndefinedBehaviorSanitizer (tests/native/sanitized.cc, cases from
+# tests/native/export_sanitized.py), and the thread driver under both and under ThreadSanitizer (`make tsan`'s).
+# Objects are kept per source, so a rebuild compiles only what changed; tests/native/test_sanitized.py
+# calls these targets.
+SAN_CORE := $(wildcard cpp/core/*.cc)
+SAN_FLAGS := -std=c++17 -O1 -g1 -fno-omit-frame-pointer -mpopcnt -fsanitize=address,undefined -fno-sanitize-recover=all
+build/sanitize/%.o: %.cc
+	@mkdir -p $(dir $@)
+	$(CXX) $(SAN_FLAGS) -MMD -MP -c $< -o $@
+build/sanitize/sanitized: $(patsubst %.cc,build/sanitize/%.o,$(SAN_CORE) tests/native/sanitized.cc)
+	$(CXX) $(SAN_FLAGS) -o $@ $^ -lpthread
+build/sanitize/threads: $(patsubst %.cc,build/sanitize/%.o,$(SAN_CORE) tests/native/threads.cc)
+	$(CXX) $(SAN_FLAGS) -o $@ $^ -lpthread
+TSAN_FLAGS := -std=c++17 -O1 -g -fsanitize=thread -mpopcnt -Wall -Wextra
+build/tsan/%.o: %.cc
+	@mkdir -p $(dir $@)
+	$(CXX) $(TSAN_FLAGS) -MMD -MP -c $< -o $@
+build/tsan/threads: $(patsubst %.cc,build/tsan/%.o,$(filter-out cpp/core/logits_mask.cc,$(SAN_CORE)) tests/native/threads.cc)
+	$(CXX) $(TSAN_FLAGS) -o $@ $^ -lpthread
+-include $(wildcard build/sanitize/cpp/core/*.d build/sanitize/tests/native/*.d build/tsan/cpp/core/*.d build/tsan/tests/native/*.d)

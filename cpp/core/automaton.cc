@@ -265,7 +265,7 @@ void Automaton::Build(const std::vector<int32_t>& program) {
             break;
           case kOpCharClass:
           case kOpByteClass:
-            add(1 + std::max(0, rd.At(p + 2)), copies);
+            add(1 + int64_t{std::max(0, rd.At(p + 2))}, copies);
             p += 3 + 2 * static_cast<size_t>(std::max(0, rd.At(p + 2)));
             break;
           case kOpSeq:
@@ -277,7 +277,7 @@ void Automaton::Build(const std::vector<int32_t>& program) {
           case kOpRepeat: {
             const int32_t lo = std::max(0, rd.At(p + 1)), hi = rd.At(p + 2);
             add(1, copies);
-            open.push_back({1, std::min<int64_t>(copies * (hi < 0 ? lo + 1 : std::max(hi, 1)), 1 << 30)});
+            open.push_back({1, std::min<int64_t>(copies * (hi < 0 ? int64_t{lo} + 1 : std::max(hi, 1)), 1 << 30)});
             p += 3;
             break;
           }
@@ -489,7 +489,7 @@ void Automaton::Build(const std::vector<int32_t>& program) {
           if (lo > a->limits_.max_repeat || hi > a->limits_.max_repeat) {
             throw CoreError::Limit("max_repeat", a->limits_.max_repeat, "repetition bound too large");
           }
-          const int64_t child_copies = std::min<int64_t>(copies * (hi < 0 ? lo + 1 : std::max(hi, 1)), 1 << 30);
+          const int64_t child_copies = std::min<int64_t>(copies * (hi < 0 ? int64_t{lo} + 1 : std::max(hi, 1)), 1 << 30);
           int32_t cur = from;
           // x{lo,} with lo >= 1 is x{lo-1} then one copy of x with a way back to its entry:
           // the last mandatory copy is also the loop, so the states after one x and after
