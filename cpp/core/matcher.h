@@ -159,9 +159,9 @@ class Matcher {
   // SplitWalk for a loop over `set` whose split is not computed and which reads no byte outside
   // the set but '"' and '\\' (a string body of a pattern's class): the set's alphabet mask and
   // the subtrees of the vocabulary's quote nodes below paths of the set (Vocabulary::quote_nodes).
-  // The mask is computed when `may_compute` (a scan of the ASCII tokens, cheaper than a split).
-  // False (nothing written) when that does not apply.
-  bool QuoteLoopWalk(int32_t config, const uint64_t* set, uint32_t* words, bool may_compute);
+  // The mask is computed on first use (from a few of the vocabulary's byte-group masks: cheaper
+  // than a walk, far cheaper than a split). False (nothing written) when that does not apply.
+  bool QuoteLoopWalk(int32_t config, const uint64_t* set, uint32_t* words);
   // The rest of Walk: the trie from the first bytes `config` reads. Gives up (words undefined)
   // once walk_nodes_ passes walk_budget_.
   void GeneralWalk(int32_t config, uint32_t* words);

@@ -182,6 +182,10 @@ SPLIT_PATTERNS = [
     # quote nodes' walk, Matcher::QuoteLoopWalk)
     r'"[a-z ]*" ?',
     r'"([a-zA-Z0-9_-]|\\[nt"])*"',
+    # classes that hold only part of some of the vocabulary's byte groups (Vocabulary::AsciiGroup:
+    # a-f and g-z, digits, '/' with ':'), whose tokens the alphabet mask checks one by one
+    r'"[a-cx-z .]*"',
+    r'"[A-Fa-f0-9/]*"',
 ]
 SHORTCUT_PATTERNS = [
     r'"[^"\\]*"',
