@@ -264,6 +264,14 @@ void Matcher::Walk(int32_t config, uint32_t* words) {
     RestWalk(config, words);
     return;
   }
+  // Universal but for the characters of a few lead bytes (a pattern's `.` leaves out U+2028 and
+  // U+2029): as if universal, then every token holding one of those bytes decided by its bytes.
+  if (parser.near_universal(config) && 32 * v.num_tokens_with_leads(Automaton::kNearLeads) <= v.num_text_tokens()) {
+    except_leads_ = Automaton::kNearLeads;
+    RestWalk(config, words);
+    DecideLeadTokens(config, words);
+    return;
+  }
   const SplitUse split = SplitWalk(config, words, false);
   if (split == SplitUse::kDone) return;
   // A set whose split is not computed yet: walk without it while that stays cheap (many such

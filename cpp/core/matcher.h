@@ -124,7 +124,8 @@ class Matcher {
   void SetPlainTokensUpTo(int32_t chars, uint32_t* words);
   // A configuration that keeps any plain text viable (plain capacity unbounded) without
   // returning to itself on it: every plain token, and the other tokens by a walk of the rest
-  // trie (Vocabulary::rest_nodes) from `config`.
+  // trie (Vocabulary::rest_nodes) from `config`. (Also for a near universal one, whose tokens
+  // holding Automaton::kNearLeads' bytes DecideLeadTokens then decides.)
   void RestWalk(int32_t config, uint32_t* words);
   bool PlainStepWithExceptions(int32_t config, uint32_t* words);
   // The plain-text shortcuts above also serve configurations whose step sets lack a few plain
