@@ -1243,6 +1243,18 @@ const std::vector<std::vector<Range>> kPlainUtf8 = {
     {{0xF1, 0xF3}, {0x80, 0xBF}, {0x80, 0xBF}, {0x80, 0xBF}},
     {{0xF4, 0xF4}, {0x80, 0x8F}, {0x80, 0xBF}, {0x80, 0xBF}},
 };
+// The same without the characters of the leads 0xC2 and 0xE2 (Automaton::kNearLeads).
+const std::vector<std::vector<Range>> kNearPlainUtf8 = {
+    {{0xC3, 0xDF}, {0x80, 0xBF}},
+    {{0xE0, 0xE0}, {0xA0, 0xBF}, {0x80, 0xBF}},
+    {{0xE1, 0xE1}, {0x80, 0xBF}, {0x80, 0xBF}},
+    {{0xE3, 0xEC}, {0x80, 0xBF}, {0x80, 0xBF}},
+    {{0xED, 0xED}, {0x80, 0x9F}, {0x80, 0xBF}},
+    {{0xEE, 0xEF}, {0x80, 0xBF}, {0x80, 0xBF}},
+    {{0xF0, 0xF0}, {0x90, 0xBF}, {0x80, 0xBF}, {0x80, 0xBF}},
+    {{0xF1, 0xF3}, {0x80, 0xBF}, {0x80, 0xBF}, {0x80, 0xBF}},
+    {{0xF4, 0xF4}, {0x80, 0x8F}, {0x80, 0xBF}, {0x80, 0xBF}},
+};
 
 // True when the edges of s (sorted, disjoint) cover r and every target of a covering edge
 // satisfies `ok`.
@@ -1260,14 +1272,14 @@ bool Covers(const EdgeList<ByteEdge>& edges, const Range& r, Ok&& ok) {
 }  // namespace
 
 template <typename Leaf>
-bool Automaton::EveryPlainUtf8(int32_t s, Leaf&& leaf) const {
+bool Automaton::EveryPlainUtf8(int32_t s, Leaf&& leaf, bool near) const {
   // Each pattern is at most 4 ranges deep.
   auto follow = [&](auto&& self, int32_t q, const std::vector<Range>& p, size_t k) -> bool {
     if (k == p.size()) return leaf(q);
     if (!deterministic_[q]) return false;
     return Covers(bytes_[q], p[k], [&](int32_t t) { return self(self, t, p, k + 1); });
   };
-  for (const std::vector<Range>& p : kPlainUtf8) {
+  for (const std::vector<Range>& p : near ? kNearPlainUtf8 : kPlainUtf8) {
     if (!follow(follow, s, p, 0)) return false;
   }
   return true;
@@ -1277,6 +1289,7 @@ void Automaton::ComputeCharacterRules() {
   const int32_t n_rules = static_cast<int32_t>(rule_start_.size());
   char_ascii_.assign(static_cast<size_t>(n_rules), {0, 0});
   char_utf8_.assign(static_cast<size_t>(n_rules), false);
+  char_utf8_near_.assign(static_cast<size_t>(n_rules), false);
   auto ends = [&](int32_t t) { return static_cast<bool>(final_[t]); };
   for (int32_t r = 0; r < n_rules; ++r) {
     const int32_t s0 = rule_start_[r];
@@ -1286,6 +1299,7 @@ void Automaton::ComputeCharacterRules() {
       if (e.hi >= 0x20 && e.lo <= 0x7E) AddByteRange(std::max<int>(e.lo, 0x20), std::min<int>(e.hi, 0x7E), char_ascii_[r].data());
     }
     char_utf8_[r] = EveryPlainUtf8(s0, ends);
+    char_utf8_near_[r] = char_utf8_[r] || EveryPlainUtf8(s0, ends, true);
   }
 }
 
@@ -1300,12 +1314,20 @@ bool Automaton::ReadsOnePlainCharacter(int32_t r) const {
 // closure puts that rule's start among the heads), e.g. a key-complement trie whose every
 // exit calls one shared string-tail rule.
 void Automaton::ComputeUniversal() {
+  bool all = false;
+  universal_ = UniversalStates(false, &all);
+  // Where every candidate is universal (most grammars), so is every near universal state.
+  near_universal_ = all ? universal_ : UniversalStates(true, &all);
+}
+
+Flags Automaton::UniversalStates(bool near, bool* all_candidates) const {
   const int32_t n = num_states();
+  const Flags& char_utf8 = near ? char_utf8_near_ : char_utf8_;
   // A call of a rule that reads one character and may then end (an encoded character class,
   // as JSON string contents use; a class of non-ASCII characters only) covers that character
   // too (char_ascii_, char_utf8_).
   auto reads_one = [&](const CallEdge& c) {
-    return (char_ascii_[c.rule][0] | char_ascii_[c.rule][1]) != 0 || char_utf8_[c.rule];
+    return (char_ascii_[c.rule][0] | char_ascii_[c.rule][1]) != 0 || char_utf8[c.rule];
   };
   // True when the byte edges of s and its character calls that lead to states `keep` accepts
   // cover every plain ASCII byte; `utf8` is set when such a call reads every UTF-8 character.
@@ -1319,7 +1341,7 @@ void Automaton::ComputeUniversal() {
       if (!reads_one(c) || !keep(c.ret)) continue;
       ascii[0] |= char_ascii_[c.rule][0];
       ascii[1] |= char_ascii_[c.rule][1];
-      *utf8 = *utf8 || char_utf8_[c.rule];
+      *utf8 = *utf8 || char_utf8[c.rule];
     }
     return HasAllPlainAscii(ascii);
   };
@@ -1349,10 +1371,13 @@ void Automaton::ComputeUniversal() {
       if (reads_one(c)) preds[c.ret].push_back(s);
     }
     const auto begin = static_cast<int32_t>(utf8_leaves.size());
-    const bool shaped = EveryPlainUtf8(s, [&](int32_t t) {
-      if (std::find(utf8_leaves.begin() + begin, utf8_leaves.end(), t) == utf8_leaves.end()) utf8_leaves.push_back(t);
-      return true;
-    });
+    const bool shaped = EveryPlainUtf8(
+        s,
+        [&](int32_t t) {
+          if (std::find(utf8_leaves.begin() + begin, utf8_leaves.end(), t) == utf8_leaves.end()) utf8_leaves.push_back(t);
+          return true;
+        },
+        near);
     if (!shaped) {
       utf8_leaves.resize(static_cast<size_t>(begin));
       continue;
@@ -1396,7 +1421,10 @@ void Automaton::ComputeUniversal() {
     return in;
   };
   const Flags first = fixpoint(nullptr);
-  universal_ = fixpoint(&first);
+  Flags out = fixpoint(&first);
+  *all_candidates = true;
+  for (int32_t s : candidates) *all_candidates = *all_candidates && out[s];
+  return out;
 }
 
 // Capacity: universal states are unbounded. Otherwise a determinized state that reads every
@@ -1411,8 +1439,10 @@ void Automaton::ComputePlainCapacity() {
   Flags single(n_rules, false);
   for (int32_t r = 0; r < n_rules; ++r) single[r] = ReadsOnePlainCharacter(r);
   single_start_.assign(n, false);
+  near_single_start_.assign(n, false);
   for (int32_t r = 0; r < n_rules; ++r) {
     if (single[r]) single_start_[rule_start_[r]] = true;
+    if (HasAllPlainAscii(char_ascii_[r].data()) && char_utf8_near_[r]) near_single_start_[rule_start_[r]] = true;
   }
   // succ[s]: the states after one plain character (all of them, when s reads every plain
   // character), and full[s] says whether it does; via[s]: return states of single-rule calls.
@@ -1506,6 +1536,7 @@ int64_t Automaton::memory_bytes() const {
   n += HeapBytes(bytes_) + HeapBytes(eps_) + HeapBytes(calls_);
   n += HeapBytes(final_) + HeapBytes(deterministic_) + HeapBytes(universal_) + HeapBytes(capacity_);
   n += HeapBytes(single_start_) + HeapBytes(char_ascii_) + HeapBytes(char_utf8_);
+  n += HeapBytes(near_universal_) + HeapBytes(near_single_start_) + HeapBytes(char_utf8_near_);
   n += HeapBytes(kernel_offset_) + HeapBytes(kernel_) + HeapBytes(plan_states_) + HeapBytes(token_read_);
   for (const TokenSet& t : token_sets_) n += static_cast<int64_t>(sizeof(t)) + HeapBytes(t.ids);
   return n;

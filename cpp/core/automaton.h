@@ -97,6 +97,14 @@ class Automaton {
   // valid UTF-8 characters) is read within s's rule, ending at such a state again: a head at s
   // keeps any plain text viable (string bodies, free text).
   bool is_universal(int32_t s) const { return universal_[s]; }
+  // The lead bytes of U+0085 (0xC2) and U+2028/U+2029 (0xE2), as bits (bit b - 192 for lead b):
+  // a class such as a pattern's `.` leaves out those characters, so it reads neither lead's
+  // characters all and nothing that loops on it is universal.
+  static constexpr uint64_t kNearLeads = (1ull << (0xC2 - 192)) | (1ull << (0xE2 - 192));
+  // True when s is universal for plain text without the characters of the kNearLeads lead bytes
+  // (every universal state is): the mask walk takes it as universal and decides every token
+  // holding one of those bytes by its bytes (Matcher::Walk, RestWalk).
+  bool is_near_universal(int32_t s) const { return near_universal_[s]; }
   // How many plain characters are viable from s at least, whatever they are: kUnbounded for a
   // universal state; for the positions of a bounded repetition of characters (a `maxLength`
   // string) the characters left. A lower bound (0: no guarantee).
@@ -105,6 +113,8 @@ class Automaton {
   // True when s starts a rule that reads any one plain character and may then end (a string's
   // character rule): a head there with return state r has capacity 1 + plain_capacity(r).
   bool starts_plain_character(int32_t s) const { return single_start_[s]; }
+  // Likewise for every plain character but those of the kNearLeads lead bytes.
+  bool starts_near_plain_character(int32_t s) const { return near_single_start_[s]; }
   // Per state s, the fewest frames a run from s must push, at the deepest point, to end s's
   // rule (0 when it can end without calling a rule that pushes a frame); kNoStackNeed for
   // states no run lands on. A head at s whose frame is at depth d can complete within
@@ -197,9 +207,12 @@ class Automaton {
   void ComputeUniversal();
   void ComputePlainCapacity();
   // True when every valid UTF-8 character read from determinized state s is covered by its
-  // edges and ends at a state t with leaf(t).
+  // edges and ends at a state t with leaf(t); `near`: every one but those of kNearLeads' leads.
   template <typename Leaf>
-  bool EveryPlainUtf8(int32_t s, Leaf&& leaf) const;
+  bool EveryPlainUtf8(int32_t s, Leaf&& leaf, bool near = false) const;
+  // ComputeUniversal's fixpoint, for all plain text or (`near`) all but kNearLeads' characters;
+  // `all_candidates`: every state that covers the plain ASCII bytes is in it.
+  Flags UniversalStates(bool near, bool* all_candidates) const;
   // True when rule r's start reads every plain character as a whole (r may end after it).
   bool ReadsOnePlainCharacter(int32_t r) const;
   void ComputeByteClasses();
@@ -229,13 +242,16 @@ class Automaton {
   Flags final_;
   Flags deterministic_;  // the state's rule was determinized
   Flags universal_;
+  Flags near_universal_;
   std::vector<int32_t> capacity_;
   Flags single_start_;
+  Flags near_single_start_;
   // Per rule (ComputeCharacterRules): the plain ASCII bytes its start reads as a whole
   // character (bit b of word b/64; the rule may end right after), and whether every valid
   // UTF-8 character is read so. A call of such a rule covers those characters.
   std::vector<std::array<uint64_t, 2>> char_ascii_;
   Flags char_utf8_;
+  Flags char_utf8_near_;  // every one but those of kNearLeads' leads
   std::vector<int32_t> kernel_offset_, kernel_;
   int32_t stack_need_bound_ = 0;
   mutable std::once_flag stack_need_once_;

@@ -264,6 +264,14 @@ void Matcher::Walk(int32_t config, uint32_t* words) {
     RestWalk(config, words);
     return;
   }
+  // Universal but for the characters of a few lead bytes (a pattern's `.` leaves out U+2028 and
+  // U+2029): as if universal, then every token holding one of those bytes decided by its bytes.
+  if (parser.near_universal(config) && 32 * v.num_tokens_with_leads(Automaton::kNearLeads) <= v.num_text_tokens()) {
+    except_leads_ = Automaton::kNearLeads;
+    RestWalk(config, words);
+    DecideLeadTokens(config, words);
+    return;
+  }
   const SplitUse split = SplitWalk(config, words, false);
   if (split == SplitUse::kDone) return;
   // A set whose split is not computed yet: walk without it while that stays cheap (many such
@@ -392,7 +400,7 @@ Matcher::SplitUse Matcher::SplitWalk(int32_t config, uint32_t* words, bool may_c
   const SplitUse wide = WideSplitWalk(config, set, words, may_compute);
   if (wide != SplitUse::kNotApplicable) return wide;
   const Vocabulary::LoopSplit* split = v.loop_split(set, false);
-  if (split == nullptr && QuoteLoopWalk(config, set, words, may_compute)) return SplitUse::kDone;
+  if (split == nullptr && QuoteLoopWalk(config, set, words)) return SplitUse::kDone;
   if (split == nullptr && may_compute) split = v.loop_split(set, true);
   // (Once the vocabulary keeps no more splits, a walk would give up only to walk again.)
   if (split == nullptr) return may_compute || v.loop_splits_full() ? SplitUse::kNotApplicable : SplitUse::kNotComputed;
@@ -514,7 +522,7 @@ void Matcher::WalkBoundaries(const Vocabulary::LoopSplit& split, const uint64_t*
   }
 }
 
-bool Matcher::QuoteLoopWalk(int32_t config, const uint64_t* set, uint32_t* words, bool may_compute) {
+bool Matcher::QuoteLoopWalk(int32_t config, const uint64_t* set, uint32_t* words) {
   const Vocabulary& v = *grammar_->vocab;
   Parser& parser = *parser_;
   const uint64_t* live = parser.LiveBytes(config);  // ASCII only (SplitSet)
@@ -524,7 +532,7 @@ bool Matcher::QuoteLoopWalk(int32_t config, const uint64_t* set, uint32_t* words
   const Parser::StepSet step = parser.Steps(config, false);
   if (step.successor != config) return false;  // a loop only: a chain needs its length's cut
   const uint64_t alphabet[4] = {set[0], set[1], 0, 0};
-  const uint32_t* mask = v.alphabet_mask(alphabet, may_compute);
+  const uint32_t* mask = v.alphabet_mask(alphabet);
   if (mask == nullptr) return false;
   const size_t n_words = static_cast<size_t>(v.mask_words());
   std::memcpy(words, mask, n_words * sizeof(uint32_t));

@@ -124,7 +124,8 @@ class Matcher {
   void SetPlainTokensUpTo(int32_t chars, uint32_t* words);
   // A configuration that keeps any plain text viable (plain capacity unbounded) without
   // returning to itself on it: every plain token, and the other tokens by a walk of the rest
-  // trie (Vocabulary::rest_nodes) from `config`.
+  // trie (Vocabulary::rest_nodes) from `config`. (Also for a near universal one, whose tokens
+  // holding Automaton::kNearLeads' bytes DecideLeadTokens then decides.)
   void RestWalk(int32_t config, uint32_t* words);
   bool PlainStepWithExceptions(int32_t config, uint32_t* words);
   // The plain-text shortcuts above also serve configurations whose step sets lack a few plain
@@ -159,9 +160,9 @@ class Matcher {
   // SplitWalk for a loop over `set` whose split is not computed and which reads no byte outside
   // the set but '"' and '\\' (a string body of a pattern's class): the set's alphabet mask and
   // the subtrees of the vocabulary's quote nodes below paths of the set (Vocabulary::quote_nodes).
-  // The mask is computed when `may_compute` (a scan of the ASCII tokens, cheaper than a split).
-  // False (nothing written) when that does not apply.
-  bool QuoteLoopWalk(int32_t config, const uint64_t* set, uint32_t* words, bool may_compute);
+  // The mask is computed on first use (from a few of the vocabulary's byte-group masks: cheaper
+  // than a walk, far cheaper than a split). False (nothing written) when that does not apply.
+  bool QuoteLoopWalk(int32_t config, const uint64_t* set, uint32_t* words);
   // The rest of Walk: the trie from the first bytes `config` reads. Gives up (words undefined)
   // once walk_nodes_ passes walk_budget_.
   void GeneralWalk(int32_t config, uint32_t* words);

@@ -270,6 +270,7 @@ int32_t Parser::Intern(bool accepting) {
     blocks_[id >> kBlockBits].store(block, std::memory_order_release);
   }
   int32_t capacity = 0;
+  bool near_universal = false;
   for (uint32_t i = 0; i < count; ++i) {
     const int32_t state = StateOf(out_[i]), frame = FrameOf(out_[i]);
     // The automaton's capacities assume that no head on the way is dropped for its depth:
@@ -280,7 +281,11 @@ int32_t Parser::Intern(bool accepting) {
       const int64_t through = 1 + static_cast<int64_t>(automaton_->plain_capacity(frames_[frame].ret));
       capacity = static_cast<int32_t>(std::max<int64_t>(capacity, std::min<int64_t>(through, Automaton::kUnbounded)));
     }
+    near_universal = near_universal || automaton_->is_near_universal(state) ||
+                     (frame != 0 && automaton_->starts_near_plain_character(state) &&
+                      automaton_->is_near_universal(frames_[frame].ret));
   }
+  near_universal = near_universal || capacity >= Automaton::kUnbounded;
   block->capacity[id & kBlockMask].store(capacity, std::memory_order_relaxed);
   if (dist_) block->shortest[id & kBlockMask].store(ShortestLocked(out_.data(), count), std::memory_order_relaxed);
   bool token_heads = false;
@@ -288,7 +293,8 @@ int32_t Parser::Intern(bool accepting) {
     for (uint32_t i = 0; i < count && !token_heads; ++i) token_heads = automaton_->token_set(StateOf(out_[i])) >= 0;
   }
   block->flags[id & kBlockMask].store(
-      static_cast<uint8_t>((accepting ? kAccepting : 0) | (count ? kHasHeads : 0) | (token_heads ? kHasTokenHeads : 0)),
+      static_cast<uint8_t>((accepting ? kAccepting : 0) | (count ? kHasHeads : 0) | (token_heads ? kHasTokenHeads : 0) |
+                           (near_universal ? kNearUniversal : 0)),
       std::memory_order_relaxed);
   config_heads_.push_back({static_cast<uint32_t>(heads_.size()), count});
   heads_.insert(heads_.end(), out_.begin(), out_.end());

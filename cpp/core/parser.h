@@ -62,6 +62,9 @@ class Parser {
   // True when some head reads a token terminal (Automaton::token_set): then the mask has the
   // terminals' ids besides the text tokens, and no byte is forced.
   bool has_token_heads(int32_t config) const { return Flags(config) & kHasTokenHeads; }
+  // True when some head keeps any plain text without the characters of Automaton::kNearLeads'
+  // lead bytes viable (Automaton::is_near_universal; true where plain_capacity is unbounded).
+  bool near_universal(int32_t config) const { return Flags(config) & kNearUniversal; }
   // The token sets the heads of `config` read (indices into Automaton::token_sets, sorted,
   // distinct). Thread-safe.
   std::vector<int32_t> TokenSets(int32_t config) const;
@@ -168,6 +171,7 @@ class Parser {
   static constexpr uint8_t kAccepting = 1;
   static constexpr uint8_t kHasHeads = 2;
   static constexpr uint8_t kHasTokenHeads = 4;
+  static constexpr uint8_t kNearUniversal = 8;
   static constexpr uint8_t kStepsAscii = 1;  // steps_ready bits
   static constexpr uint8_t kStepsLeads = 3;  // leads imply ASCII
 

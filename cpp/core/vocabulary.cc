@@ -14,6 +14,52 @@ namespace logitgate {
 
 namespace {
 constexpr size_t kMaxTokenLength = 65535;  // trie depth is stored as uint16
+
+// An ASCII byte's group (Vocabulary::AsciiGroup): the ranges character classes are usually
+// made of (hex letters apart from the other letters, digits, space, and the punctuation of
+// identifiers, paths, URLs and e-mail addresses in small groups), so that a class holds its
+// groups whole and a token's bytes are seldom checked one by one.
+int ByteGroup(uint8_t b) {
+  if (b >= 'a' && b <= 'f') return 0;
+  if (b >= 'g' && b <= 'z') return 1;
+  if (b >= 'A' && b <= 'F') return 2;
+  if (b >= 'G' && b <= 'Z') return 3;
+  if (b >= '0' && b <= '9') return 4;
+  switch (b) {
+    case ' ':
+      return 5;
+    case '_':
+      return 6;
+    case '-':
+      return 7;
+    case '.':
+      return 8;
+    case '/':
+    case ':':
+      return 9;
+    case '@':
+    case '+':
+    case '=':
+    case '%':
+    case '&':
+    case '?':
+    case '#':
+    case '~':
+      return 10;
+    case '"':
+    case '\\':
+      return 13;
+    case '\t':
+    case '\n':
+    case '\r':
+      return 14;
+    default:
+      break;
+  }
+  if (b < 0x20 || b == 0x7F) return 15;
+  if (b == '[' || b == ']' || b == '{' || b == '}' || b == '<' || b == '>') return 12;
+  return 11;  // , ; ! ' ( ) * $ ^ ` |
+}
 }
 
 Vocabulary::Vocabulary(std::vector<std::string> tokens, std::vector<bool> has_bytes,
@@ -61,6 +107,7 @@ Vocabulary::Vocabulary(std::vector<std::string> tokens, std::vector<bool> has_by
     }
     if (ascii) ascii_tokens_.push_back(t);
   }
+  BuildAsciiGroups();
   {
     // The tokens of each lead byte: a count, then a fill, of each token's distinct leads.
     auto leads_of = [](const std::string& token) {
@@ -446,6 +493,44 @@ void Vocabulary::BuildRestTrie() {
   }
 }
 
+void Vocabulary::BuildAsciiGroups() {
+  for (int b = 0; b < 128; ++b) byte_group_bytes_[ByteGroup(static_cast<uint8_t>(b))][b >> 6] |= 1ull << (b & 63);
+  auto signature = [this](const AsciiToken& t) {
+    uint16_t sig = 0;
+    for (int g = 0; g < kByteGroups; ++g) {
+      if ((t.bytes[0] & byte_group_bytes_[g][0]) != 0 || (t.bytes[1] & byte_group_bytes_[g][1]) != 0) sig |= 1u << g;
+    }
+    return sig;
+  };
+  std::vector<std::pair<uint16_t, int32_t>> order;  // (signature, index): ids stay ascending within a group
+  order.reserve(ascii_tokens_.size());
+  for (size_t k = 0; k < ascii_tokens_.size(); ++k) order.emplace_back(signature(ascii_tokens_[k]), static_cast<int32_t>(k));
+  std::sort(order.begin(), order.end());
+  std::vector<AsciiToken> sorted;
+  sorted.reserve(order.size());
+  ascii_ids_.clear();
+  ascii_groups_.clear();
+  ascii_group_masks_.clear();
+  const auto n = static_cast<int32_t>(order.size());
+  for (int32_t k = 0; k < n; ++k) {
+    if (k == 0 || order[k].first != order[k - 1].first) ascii_groups_.push_back({order[k].first, k, -1});
+    sorted.push_back(ascii_tokens_[order[k].second]);
+    ascii_ids_.push_back(sorted.back().id);
+  }
+  ascii_groups_.push_back({0, n, -1});  // the sentinel
+  ascii_tokens_ = std::move(sorted);
+  // A group of more tokens than a mask has words is taken faster as a mask (a few of them).
+  const size_t n_words = static_cast<size_t>(mask_words());
+  for (size_t k = 0; k + 1 < ascii_groups_.size(); ++k) {
+    AsciiGroup& g = ascii_groups_[k];
+    if (static_cast<size_t>(ascii_groups_[k + 1].begin - g.begin) <= n_words) continue;
+    g.mask = static_cast<int32_t>(ascii_group_masks_.size() / n_words);
+    ascii_group_masks_.resize(ascii_group_masks_.size() + n_words, 0);
+    uint32_t* m = ascii_group_masks_.data() + static_cast<size_t>(g.mask) * n_words;
+    for (int32_t j = g.begin; j < ascii_groups_[k + 1].begin; ++j) m[ascii_ids_[j] >> 5] |= 1u << (ascii_ids_[j] & 31);
+  }
+}
+
 const uint32_t* Vocabulary::alphabet_mask(const uint64_t* alphabet, bool compute) const {
   if (alphabet[2] != 0 || alphabet[3] != 0) return nullptr;
   const std::array<uint64_t, 4> key{alphabet[0], alphabet[1], 0, 0};
@@ -453,9 +538,33 @@ const uint32_t* Vocabulary::alphabet_mask(const uint64_t* alphabet, bool compute
   auto it = alphabet_masks_.find(key);
   if (it != alphabet_masks_.end()) return it->second->data();
   if (!compute || alphabet_masks_.size() >= kMaxAlphabetMasks) return nullptr;
-  auto mask = std::make_unique<std::vector<uint32_t>>(static_cast<size_t>(mask_words()), 0);
-  for (const AsciiToken& t : ascii_tokens_) {
-    if ((t.bytes[0] & ~key[0]) == 0 && (t.bytes[1] & ~key[1]) == 0) (*mask)[t.id >> 5] |= 1u << (t.id & 31);
+  const size_t n_words = static_cast<size_t>(mask_words());
+  auto mask = std::make_unique<std::vector<uint32_t>>(n_words, 0);
+  uint32_t* m = mask->data();
+  // The byte groups the alphabet has a byte of, and those it holds entirely.
+  uint32_t touched = 0, whole = 0;
+  for (int g = 0; g < kByteGroups; ++g) {
+    const std::array<uint64_t, 2>& gb = byte_group_bytes_[g];
+    if ((gb[0] & key[0]) != 0 || (gb[1] & key[1]) != 0) touched |= 1u << g;
+    if ((gb[0] & ~key[0]) == 0 && (gb[1] & ~key[1]) == 0) whole |= 1u << g;
+  }
+  for (size_t k = 0; k + 1 < ascii_groups_.size(); ++k) {
+    const AsciiGroup& g = ascii_groups_[k];
+    if ((g.signature & ~touched) != 0) continue;  // each token has a byte outside the alphabet
+    const int32_t end = ascii_groups_[k + 1].begin;
+    if ((g.signature & ~whole) == 0) {  // every token's bytes are the alphabet's
+      if (g.mask >= 0) {
+        const uint32_t* gm = ascii_group_masks_.data() + static_cast<size_t>(g.mask) * n_words;
+        for (size_t w = 0; w < n_words; ++w) m[w] |= gm[w];
+      } else {
+        for (int32_t j = g.begin; j < end; ++j) m[ascii_ids_[j] >> 5] |= 1u << (ascii_ids_[j] & 31);
+      }
+      continue;
+    }
+    for (int32_t j = g.begin; j < end; ++j) {
+      const AsciiToken& t = ascii_tokens_[j];
+      if ((t.bytes[0] & ~key[0]) == 0 && (t.bytes[1] & ~key[1]) == 0) m[t.id >> 5] |= 1u << (t.id & 31);
+    }
   }
   const uint32_t* out = mask->data();
   alphabet_masks_.emplace(key, std::move(mask));

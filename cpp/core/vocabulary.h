@@ -192,8 +192,8 @@ class Vocabulary {
   // The mask (mask_words() words) of the text tokens whose every byte is in `alphabet` (4
   // words, bit b of word b/64), for an ASCII alphabet (nullptr for others, and once
   // kMaxAlphabetMasks distinct alphabets are kept). Computed on first use per alphabet from
-  // the ASCII tokens' byte sets and kept (grammars of one kind share alphabets). Thread-safe.
-  // (Also the mask of a loop's ASCII set: see quote_nodes.)
+  // the ASCII tokens' byte groups (see AsciiGroup), and kept (grammars of one kind share
+  // alphabets). Thread-safe. (Also the mask of a loop's ASCII set: see quote_nodes.)
   static constexpr size_t kMaxAlphabetMasks = 128;
   const uint32_t* alphabet_mask(const uint64_t* alphabet, bool compute = true) const;
   // The trie nodes on '"' and '\\' below a path of ASCII bytes, in node order, each with the set
@@ -311,6 +311,24 @@ class Vocabulary {
     uint64_t bytes[2];
   };
   std::vector<AsciiToken> ascii_tokens_;  // text tokens of ASCII bytes only, with their byte sets
+  // The ASCII bytes fall in kByteGroups groups (letters, digits, a few punctuation groups: the
+  // ranges classes are made of); a token's *signature* is the set of groups its bytes are in.
+  // ascii_tokens_ is ordered by signature, one AsciiGroup per signature (and a sentinel), so an
+  // alphabet mask skips every group holding a byte group the alphabet has no byte of, takes
+  // whole each group whose byte groups the alphabet holds entirely (from ascii_ids_, or from
+  // its own mask when it has more tokens than a mask has words), and checks the few others
+  // token by token: [a-z ] on a 128k vocabulary reads a few masks instead of every ASCII token.
+  static constexpr int kByteGroups = 16;
+  struct AsciiGroup {
+    uint16_t signature;
+    int32_t begin;  // its tokens: ascii_tokens_[begin, next group's begin)
+    int32_t mask;   // its mask's index in ascii_group_masks_ (mask_words() words each), or -1
+  };
+  std::vector<AsciiGroup> ascii_groups_;
+  std::vector<int32_t> ascii_ids_;  // ascii_tokens_' ids, in the same order
+  std::vector<uint32_t> ascii_group_masks_;
+  std::array<std::array<uint64_t, 2>, kByteGroups> byte_group_bytes_{};  // each group's ASCII bytes
+  void BuildAsciiGroups();
   std::vector<int32_t> lead_tokens_;      // by lead byte (see lead_tokens)
   std::array<int32_t, 65> lead_begin_{};  // lead b's at [lead_begin_[b - 0xC0], [b - 0xC0 + 1])
   std::vector<int32_t> ascii_byte_tokens_;  // by plain ASCII byte (see ascii_tokens)
