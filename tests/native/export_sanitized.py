@@ -73,9 +73,11 @@ class _Recording(lg.Compiler):
 
     last: tuple[bytes, list[str]] | None = None
 
-    def _compile_grammar(self, grammar: Any) -> lg.CompiledGrammar:
+    def _compile_program(
+        self, grammar: Any, by_program: bool = True
+    ) -> tuple[lg.CompiledGrammar, bytes, list[str], str]:
         self.last = serialize(grammar, self.limits)
-        return super()._compile_grammar(grammar)
+        return super()._compile_program(grammar, by_program)
 
     def compile_program(self, ints: list[int], names: list[str]) -> lg.CompiledGrammar:
         """A program as given (grammar/program.py's layout), past every frontend check."""
