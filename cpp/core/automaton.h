@@ -169,7 +169,7 @@ class Automaton {
   // CoreError::CacheFile for a truncated, foreign-version or inconsistent image (never reads
   // out of bounds); the image must have been saved under the same `limits`.
   // Bumped whenever the image layout, or the meaning of anything stored, changes.
-  static constexpr uint32_t kImageVersion = 1;
+  static constexpr uint32_t kImageVersion = 2;
   std::string SaveImage() const;
   static std::shared_ptr<const Automaton> LoadImage(const uint8_t* data, size_t size, const CoreLimits& limits);
 

@@ -148,10 +148,13 @@ std::string Automaton::SaveImage() const {
   w.Array(final_);
   w.Array(deterministic_);
   w.Array(universal_);
+  w.Array(near_universal_);
   w.Array(capacity_);
   w.Array(single_start_);
+  w.Array(near_single_start_);
   w.Array(char_ascii_);
   w.Array(char_utf8_);
+  w.Array(char_utf8_near_);
   w.Array(kernel_offset_);
   w.Array(kernel_);
   w.Put<uint64_t>(token_sets_.size());
@@ -244,17 +247,23 @@ std::shared_ptr<const Automaton> Automaton::LoadImage(const uint8_t* data, size_
   a->final_ = r.Array<uint8_t>();
   a->deterministic_ = r.Array<uint8_t>();
   a->universal_ = r.Array<uint8_t>();
+  a->near_universal_ = r.Array<uint8_t>();
   a->capacity_ = r.Array<int32_t>();
   a->single_start_ = r.Array<uint8_t>();
+  a->near_single_start_ = r.Array<uint8_t>();
   a->char_ascii_ = r.Array<std::array<uint64_t, 2>>();
   a->char_utf8_ = r.Array<uint8_t>();
+  a->char_utf8_near_ = r.Array<uint8_t>();
   CheckSize(a->final_, n, "final flags");
   CheckSize(a->deterministic_, n, "determinized flags");
   CheckSize(a->universal_, n, "universal flags");
+  CheckSize(a->near_universal_, n, "near-universal flags");
   CheckSize(a->capacity_, n, "capacities");
   CheckSize(a->single_start_, n, "character-start flags");
+  CheckSize(a->near_single_start_, n, "near character-start flags");
   CheckSize(a->char_ascii_, n_rules, "character rules");
   CheckSize(a->char_utf8_, n_rules, "character rules");
+  CheckSize(a->char_utf8_near_, n_rules, "character rules");
 
   a->kernel_offset_ = r.Array<int32_t>();
   a->kernel_ = r.Array<int32_t>();
