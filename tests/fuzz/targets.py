@@ -78,7 +78,19 @@ class FuzzContext:
             tokens, eos_ids=[len(tokens) - 1], special_ids=[len(tokens) - 3, len(tokens) - 2]
         )
         mask_vocab = lg.Vocabulary.from_tokens([*MASK_TOKENS, EOS_TEXT], eos_ids=[len(MASK_TOKENS)])
-        return cls(vocab, lg.Compiler(vocab, cache_size=64), mask_vocab, lg.Compiler(mask_vocab, cache_size=64))
+        ctx = cls(vocab, lg.Compiler(vocab, cache_size=64), mask_vocab, lg.Compiler(mask_vocab, cache_size=64))
+        ctx._warm_up()
+        return ctx
+
+    def _warm_up(self) -> None:
+        """Builds the Unicode tables and caches each process builds once (seconds under
+        instrumentation), so that the first input that needs them is not reported as a hang."""
+        c = self.compiler
+        c.compile_regex(r"[\p{L}\p{N}]\w\s.\d")
+        c.compile_lark('start: "ok"i /a.c/s "-" /\\w/ "-" /\\d/ /\\s/ /(?i)x/')
+        c.compile_json_schema({"type": "string", "pattern": "^\\p{Letter}+$"})
+        for fmt in _FORMATS[:-1]:
+            c.compile_json_schema({"type": "string", "format": fmt})
 
 
 @dataclass(frozen=True)
