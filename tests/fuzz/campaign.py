@@ -3,8 +3,8 @@
     .venv/bin/python -m tests.fuzz.campaign --runs 1000000 --timeout 10 [--jobs 2] [--targets regex,gbnf]
 
 Each target runs as its own process (tests/fuzz/run.py) under ``nice``; ``--jobs`` of them at a
-time. libFuzzer stops a target at its first finding; the summary (build/fuzz/summary.json, and
-a table on stdout) gives per target the inputs executed, the seconds taken, the findings
+time. libFuzzer stops a target at its first finding; the summary (build/fuzz/summary.json, each
+target's latest run; and a table on stdout) gives per target the inputs executed, the seconds taken, the findings
 (crash-*, timeout-*, oom-* files in build/fuzz/artifacts/TARGET/) and the outcome counts. The
 exit status is 1 if any target had a finding or did not finish its inputs.
 """
@@ -67,8 +67,12 @@ def main() -> int:
     names = [n for n in args.targets.split(",") if n]
     with ThreadPoolExecutor(args.jobs) as pool:
         results = list(pool.map(lambda n: _run_one(n, args.runs, args.timeout, args.max_seconds), names))
-    summary = {"runs_per_target": args.runs, "per_input_timeout_s": args.timeout, "targets": results}
-    (OUT / "summary.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    # The summary keeps each target's latest run: campaigns over some targets update it.
+    path = OUT / "summary.json"
+    latest = {r["target"]: r for r in json.loads(path.read_text(encoding="utf-8"))} if path.exists() else {}
+    for r in results:
+        latest[r["target"]] = {**r, "runs_asked": args.runs, "per_input_timeout_s": args.timeout}
+    path.write_text(json.dumps(list(latest.values()), indent=1) + "\n", encoding="utf-8")
     print(f"{'target':<16}{'inputs':>10}{'seconds':>10}  findings")
     bad = False
     for r in results:
