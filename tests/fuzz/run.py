@@ -35,7 +35,7 @@ import logitgate.frontends.structural_tag  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "build" / "fuzz"
-OUTCOMES_EVERY = 20_000
+OUTCOMES_EVERY = 5_000
 MAX_LEN = {"masks": 256}  # default 4096 (seeds.MAX_SEED_BYTES)
 
 
