@@ -7,7 +7,8 @@ seconds, ``-max_len``, ``-max_total_time``, ``-seed``...). The seeds (tests/fuzz
 written to build/fuzz/seeds/TARGET; the corpus libFuzzer grows lives in build/fuzz/corpus/TARGET;
 a crashing or hanging input is written to build/fuzz/artifacts/TARGET/ (``crash-*``,
 ``timeout-*``). Outcome counts (typed errors by class and code, compiles, walks, mask checks) go
-to build/fuzz/outcomes-TARGET.json every OUTCOMES_EVERY inputs and at the last one.
+to build/fuzz/outcomes-TARGET.json every OUTCOMES_EVERY inputs and at the last one. The
+environment variable ``FUZZ_OUT`` replaces build/fuzz.
 
 The C++ core is not coverage-instrumented (that needs clang); it still runs on every input, and
 its crashes and aborts end the run like a Python exception.
@@ -18,6 +19,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
+import os
 import shutil
 import sys
 import types
@@ -34,7 +36,7 @@ import logitgate.frontends.regex
 import logitgate.frontends.structural_tag  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[2]
-OUT = ROOT / "build" / "fuzz"
+OUT = Path(os.environ.get("FUZZ_OUT", ROOT / "build" / "fuzz"))  # the smoke test points it elsewhere
 OUTCOMES_EVERY = 5_000
 MAX_LEN = {"masks": 256}  # default 4096 (seeds.MAX_SEED_BYTES)
 

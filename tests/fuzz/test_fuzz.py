@@ -6,6 +6,8 @@ The long runs are `make fuzz` (tests/fuzz/campaign.py); docs/hardening.md has th
 
 from __future__ import annotations
 
+import json
+import os
 import random
 import subprocess
 import sys
@@ -73,14 +75,16 @@ def test_regression_replays(path: Path) -> None:
     TARGETS[path.parent.name].run(_ctx(), path.read_bytes())
 
 
-def test_driver_runs_under_atheris() -> None:
-    """The libFuzzer driver end to end (libFuzzer counts the 12 seeds among the runs)."""
+def test_driver_runs_under_atheris(tmp_path: Path) -> None:
+    """The libFuzzer driver end to end, in a fresh directory (libFuzzer counts the seeds among the runs)."""
     proc = subprocess.run(
         [sys.executable, "-m", "tests.fuzz.run", "gbnf", "-runs=300", "-timeout=20", "-seed=1"],
         cwd=ROOT,
+        env={**os.environ, "FUZZ_OUT": str(tmp_path)},
         capture_output=True,
         text=True,
         timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "stat::number_of_executed_units: 300" in proc.stderr, proc.stderr[-3000:]
+    assert json.loads((tmp_path / "outcomes-gbnf.json").read_text(encoding="utf-8"))["inputs"] == 300
