@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+from logitgate.cancel import checkpoint
 from logitgate.grammar.ir import (
     EMPTY,
     CharClass,
@@ -65,6 +66,7 @@ def _nonneg_range(a: int, b: int | None) -> Node:
     alts: list[Node] = []
     width = 1
     while True:
+        checkpoint()  # bounds as wide as 1e308: hundreds of widths, each a digit-by-digit split
         wlo = 0 if width == 1 else 10 ** (width - 1)
         whi = 10**width - 1
         if b is not None and wlo > b:
