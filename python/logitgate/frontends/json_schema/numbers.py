@@ -6,6 +6,7 @@ import math
 from fractions import Fraction
 
 from logitgate.cancel import checkpoint
+from logitgate.errors import UnsupportedSchemaError
 from logitgate.grammar.ir import (
     EMPTY,
     CharClass,
@@ -36,6 +37,8 @@ def _short_bound(x: float, up: bool) -> Fraction:
     up; else an upper bound, rounded down). Starts from repr(x) -- the shortest decimal that
     parses back to x, so comparing parsed doubles agrees -- then caps magnitude at 1e30 and the
     fraction at 40 digits, both in the tightening direction (sound; texts beyond are rare)."""
+    if not math.isfinite(x):  # an exclusive bound at the largest double steps past it
+        raise UnsupportedSchemaError("exclusive bound", "no double lies beyond the largest double")
     r = Fraction(repr(x))
     if up:
         r = max(r, -_BIG)
