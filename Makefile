@@ -35,6 +35,8 @@ $(DEPS_STAMP): pyproject.toml
 	$(BIN)/pip install -q "sqlglot>=25"
 	# structural tags: XGrammar for the mask agreement tests; the constraints keep torch 2.13.0
 	$(BIN)/pip install -q -c bench/constraints.txt xgrammar==0.2.9
+	# make fuzz and its smoke test (tests/fuzz/test_fuzz.py): libFuzzer through atheris
+	$(BIN)/pip install -q "atheris>=3.0"
 	touch $@
 
 # The editable install maps each module to its file: adding or removing a module reinstalls
@@ -104,11 +106,14 @@ build/walk_bench: bench/native/walk_bench.cc $(CORE_SOURCES)
 	mkdir -p build
 	$(CXX) -std=c++17 -O2 -g -mpopcnt -Wall -Wextra -o $@ bench/native/walk_bench.cc $(wildcard cpp/core/*.cc) -lpthread
 
-# Ten minutes each: the GBNF and regex frontends alone, then both through the core.
-fuzz: $(BUILD_STAMP)
-	$(BIN)/python tests/fuzz/fuzz_gbnf.py --minutes 10
-	$(BIN)/python tests/fuzz/fuzz_regex.py --minutes 10
-	$(BIN)/python tests/fuzz/fuzz_core.py --minutes 10
+# Every atheris target (tests/fuzz/targets.py) for FUZZ_RUNS inputs each, FUZZ_TIMEOUT seconds per
+# input, FUZZ_JOBS targets at a time; counts and findings in build/fuzz/summary.json (docs/hardening.md).
+FUZZ_RUNS ?= 1000000
+FUZZ_TIMEOUT ?= 10
+FUZZ_JOBS ?= 1
+fuzz: $(PYC_STAMP)
+	$(BIN)/python -m tests.fuzz.campaign --runs $(FUZZ_RUNS) --timeout $(FUZZ_TIMEOUT) --jobs $(FUZZ_JOBS) \
+		$(if $(FUZZ_TARGETS),--targets $(FUZZ_TARGETS))
 
 # The soundness oracle's long run (tests/soundness/oracle.py): random schemas, random walks through
 # their masks judged by jsonschema, valid instances fed back. SCHEMAS, SEED, WALKS (per compiled

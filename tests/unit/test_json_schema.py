@@ -1387,3 +1387,57 @@ def test_strict_never_widens_under_one_of(compiler: lg.Compiler) -> None:
         assert e.pointer == "/oneOf"
     else:
         assert not accepts(g, '{"c":2.25,"a":false}') and not accepts(g, '{"a":false,"c":2.25}')
+
+
+@pytest.mark.parametrize(
+    ("schema", "pointer"),
+    [
+        ({"$id": "http://[x", "type": "integer"}, "/$id"),
+        ({"id": "https://raw[.x/y.json#", "$schema": "http://json-schema.org/draft-04/schema#"}, "/id"),
+        ({"properties": {"a": {"$ref": "http://[::1"}}}, "/properties/a/$ref"),
+    ],
+)
+def test_unparsable_uri_references_are_schema_errors(compiler: lg.Compiler, schema: Any, pointer: str) -> None:
+    # Fuzz finding (tests/fuzz/regressions/json_schema/id-invalid-ipv6-url): urllib's ValueError escaped.
+    with pytest.raises(lg.SchemaError) as e:
+        compiler.compile_json_schema(schema)
+    assert (e.value.code, e.value.pointer) == ("schema-ref", pointer)
+
+
+def test_one_of_disjointness_questions_are_bounded() -> None:
+    # Fuzz finding (tests/fuzz/regressions/json_schema/oneof-self-ref-exponential): oneOf branches
+    # that refer back to the root ("$ref": "#") asked the disjointness question again at every
+    # depth, 2^18 times here; past the cap the answer is "not provably disjoint".
+    from logitgate.frontends.json_schema import caps, decide
+
+    calls: list[int] = []
+    real = decide.Decider.pairwise_disjoint
+
+    def counted(self: Any, alts: Any) -> bool:
+        calls.append(1)
+        return real(self, alts)
+
+    branch = {"anyOf": [{"$ref": "#", "maxLength": 1}, {"maxLength": 1}], "required": ["a"]}
+    schema = {"oneOf": [{"enum": [["x"], 1.5], **branch}, {"items": branch, "maxLength": 3}]}
+    decide.Decider.pairwise_disjoint = counted  # type: ignore[method-assign]
+    try:
+        with pytest.raises(lg.UnsupportedSchemaError):
+            schema_to_grammar(schema, limits=lg.Limits())
+    finally:
+        decide.Decider.pairwise_disjoint = real  # type: ignore[method-assign]
+    assert 0 < len(calls) < 2 * caps._DISJOINT_CALLS  # past the cap each question returns at once
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"exclusiveMaximum": -1.7976931348623157e308},
+        {"type": "number", "exclusiveMinimum": 1.7976931348623157e308},
+        {"type": "number", "not": {"const": -1.7976931348623157e308}},
+    ],
+)
+def test_exclusive_bounds_at_the_largest_double_are_typed_errors(compiler: lg.Compiler, schema: Any) -> None:
+    # Fuzz finding (tests/fuzz/regressions/json_schema/exclusive-bound-past-largest-double): the
+    # next double past -1.8e308 is -inf, and Fraction('-inf') raised ValueError.
+    with pytest.raises(lg.UnsupportedSchemaError):
+        compiler.compile_json_schema(schema)

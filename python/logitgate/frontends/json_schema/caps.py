@@ -64,6 +64,7 @@ _DERIVATIVE_TUPLES = 256  # most derivative tuples intersect_by_derivatives visi
 _NFA_PRODUCT_RULES = 4000  # most (NFA states, length) rules one pattern-with-length product may build
 _NFA_STATES = 3000  # Thompson NFA states of one pattern product (more: built another way or refused)
 _DISJOINT_DEPTH = 16  # oneOf disjointness re-entered through nested oneOfs (deeper: not provably disjoint)
+_DISJOINT_CALLS = 5000  # oneOf disjointness questions one compile may ask (more: not provably disjoint)
 _NEGATABLE_DEPTH = 16  # sub-schemas looked into for a complement (deeper: not complementable)
 _ANY_ORDER_LITERAL = 6  # const/enum objects of up to this many members accept any member order
 _EXCEPT_WORD_MAX = 100  # longest listed name a patternProperties pattern is intersected without

@@ -6,10 +6,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from logitgate.errors import LimitExceeded, UnsupportedSchemaError
+from logitgate.cancel import checkpoint
+from logitgate.errors import CompileTimeout, LimitExceeded, UnsupportedSchemaError
 from logitgate.limits import Limits
 
-from .caps import _DISJOINT_DEPTH, _FEW_PARTS, _SHORT_ENUM
+from .caps import _DISJOINT_CALLS, _DISJOINT_DEPTH, _FEW_PARTS, _SHORT_ENUM
 from .diagnostics import Diagnostics
 from .expand import Expander
 from .facts import _Facts, _ObjPart
@@ -29,6 +30,9 @@ class Decider:
         self.diag = diag
         self.limits = limits
         self._disjoint_depth = 0  # pairwise_disjoint re-entered through expand (nested oneOf)
+        # Calls so far: a oneOf whose branches refer back to it ("$ref": "#") asks again for every
+        # branch, at every depth, so the depth bound alone leaves exponentially many questions.
+        self._disjoint_calls = 0
         self.approx_memo: dict[frozenset[int], _Facts | None] = {}
         # _derived: long enums hashed (_in_enum), merged objects' keys indexed (_key_index).
         self._enum_sets: dict[int, tuple[list[Any], int, _ValueSet]] = {}
@@ -36,9 +40,11 @@ class Decider:
 
     def pairwise_disjoint(self, alts: list[frozenset[int]]) -> bool:
         # Nested oneOf inside a branch re-enters here through expand(): bound the depth.
+        checkpoint()
         self._disjoint_depth += 1
+        self._disjoint_calls += 1
         try:
-            if self._disjoint_depth > _DISJOINT_DEPTH:
+            if self._disjoint_depth > _DISJOINT_DEPTH or self._disjoint_calls > _DISJOINT_CALLS:
                 return False
             return self._pairwise_disjoint_inner(alts)
         finally:
@@ -76,6 +82,8 @@ class Decider:
                 try:
                     if not any(self.check(v, g, 0) for v in vals):
                         return True
+                except CompileTimeout:
+                    raise  # the compile's own deadline, not this check's
                 except (UnsupportedSchemaError, LimitExceeded):
                     pass
         if t in ("integer", "fraction"):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+from logitgate.cancel import checkpoint
+from logitgate.errors import UnsupportedSchemaError
 from logitgate.grammar.ir import (
     EMPTY,
     CharClass,
@@ -35,6 +37,8 @@ def _short_bound(x: float, up: bool) -> Fraction:
     up; else an upper bound, rounded down). Starts from repr(x) -- the shortest decimal that
     parses back to x, so comparing parsed doubles agrees -- then caps magnitude at 1e30 and the
     fraction at 40 digits, both in the tightening direction (sound; texts beyond are rare)."""
+    if not math.isfinite(x):  # an exclusive bound at the largest double steps past it
+        raise UnsupportedSchemaError("exclusive bound", "no double lies beyond the largest double")
     r = Fraction(repr(x))
     if up:
         r = max(r, -_BIG)
@@ -65,6 +69,7 @@ def _nonneg_range(a: int, b: int | None) -> Node:
     alts: list[Node] = []
     width = 1
     while True:
+        checkpoint()  # bounds as wide as 1e308: hundreds of widths, each a digit-by-digit split
         wlo = 0 if width == 1 else 10 ** (width - 1)
         whi = 10**width - 1
         if b is not None and wlo > b:

@@ -34,6 +34,15 @@ _DEFAULT_BASE = "https://logitgate.invalid/schema.json"
 _FALSE = -1
 
 
+def _join(base: str, ref: str, pointer: str) -> tuple[str, str]:
+    """``ref`` resolved against ``base``: (URL, fragment). A reference urllib cannot parse (an
+    unclosed IPv6 bracket, say) is the schema's error, not a crash."""
+    try:
+        return urllib.parse.urldefrag(urllib.parse.urljoin(base, ref))
+    except ValueError as e:
+        raise SchemaError(f"invalid URI reference {ref!r}: {e}", pointer=pointer, code="schema-ref") from None
+
+
 class _Index:
     """Pointer, base URI, resources and anchors of one schema document (one iterative walk)."""
 
@@ -68,7 +77,7 @@ class _Index:
             if "$id" in node or (legacy_id and "id" in node):
                 sid = node.get("$id", node.get("id"))
                 if isinstance(sid, str) and not (node.get("id") is sid and isinstance(node.get("type"), dict)):
-                    url, frag = urllib.parse.urldefrag(urllib.parse.urljoin(base, sid))
+                    url, frag = _join(base, sid, _ptr_join(ptr, "$id" if "$id" in node else "id"))
                     if (url and url != base) or ptr == "":
                         base = url or base
                         self.resources.setdefault(base, (node, ptr))
@@ -156,7 +165,7 @@ class _Index:
         if ref.startswith("#") and "#" not in base:
             url, frag = base, ref[1:]  # what urljoin and urldefrag make of a fragment, directly
         else:
-            url, frag = urllib.parse.urldefrag(urllib.parse.urljoin(base, ref))
+            url, frag = _join(base, ref, pointer)
         res = self.resources.get(url)
         if res is None:
             # A full-URI anchor may be registered under its resource even if url has no match.
