@@ -1441,3 +1441,24 @@ def test_exclusive_bounds_at_the_largest_double_are_typed_errors(compiler: lg.Co
     # next double past -1.8e308 is -inf, and Fraction('-inf') raised ValueError.
     with pytest.raises(lg.UnsupportedSchemaError):
         compiler.compile_json_schema(schema)
+
+
+def test_any_order_property_counts_are_bounded(compiler: lg.Compiler) -> None:
+    # Fuzz finding (tests/fuzz/regressions/json_schema/any-order-huge-max-properties): an object in
+    # any order built a rule per subset of members and per count up to maxProperties + 1, so a
+    # huge maxProperties never finished lowering.
+    closed = {
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+        "additionalProperties": False,
+        "maxProperties": 10**300,
+    }
+    grammar = compiler.compile_json_schema(closed, property_order="any")
+    m = grammar.matcher()
+    assert m.accept_bytes(b'{"b": 1, "a": 2}') and m.is_complete()
+    tight = {**closed, "maxProperties": 1}
+    m = compiler.compile_json_schema(tight, property_order="any").matcher()
+    assert not m.accept_bytes(b'{"b": 1, "a": 2}')  # the count is still checked when it bounds
+    opened = {**closed, "additionalProperties": True}
+    with pytest.raises(lg.UnsupportedSchemaError) as e:
+        compiler.compile_json_schema(opened, property_order="any", strict=True)
+    assert "maxProperties" in str(e.value)

@@ -166,9 +166,15 @@ class ObjectEmitter:
                     first_part.setdefault(k, i)
             sources = {first_part.get(k, -1) for k, _, _ in members}
             mixed = len(sources) > 1 or -1 in sources
-        if (self.order_any or mixed) and 1 < len(members) <= _MAX_ORDER_ANY:
-            return self.members.object_any_order(members, other, lo, hi, cap if counting else 0)
         n = len(members)
+        if (self.order_any or mixed) and 1 < n <= _MAX_ORDER_ANY:
+            if other is None:
+                # A closed object holds at most n keys: counts past n + 1 are never reached.
+                cap = min(cap, n + 1)
+            if counting and (1 << n) * (cap + 1) > 20000:
+                self.diag.unsupported("maxProperties", "property counting state space too large", "")
+                counting = False
+            return self.members.object_any_order(members, other, lo, hi, cap if counting else 0)
         if counting and (n + 1) * (cap + 1) > 20000:
             self.diag.unsupported("maxProperties", "property counting state space too large", "")
             counting = False
