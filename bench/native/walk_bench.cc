@@ -22,14 +22,16 @@
 #include <string>
 #include <vector>
 
-#include "reader.h"
+#include "case_files.h"
 #include "../../cpp/core/automaton.h"
 #include "../../cpp/core/matcher.h"
 #include "../../cpp/core/parser.h"
 #include "../../cpp/core/vocabulary.h"
 
 using namespace logitgate;
+using logitgate_native::ReadLimits;
 using logitgate_native::Reader;
+using logitgate_native::ReadVocabulary;
 
 namespace {
 
@@ -74,21 +76,9 @@ int main(int argc, char** argv) {
     }
   }
 
-  Reader vr(dir + "/vocab.bin");
-  const int32_t width = vr.I32();
-  const int32_t n_tokens = vr.I32();
-  std::vector<std::string> tokens(static_cast<size_t>(n_tokens));
-  std::vector<bool> has(static_cast<size_t>(n_tokens), false);
-  for (int32_t i = 0; i < n_tokens; ++i) {
-    const int32_t n = vr.I32();
-    if (n < 0) continue;
-    has[static_cast<size_t>(i)] = true;
-    tokens[static_cast<size_t>(i)] = vr.Bytes(n);
-  }
-  const std::vector<int32_t> specials = vr.I32s(), eos = vr.I32s();
   auto t0 = std::chrono::steady_clock::now();
-  auto vocab = std::make_shared<const Vocabulary>(std::move(tokens), std::move(has), specials, eos, width);
-  std::printf("vocabulary: %d tokens, trie %d nodes, built in %.1f ms\n", n_tokens, vocab->trie_size(),
+  auto vocab = ReadVocabulary(dir + "/vocab.bin");
+  std::printf("vocabulary: width %d, trie %d nodes, read and built in %.1f ms\n", vocab->width(), vocab->trie_size(),
               Micros(t0, std::chrono::steady_clock::now()) / 1e3);
 
   Reader cr(dir + "/cases.bin");
@@ -98,13 +88,7 @@ int main(int argc, char** argv) {
     c.program = cr.I32s();
     c.names.resize(static_cast<size_t>(cr.I32()));
     for (auto& n : c.names) n = cr.Str();
-    c.limits.max_nesting = cr.I64();
-    c.limits.max_repeat = cr.I64();
-    c.limits.max_automaton_states = cr.I64();
-    c.limits.max_stack_depth = cr.I64();
-    c.limits.max_parse_heads = cr.I64();
-    c.limits.max_configurations = cr.I64();
-    c.limits.mask_cache_entries = cr.I64();
+    c.limits = ReadLimits(cr);
     c.instances.resize(static_cast<size_t>(cr.I32()));
     for (auto& inst : c.instances) inst = cr.I32s();
   }

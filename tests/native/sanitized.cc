@@ -25,7 +25,7 @@
 #include <thread>
 #include <vector>
 
-#include "../../bench/native/reader.h"
+#include "../../bench/native/case_files.h"
 #include "../../cpp/core/automaton.h"
 #include "../../cpp/core/budget.h"
 #include "../../cpp/core/interrupt.h"
@@ -35,7 +35,9 @@
 #include "../../cpp/core/vocabulary.h"
 
 using namespace logitgate;
+using logitgate_native::ReadLimits;
 using logitgate_native::Reader;
+using logitgate_native::ReadVocabulary;
 
 namespace {
 
@@ -277,19 +279,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string dir = argv[1];
-  Reader vr(dir + "/vocab.bin");
-  const int32_t width = vr.I32();
-  const int32_t n_tokens = vr.I32();
-  std::vector<std::string> tokens(static_cast<size_t>(n_tokens));
-  std::vector<bool> has(static_cast<size_t>(n_tokens), false);
-  for (int32_t i = 0; i < n_tokens; ++i) {
-    const int32_t n = vr.I32();
-    if (n < 0) continue;
-    has[static_cast<size_t>(i)] = true;
-    tokens[static_cast<size_t>(i)] = vr.Bytes(n);
-  }
-  const std::vector<int32_t> specials = vr.I32s(), eos = vr.I32s();
-  auto vocab = std::make_shared<const Vocabulary>(std::move(tokens), std::move(has), specials, eos, width);
+  auto vocab = ReadVocabulary(dir + "/vocab.bin");
 
   Reader cr(dir + "/cases.bin");
   std::vector<Case> cases(static_cast<size_t>(cr.I32()));
@@ -298,13 +288,7 @@ int main(int argc, char** argv) {
     c.program = cr.I32s();
     c.names.resize(static_cast<size_t>(cr.I32()));
     for (auto& n : c.names) n = cr.Str();
-    c.limits.max_nesting = cr.I64();
-    c.limits.max_repeat = cr.I64();
-    c.limits.max_automaton_states = cr.I64();
-    c.limits.max_stack_depth = cr.I64();
-    c.limits.max_parse_heads = cr.I64();
-    c.limits.max_configurations = cr.I64();
-    c.limits.mask_cache_entries = cr.I64();
+    c.limits = ReadLimits(cr);
     c.error = cr.Str();
     c.walks.resize(static_cast<size_t>(cr.I32()));
     for (WalkCase& w : c.walks) {
@@ -318,7 +302,7 @@ int main(int argc, char** argv) {
   size_t walks = 0, steps = 0, refused = 0;
   const Case* largest = nullptr;
   for (const Case& c : cases) {
-    RunCase(vocab, c, width);
+    RunCase(vocab, c, vocab->width());
     walks += c.walks.size();
     for (const WalkCase& w : c.walks) steps += w.digests.size();
     refused += !c.error.empty();

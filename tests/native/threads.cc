@@ -23,7 +23,7 @@
 #include <thread>
 #include <vector>
 
-#include "../../bench/native/reader.h"
+#include "../../bench/native/case_files.h"
 #include "../../cpp/core/automaton.h"
 #include "../../cpp/core/interrupt.h"
 #include "../../cpp/core/matcher.h"
@@ -32,7 +32,9 @@
 #include "../../cpp/core/vocabulary.h"
 
 using namespace logitgate;
+using logitgate_native::ReadLimits;
 using logitgate_native::Reader;
+using logitgate_native::ReadVocabulary;
 
 namespace {
 
@@ -104,19 +106,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string dir = argv[1];
-  Reader vr(dir + "/vocab.bin");
-  const int32_t width = vr.I32();
-  const int32_t n_tokens = vr.I32();
-  std::vector<std::string> tokens(static_cast<size_t>(n_tokens));
-  std::vector<bool> has(static_cast<size_t>(n_tokens), false);
-  for (int32_t i = 0; i < n_tokens; ++i) {
-    const int32_t n = vr.I32();
-    if (n < 0) continue;
-    has[static_cast<size_t>(i)] = true;
-    tokens[static_cast<size_t>(i)] = vr.Bytes(n);
-  }
-  const std::vector<int32_t> specials = vr.I32s(), eos = vr.I32s();
-  auto vocab = std::make_shared<const Vocabulary>(std::move(tokens), std::move(has), specials, eos, width);
+  auto vocab = ReadVocabulary(dir + "/vocab.bin");
 
   Reader cr(dir + "/cases.bin");
   std::vector<Case> cases(static_cast<size_t>(cr.I32()));
@@ -125,13 +115,7 @@ int main(int argc, char** argv) {
     c.program = cr.I32s();
     c.names.resize(static_cast<size_t>(cr.I32()));
     for (auto& n : c.names) n = cr.Str();
-    c.limits.max_nesting = cr.I64();
-    c.limits.max_repeat = cr.I64();
-    c.limits.max_automaton_states = cr.I64();
-    c.limits.max_stack_depth = cr.I64();
-    c.limits.max_parse_heads = cr.I64();
-    c.limits.max_configurations = cr.I64();
-    c.limits.mask_cache_entries = cr.I64();
+    c.limits = ReadLimits(cr);
     c.walks.resize(static_cast<size_t>(cr.I32()));
     for (auto& w : c.walks) w = cr.I32s();
   }
