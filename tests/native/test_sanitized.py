@@ -13,13 +13,14 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from export_sanitized import export, smollm2_vocabulary  # noqa: E402
+from export_sanitized import export  # noqa: E402
 
 # A fresh build under load takes minutes; the runs themselves take seconds to a minute.
 BUILD_TIMEOUT_S = 1800
@@ -40,9 +41,9 @@ def _run(cmd: list[str], env: dict[str, str]) -> str:
 
 
 @pytest.mark.timeout(BUILD_TIMEOUT_S * 2)
-def test_core_under_address_and_ub_sanitizers(tmp_path: Path) -> None:
+def test_core_under_address_and_ub_sanitizers(tmp_path: Path, smollm2_vocab: Any) -> None:
     binary = _build("build/sanitize/sanitized")
-    n = export(smollm2_vocabulary(), tmp_path)
+    n = export(smollm2_vocab, tmp_path)
     out = _run(
         [str(binary), str(tmp_path)],
         {"ASAN_OPTIONS": "detect_leaks=1:halt_on_error=1", "UBSAN_OPTIONS": "print_stacktrace=1"},
