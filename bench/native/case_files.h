@@ -45,4 +45,17 @@ inline logitgate::CoreLimits ReadLimits(Reader& r) {
   return l;
 }
 
+// What every case starts with: its id, the serialized program, the rule names and the limits
+// (fills those members of any case struct that has them).
+template <typename Case>
+void ReadCompileInputs(Reader& r, Case& c) {
+  c.id = r.Str();
+  c.program = r.I32s();
+  const int32_t n_names = r.I32();
+  if (n_names < 0) throw std::runtime_error("negative name count");
+  c.names.resize(static_cast<size_t>(n_names));
+  for (auto& n : c.names) n = r.Str();
+  c.limits = ReadLimits(r);
+}
+
 }  // namespace logitgate_native

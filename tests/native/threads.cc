@@ -32,7 +32,7 @@
 #include "../../cpp/core/vocabulary.h"
 
 using namespace logitgate;
-using logitgate_native::ReadLimits;
+using logitgate_native::ReadCompileInputs;
 using logitgate_native::Reader;
 using logitgate_native::ReadVocabulary;
 
@@ -111,11 +111,7 @@ int main(int argc, char** argv) {
   Reader cr(dir + "/cases.bin");
   std::vector<Case> cases(static_cast<size_t>(cr.I32()));
   for (Case& c : cases) {
-    c.id = cr.Str();
-    c.program = cr.I32s();
-    c.names.resize(static_cast<size_t>(cr.I32()));
-    for (auto& n : c.names) n = cr.Str();
-    c.limits = ReadLimits(cr);
+    ReadCompileInputs(cr, c);
     c.walks.resize(static_cast<size_t>(cr.I32()));
     for (auto& w : c.walks) w = cr.I32s();
   }
