@@ -10,27 +10,12 @@ import time
 from typing import Any
 
 import pytest
+from tests.pathological import PATHOLOGICAL
 
 import logitgate as lg
 from logitgate.server.protocol import ApiError
 from logitgate.server.structures import GrammarCache, StructureSpec
 
-
-def _product_schema(cycles: list[int]) -> dict[str, Any]:
-    """allOf over reference cycles with a ``not`` each: lcm(cycles) schema sets to lower (half
-    a minute for 2*3*5*7*11*13), a compile that only an interrupt ends early."""
-    defs: dict[str, Any] = {}
-    for n in cycles:
-        for i in range(n):
-            defs[f"c{n}_{i}"] = {
-                "type": "object",
-                "properties": {"x": {"$ref": f"#/$defs/c{n}_{(i + 1) % n}"}},
-                "not": {"required": [f"k{n}_{i}"]},
-            }
-    return {"$defs": defs, "allOf": [{"$ref": f"#/$defs/c{n}_0"} for n in cycles]}
-
-
-PATHOLOGICAL = _product_schema([2, 3, 5, 7, 11, 13])
 PARAM = "response_format.json_schema.schema"
 SLACK_S = 10.0  # far above an interrupt's latency, far below the pathological compile
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.pathological import PATHOLOGICAL, product_schema
 
 import logitgate as lg
 from logitgate.cancel import wait_discarded
@@ -27,22 +28,6 @@ REPO = Path(__file__).resolve().parents[2]
 SLACK_S = 3.0
 
 
-def product_schema(cycles: list[int]) -> dict[str, Any]:
-    """allOf over reference cycles of the given lengths, each member with a ``not``: the
-    lowering meets every combination of positions, lcm(cycles) schema sets (2*3*5*7*11*13:
-    30,030 of them, half a minute of lowering and then more automaton states than the limit)."""
-    defs: dict[str, Any] = {}
-    for n in cycles:
-        for i in range(n):
-            defs[f"c{n}_{i}"] = {
-                "type": "object",
-                "properties": {"x": {"$ref": f"#/$defs/c{n}_{(i + 1) % n}"}},
-                "not": {"required": [f"k{n}_{i}"]},
-            }
-    return {"$defs": defs, "allOf": [{"$ref": f"#/$defs/c{n}_0"} for n in cycles]}
-
-
-PATHOLOGICAL = product_schema([2, 3, 5, 7, 11, 13])
 # Parsed at once, then millions of automaton states for the core: a compile spent in C++.
 BIG_REGEX = "(.{0,50000}x){0,3}"
 
