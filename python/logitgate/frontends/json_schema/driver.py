@@ -343,14 +343,18 @@ class Lowering:
             raise SchemaError("empty language: the schema is false", pointer="", code="schema-empty")
         self.table.rules["root"] = EMPTY
         body = self.atoms_ref([root_atom])
-        while self.work:
-            checkpoint()  # one rule per round: a schema can ask for up to SCHEMA_RULES of them
-            atoms, name = self.work.pop()
-            self.table.rules[name] = self.lower_set(atoms)
+        self.lower_queued()
         self.table.rules["root"] = body
         if check_empty:
             self._check_productive()
         return Grammar(dict(self.table.rules))
+
+    def lower_queued(self) -> None:
+        """Lowers every queued atom set into its rule (lowering one may queue others)."""
+        while self.work:
+            checkpoint()  # one rule per round: a schema can ask for up to SCHEMA_RULES of them
+            atoms, name = self.work.pop()
+            self.table.rules[name] = self.lower_set(atoms)
 
     def _check_productive(self) -> None:
         productive: set[str] = set()
@@ -532,10 +536,7 @@ def schemas_to_grammar(
             node = Ref(f"root{i}")
         names.append(node.name)
     try:
-        while low.work:
-            checkpoint()
-            atoms, name = low.work.pop()
-            low.table.rules[name] = low.lower_set(atoms)
+        low.lower_queued()
     except (CompileCancelled, CompileTimeout):
         low.release()
         raise
