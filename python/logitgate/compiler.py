@@ -188,6 +188,20 @@ CORE_LIMIT_FIELDS = (
 )
 
 
+def _open_disk_cache(directory: Any, max_bytes: int) -> DiskCache:
+    """The Compiler's ``cache_dir``, made if missing; a typed error when it is not a path or
+    cannot be a directory (a file there, no permission)."""
+    if not isinstance(directory, (str, os.PathLike)):
+        raise UsageError(f"Compiler cache_dir must be a path, got {directory!r}", code="compiler-cache-dir")
+    try:
+        return DiskCache(directory, max_bytes)
+    except OSError as e:
+        raise UsageError(
+            f"Compiler cache_dir {os.fspath(directory)!r} cannot be used as a directory: {e.strerror or e}",
+            code="compiler-cache-dir",
+        ) from e
+
+
 @functools.lru_cache(maxsize=64)
 def _limits_forms(limits: Limits) -> tuple[bytes, dict[str, int]]:
     """The limits as part of a cache key, and the core's fields by name (astuple deep-copies:
@@ -279,7 +293,7 @@ class Compiler:
         self._lock = threading.Lock()
         self._hits = self._misses = self._evictions = 0
         self._compiles = self._disk_hits = self._disk_misses = self._disk_errors = 0
-        self._disk = DiskCache(cache_dir, cache_dir_bytes) if cache_dir is not None else None
+        self._disk = _open_disk_cache(cache_dir, cache_dir_bytes) if cache_dir is not None else None
         # With a cache_dir: the inputs compiled lately (spec key -> the program's digest and a
         # JSON Schema's details), so that compiling one again finds the grammar in memory
         # without its frontend or a file.

@@ -275,8 +275,12 @@ def test_bad_arguments(tmp_path: Path) -> None:
     with pytest.raises(lg.UsageError):
         lg.Compiler(vocabulary(), cache_dir=tmp_path, cache_dir_bytes=-1)
     (tmp_path / "file").write_text("")
-    with pytest.raises(OSError):
+    with pytest.raises(lg.UsageError) as e:  # a file where the directory should be
         lg.Compiler(vocabulary(), cache_dir=tmp_path / "file")
+    assert e.value.code == "compiler-cache-dir" and str(tmp_path / "file") in str(e.value)
+    with pytest.raises(lg.UsageError) as e:
+        lg.Compiler(vocabulary(), cache_dir=123)  # type: ignore[arg-type]
+    assert e.value.code == "compiler-cache-dir"
 
 
 def test_disk_cache_unpack_codes() -> None:
