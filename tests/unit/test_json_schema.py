@@ -791,11 +791,15 @@ def test_deep_recursion_via_refs_is_not_python_recursion(compiler: lg.Compiler) 
     assert not accepts(g, "[1]")
 
 
-def test_bad_options() -> None:
-    with pytest.raises(ValueError):
-        schema_to_grammar({}, limits=lg.Limits(), whitespace="pretty")
-    with pytest.raises(ValueError):
-        schema_to_grammar({}, limits=lg.Limits(), property_order="sorted")
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("whitespace", "pretty"), ("property_order", "sorted"), ("oneof", "first"), ("max_whitespace", -1)],
+)
+def test_bad_options_are_usage_errors_naming_the_option(compiler: lg.Compiler, option: str, value: Any) -> None:
+    with pytest.raises(lg.UsageError, match=option) as info:
+        compiler.compile_json_schema({}, **{option: value})
+    assert info.value.code == "json-schema-option"
+    assert repr(value) in str(info.value)
 
 
 def test_pydantic_model(compiler: lg.Compiler) -> None:

@@ -9,7 +9,14 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from logitgate.cancel import checkpoint, discard_later
-from logitgate.errors import CompileCancelled, CompileTimeout, LimitExceeded, SchemaError, UnsupportedSchemaError
+from logitgate.errors import (
+    CompileCancelled,
+    CompileTimeout,
+    LimitExceeded,
+    SchemaError,
+    UnsupportedSchemaError,
+    UsageError,
+)
 from logitgate.grammar.ir import (
     EMPTY,
     Grammar,
@@ -195,13 +202,19 @@ class Lowering:
         oneof: str,
     ) -> None:
         if whitespace not in ("flexible", "compact"):
-            raise ValueError(f"whitespace must be 'flexible' or 'compact', got {whitespace!r}")
+            raise UsageError(
+                f"whitespace must be 'flexible' or 'compact', got {whitespace!r}", code="json-schema-option"
+            )
         if property_order not in ("schema", "any"):
-            raise ValueError(f"property_order must be 'schema' or 'any', got {property_order!r}")
+            raise UsageError(
+                f"property_order must be 'schema' or 'any', got {property_order!r}", code="json-schema-option"
+            )
         if oneof not in ("exact", "anyof"):
-            raise ValueError(f"oneof must be 'exact' or 'anyof', got {oneof!r}")
+            raise UsageError(f"oneof must be 'exact' or 'anyof', got {oneof!r}", code="json-schema-option")
         if max_whitespace is not None and (not isinstance(max_whitespace, int) or max_whitespace < 0):
-            raise ValueError("max_whitespace must be None or a non-negative int")
+            raise UsageError(
+                f"max_whitespace must be None or a non-negative int, got {max_whitespace!r}", code="json-schema-option"
+            )
         self.limits = limits
         self.diag = Diagnostics(lenient)
         self.table = RuleTable(whitespace == "compact", max_whitespace)
