@@ -1432,19 +1432,21 @@ def test_one_of_disjointness_questions_are_bounded() -> None:
     assert 0 < len(calls) < 2 * caps._DISJOINT_CALLS  # past the cap each question returns at once
 
 
-@pytest.mark.parametrize(
-    "schema",
-    [
-        {"exclusiveMaximum": -1.7976931348623157e308},
-        {"type": "number", "exclusiveMinimum": 1.7976931348623157e308},
-        {"type": "number", "not": {"const": -1.7976931348623157e308}},
-    ],
-)
-def test_exclusive_bounds_at_the_largest_double_are_typed_errors(compiler: lg.Compiler, schema: Any) -> None:
+def test_bounds_past_the_largest_double_leave_an_empty_side(compiler: lg.Compiler) -> None:
     # Fuzz finding (tests/fuzz/regressions/json_schema/exclusive-bound-past-largest-double): the
-    # next double past -1.8e308 is -inf, and Fraction('-inf') raised ValueError.
-    with pytest.raises(lg.UnsupportedSchemaError):
-        compiler.compile_json_schema(schema)
+    # next double past -1.8e308 is -inf, and Fraction('-inf') raised ValueError. No double lies
+    # beyond the largest one, so that side is empty: exact, and nothing to drop under lenient.
+    largest = 1.7976931348623157e308
+    no_numbers = compiler.compile_json_schema({"exclusiveMaximum": -largest})
+    assert accepts(no_numbers, '"a"') and accepts(no_numbers, "[]")
+    assert not accepts(no_numbers, "1")
+    for lenient in (False, True):
+        with pytest.raises(lg.SchemaError, match="number bounds leave no value"):
+            compiler.compile_json_schema({"type": "number", "exclusiveMinimum": largest}, lenient=lenient)
+    for excluded in (largest, -largest):
+        grammar = compiler.compile_json_schema({"type": "number", "not": {"const": excluded}}, lenient=True)
+        assert grammar.dropped == ()
+        assert accepts(grammar, "0") and accepts(grammar, "-2.5") and accepts(grammar, "123")
 
 
 def test_any_order_property_counts_are_bounded(compiler: lg.Compiler) -> None:

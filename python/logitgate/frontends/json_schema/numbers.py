@@ -6,7 +6,6 @@ import math
 from fractions import Fraction
 
 from logitgate.cancel import checkpoint
-from logitgate.errors import UnsupportedSchemaError
 from logitgate.grammar.ir import (
     EMPTY,
     CharClass,
@@ -36,9 +35,8 @@ def _short_bound(x: float, up: bool) -> Fraction:
     """A short decimal bound at least as tight as the double ``x`` (up: a lower bound, rounded
     up; else an upper bound, rounded down). Starts from repr(x) -- the shortest decimal that
     parses back to x, so comparing parsed doubles agrees -- then caps magnitude at 1e30 and the
-    fraction at 40 digits, both in the tightening direction (sound; texts beyond are rare)."""
-    if not math.isfinite(x):  # an exclusive bound at the largest double steps past it
-        raise UnsupportedSchemaError("exclusive bound", "no double lies beyond the largest double")
+    fraction at 40 digits, both in the tightening direction (sound; texts beyond are rare).
+    ``x`` is finite: callers treat a bound stepped past the largest double as an empty side."""
     r = Fraction(repr(x))
     if up:
         r = max(r, -_BIG)
@@ -292,25 +290,36 @@ class NumberEmitter:
             x = as_double(f.lo, "minimum")
             if x is None:
                 return _EMPTY_LANG
-            lo = _short_bound(math.nextafter(x, math.inf) if f.lo_excl else x, up=True)
+            x = math.nextafter(x, math.inf) if f.lo_excl else x
+            if math.isinf(x):  # no double lies above the largest one
+                self.diag.contradiction(f, "", "number bounds leave no value")
+                return _EMPTY_LANG
+            lo = _short_bound(x, up=True)
         if f.hi is not None:
             x = as_double(f.hi, "maximum")
             if x is None:
                 return _EMPTY_LANG
-            hi = _short_bound(math.nextafter(x, -math.inf) if f.hi_excl else x, up=False)
+            x = math.nextafter(x, -math.inf) if f.hi_excl else x
+            if math.isinf(x):
+                self.diag.contradiction(f, "", "number bounds leave no value")
+                return _EMPTY_LANG
+            hi = _short_bound(x, up=False)
         intervals: list[tuple[Fraction | None, Fraction | None]] = [(lo, hi)]
         for v in sorted(set(excluded or [])):
             x = as_double(v, "not")
             if x is None:
                 return _EMPTY_LANG
-            below = _short_bound(math.nextafter(x, -math.inf), up=False)
-            above = _short_bound(math.nextafter(x, math.inf), up=True)
+            x_below, x_above = math.nextafter(x, -math.inf), math.nextafter(x, math.inf)
             nxt: list[tuple[Fraction | None, Fraction | None]] = []
             for a, b in intervals:
                 if (a is not None and v < a) or (b is not None and v > b):
                     nxt.append((a, b))
                     continue
-                nxt += [(a, below), (above, b)]
+                # Excluding the largest (or most negative) double leaves only the other side.
+                if not math.isinf(x_below):
+                    nxt.append((a, _short_bound(x_below, up=False)))
+                if not math.isinf(x_above):
+                    nxt.append((_short_bound(x_above, up=True), b))
             intervals = nxt
         alts = []
         for a, b in intervals:
