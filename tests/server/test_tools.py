@@ -1,10 +1,13 @@
 """The server's tools on ``lg.tool_call_structure`` (no model): a request's tools and
-tool_choice to the library's structure, the 400s, the calls read back from an answer, and
-streamed answers split into content and tool-call deltas."""
+tool_choice to the library's structure, the 400s, the prompt (the server's tool text, or the
+chat template's own), the calls read back from an answer, and streamed answers split into
+content and tool-call deltas."""
 
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,8 +15,15 @@ import pytest
 import logitgate as lg
 from logitgate.server.app import _chat_choice, _ChatChunks
 from logitgate.server.engine import Completion
-from logitgate.server.protocol import ApiError
-from logitgate.server.tools import TOOL_FAMILY, plan_tools, split_tool_calls, tool_call_grammar
+from logitgate.server.protocol import ApiError, ChatMessage
+from logitgate.server.tools import (
+    TOOL_FAMILY,
+    chat_prompt_ids,
+    plan_tools,
+    split_tool_calls,
+    template_renders_tools,
+    tool_call_grammar,
+)
 
 WEATHER = {
     "type": "object",
@@ -155,3 +165,46 @@ def test_streamed_calls_and_text(pieces: int) -> None:
     assert (content, calls, finish) == ("Plain text <tool", [], "stop")
     content, calls, finish = _stream(CALL[:40], pieces, complete=False)  # cut mid-call: text
     assert (content, calls, finish) == (CALL[:40], [], "length")
+
+
+QWEN3 = Path(os.environ.get("LOGITGATE_TOKENIZERS", "/work/shared/tokenizers")) / "qwen3"
+
+
+def test_smollm2_prompt_lists_the_tools_in_a_system_message() -> None:
+    from logitgate.models import load_tokenizer
+
+    tok = load_tokenizer(quiet=True)
+    assert not template_renders_tools(tok)  # SmolLM2's ChatML template has no tool format
+    plan = plan_tools(TOOLS, "required", None)
+    history = [
+        ChatMessage(role="user", content="Weather in Oslo?"),
+        ChatMessage(role="assistant", tool_calls=[_call("get_weather", '{"city": "Oslo"}')]),
+        ChatMessage(role="tool", tool_call_id="c1", content="sunny"),
+    ]
+    text = tok.decode(chat_prompt_ids(tok, history, plan, native=False))
+    assert text.index("You can call functions") < text.index("Weather in Oslo?")
+    assert '{"name":"noop","description":"does nothing"' in text  # every tool listed
+    assert CALL in text and "<tool_response>\nsunny\n</tool_response>" in text
+
+
+@pytest.mark.skipif(not QWEN3.exists(), reason=f"{QWEN3} is absent")
+def test_a_template_that_renders_hermes_tools_gets_them() -> None:
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(QWEN3))
+    assert template_renders_tools(tok)
+    plan = plan_tools(TOOLS, "auto", None)
+    history = [
+        ChatMessage(role="developer", content="Be brief."),
+        ChatMessage(role="user", content="Weather in Oslo?"),
+        ChatMessage(role="assistant", tool_calls=[_call("get_weather", '{"city": "Oslo"}')]),
+        ChatMessage(role="tool", tool_call_id="c1", content="sunny"),
+    ]
+    text = tok.decode(chat_prompt_ids(tok, history, plan, native=True))
+    assert "<tools>" in text and '"name": "noop"' in text and "You can call functions" not in text
+    assert CALL in text and "<tool_response>\nsunny\n</tool_response>" in text  # the template's own rendering
+    assert text.startswith("<|im_start|>system\nBe brief.")
+
+
+def _call(name: str, arguments: str) -> dict[str, Any]:
+    return {"id": "c1", "type": "function", "function": {"name": name, "arguments": arguments}}

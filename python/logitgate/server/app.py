@@ -37,7 +37,7 @@ from .engine import Completion, Engine, SamplingParams
 from .engine import Request as Sequence
 from .metrics import Metrics
 from .structures import GrammarCache, StructureSpec, offer_refusal, requested_structure, tools_structure
-from .tools import TRIGGER, ToolPlan, plan_tools, render_tool_history, split_tool_calls, tools_prompt
+from .tools import TRIGGER, ToolPlan, chat_prompt_ids, plan_tools, split_tool_calls, template_renders_tools
 from .traces import TraceStore, tracing_off
 
 __all__ = ["ServerSettings", "create_app"]
@@ -85,6 +85,7 @@ class _State:
             on_size=self.metrics.cache_bytes.set,
         )
         self.traces = TraceStore(settings.trace_requests) if settings.trace_requests > 0 else None
+        self.template_tools = template_renders_tools(tokenizer)
         config = getattr(model, "config", None)
         self.context = int(getattr(config, "max_position_embeddings", 0) or 0) or None
 
@@ -167,7 +168,7 @@ def create_app(model: Any, tokenizer: Any, settings: ServerSettings | None = Non
             )
         refusal = spec is not None and spec.refusal
         grammar = await _compile(state, tools_structure(plan) if plan is not None else spec, request)
-        ids = prompt_ids(tokenizer, _chat_messages(req, plan))
+        ids = chat_prompt_ids(tokenizer, req.messages, plan, state.template_tools)
         max_tokens = req.max_completion_tokens or req.max_tokens or settings.default_max_tokens
         params = _params(req, max_tokens, state, len(ids))
         tracing = state.traces is not None
@@ -316,19 +317,6 @@ def _retrieved(task: asyncio.Future[Any]) -> None:
     """Marks the outcome of a compile nobody waits for as seen (its error is the cancel's)."""
     if not task.cancelled():
         task.exception()
-
-
-def _chat_messages(req: p.ChatCompletionRequest, plan: ToolPlan | None) -> list[dict[str, str]]:
-    messages = [render_tool_history(m.role, m.text(), m.tool_calls) for m in req.messages]
-    for m in messages:
-        if m["role"] == "developer":
-            m["role"] = "system"
-    if plan is not None:
-        if messages[0]["role"] == "system":
-            messages[0] = {"role": "system", "content": messages[0]["content"] + "\n\n" + tools_prompt(plan)}
-        else:
-            messages.insert(0, {"role": "system", "content": tools_prompt(plan)})
-    return messages
 
 
 def _params(req: Any, max_tokens: int, state: _State, prompt_len: int) -> SamplingParams:

@@ -10,10 +10,14 @@ free text around them where ``tool_choice`` allows it)::
     {"name": "get_weather", "arguments": {"city": "Paris"}}
     </tool_call>
 
-SmolLM2's chat template (the default model) is ChatML with no tool format of its own; Hermes'
-is ChatML's, and the format Qwen2.5 and Qwen3 templates use. Request validation (names, the
-shape of ``parameters``) stays here, as 400s naming the field; what ``tool_choice`` allows
-(auto, required, a named function, ``allowed_tools``, one call or several) is the builder's.
+The prompt: a chat template that renders Hermes tool calls itself (it holds ``<tool_call>``:
+Qwen2.5's, Qwen3's, :func:`template_renders_tools`) gets the request's tools, its assistant
+``tool_calls`` and ``tool`` messages as they are; any other (SmolLM2's, the default model's:
+ChatML with no tool format) gets the server's system text listing the tools
+(:func:`tools_prompt`) and the earlier calls and results written in the same format
+(:func:`render_tool_history`). Request validation (names, the shape of ``parameters``) stays
+here, as 400s naming the field; what ``tool_choice`` allows (auto, required, a named function,
+``allowed_tools``, one call or several) is the builder's.
 """
 
 from __future__ import annotations
@@ -27,15 +31,18 @@ from typing import Any
 from ..compiler import CompiledGrammar, Compiler
 from ..errors import SchemaError, StructuralTagError, UsageError
 from ..frontends.json_schema import schema_to_grammar
+from ..generation import prompt_ids
 from ..tool_calls import tool_call_structure
-from .protocol import ApiError
+from .protocol import ApiError, ChatMessage
 
 __all__ = [
     "TOOL_FAMILY",
     "ToolPlan",
+    "chat_prompt_ids",
     "plan_tools",
     "render_tool_history",
     "split_tool_calls",
+    "template_renders_tools",
     "tool_call_grammar",
     "tools_prompt",
 ]
@@ -188,3 +195,40 @@ def split_tool_calls(text: str) -> tuple[str | None, list[dict[str, Any]]]:
         return text, []
     content = _CALL_RE.sub("", text).strip()
     return content or None, calls
+
+
+def template_renders_tools(tokenizer: Any) -> bool:
+    """Whether the tokenizer's chat template lists tools and writes calls in the Hermes format
+    itself (Qwen2.5's and Qwen3's templates: they hold ``<tool_call>``)."""
+    template = getattr(tokenizer, "chat_template", None)
+    return isinstance(template, str) and TRIGGER in template and "tools" in template
+
+
+def chat_prompt_ids(tokenizer: Any, messages: list[ChatMessage], plan: ToolPlan | None, native: bool) -> list[int]:
+    """The prompt's token ids: with ``native`` (:func:`template_renders_tools`) the template
+    renders the tools and the tool turns; otherwise the server's tool text and rendering."""
+    if native:
+        turns: list[dict[str, Any]] = []
+        for m in messages:
+            turn: dict[str, Any] = {"role": "system" if m.role == "developer" else m.role, "content": m.text()}
+            if m.tool_calls:
+                turn["tool_calls"] = m.tool_calls
+            if m.tool_call_id is not None:
+                turn["tool_call_id"] = m.tool_call_id
+            turns.append(turn)
+        tools = None
+        if plan is not None:
+            keys = ("name", "description", "parameters")
+            tools = [{"type": "function", "function": {k: f[k] for k in keys}} for f in plan.functions]
+        text = tokenizer.apply_chat_template(turns, tools=tools, tokenize=False, add_generation_prompt=True)
+        return [int(i) for i in tokenizer.encode(text, add_special_tokens=False)]
+    rendered = [render_tool_history(m.role, m.text(), m.tool_calls) for m in messages]
+    for r in rendered:
+        if r["role"] == "developer":
+            r["role"] = "system"
+    if plan is not None:
+        if rendered and rendered[0]["role"] == "system":
+            rendered[0] = {"role": "system", "content": rendered[0]["content"] + "\n\n" + tools_prompt(plan)}
+        else:
+            rendered.insert(0, {"role": "system", "content": tools_prompt(plan)})
+    return prompt_ids(tokenizer, rendered)
