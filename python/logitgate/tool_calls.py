@@ -10,9 +10,16 @@ XGrammar's docs map them:
 - ``"required"``: the same with ``at_least_one`` (the output starts with a call);
 - a named function (``{"type": "function", "function": {"name": ...}}``): one fixed ``tag``;
 - ``{"type": "allowed_tools", "allowed_tools": {"mode": "auto" | "required", "tools": [...]}}``:
-  auto or required over the listed tools only;
+  auto or required over the listed tools only (each listed as ``{"type": "function",
+  "function": {"name": ...}}`` or ``{"type": "function", "name": ...}``; a name that is not
+  among ``tools`` is an error);
 - ``"none"`` (or no tools): free text only;
 - ``parallel_tool_calls=False``: ``stop_after_first``.
+
+``calls_only`` (with ``"required"``, or ``allowed_tools`` in required mode): no free text
+before, between or after the calls; Qwen3's and Llama 3's calls are then separated by a
+newline (``tags_with_separator``). The other families' required outputs are calls only either
+way. Without it, required follows XGrammar (a call first, then text and calls as in auto).
 
 ``reasoning`` puts a reasoning span first where the family has one (``<think>...</think>``
 for Qwen3 and DeepSeek, the analysis channel for gpt-oss): True requires it, ``"auto"`` makes
@@ -46,6 +53,7 @@ def tool_call_structure(
     tool_choice: str | Mapping[str, Any] | None = "auto",
     parallel_tool_calls: bool = True,
     reasoning: bool | Literal["auto"] = False,
+    calls_only: bool = False,
 ) -> dict[str, Any]:
     """The structural tag (``{"type": "structural_tag", "format": ...}``) of ``family``'s
     tool-call format for ``tools`` (OpenAI Chat Completions shape). Raises
@@ -56,6 +64,8 @@ def tool_call_structure(
         raise UsageError(f"unknown tool-call family {family!r}; known: {', '.join(FAMILIES)}", code="tool-call")
     functions = [_function(t, i) for i, t in enumerate(tools)]
     mode, chosen = _choice(tool_choice, functions)
+    if calls_only and mode == "required":
+        mode = "calls"
     builder = {
         "llama3": _llama3,
         "qwen3": _qwen3,
@@ -83,7 +93,8 @@ def _function(tool: Mapping[str, Any], index: int) -> tuple[str, Any]:
 def _choice(
     tool_choice: str | Mapping[str, Any] | None, functions: list[tuple[str, Any]]
 ) -> tuple[str, list[tuple[str, Any]]]:
-    """("none" | "auto" | "required" | "forced", the tools it leaves)."""
+    """("none" | "auto" | "required" | "forced", the tools it leaves); :func:`tool_call_structure`
+    turns "required" into "calls" with ``calls_only``."""
     if tool_choice is None or tool_choice == "auto":
         return ("auto", functions) if functions else ("none", [])
     if tool_choice == "none":
@@ -103,7 +114,14 @@ def _choice(
         if kind == "allowed_tools":
             spec = tool_choice.get("allowed_tools") or {}
             mode = spec.get("mode", "auto")
-            names = {(t.get("function") or {}).get("name") for t in spec.get("tools", []) if isinstance(t, Mapping)}
+            listed = spec.get("tools", [])
+            if not isinstance(listed, list) or not all(isinstance(t, Mapping) for t in listed):
+                raise UsageError("allowed_tools.tools must be a list of tool objects", code="tool-call")
+            # Chat Completions' shape ({"function": {"name"}}) or the Responses API's ({"name"}).
+            names = {(t.get("function") or {}).get("name", t.get("name")) for t in listed}
+            unknown = sorted(str(n) for n in names - {f[0] for f in functions})
+            if unknown:
+                raise UsageError(f"allowed_tools lists tools that are not among the tools: {unknown}", code="tool-call")
             picked = [f for f in functions if f[0] in names]
             if mode not in ("auto", "required"):
                 raise UsageError(f"allowed_tools mode must be 'auto' or 'required', not {mode!r}", code="tool-call")
@@ -123,6 +141,14 @@ def _calls_or_text(tags: list[Format], trigger: str, mode: str, parallel: bool, 
         return {"type": "any_text", "excludes": excludes}
     if mode == "forced":
         return tags[0]
+    if mode == "calls":
+        return {
+            "type": "tags_with_separator",
+            "tags": tags,
+            "separator": "\n",
+            "at_least_one": True,
+            "stop_after_first": not parallel,
+        }
     return {
         "type": "triggered_tags",
         "triggers": [trigger],
@@ -186,7 +212,7 @@ def _call_block(
         "stop_after_first": not parallel or mode == "forced",
     }
     block = {"type": "tag", "begin": begin, "content": body, "end": end}
-    if mode in ("forced", "required"):
+    if mode in ("forced", "required", "calls"):
         return block
     trigger = {"type": "triggered_tags", "triggers": [begin], "tags": [block], "stop_after_first": True}
     if excludes:

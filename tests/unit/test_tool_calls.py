@@ -38,6 +38,7 @@ CALLS = {
 def test_each_family_accepts_its_call(family: str) -> None:
     assert accepts(lg.tool_call_structure(family, TOOLS), CALLS[family])
     assert accepts(lg.tool_call_structure(family, TOOLS, tool_choice="required"), CALLS[family])
+    assert accepts(lg.tool_call_structure(family, TOOLS, tool_choice="required", calls_only=True), CALLS[family])
     bad = CALLS[family].replace('"Oslo"', "7")
     assert not accepts(lg.tool_call_structure(family, TOOLS), bad)
 
@@ -56,7 +57,23 @@ def test_tool_choice_mapping() -> None:
         "allowed_tools": {"mode": "required", "tools": [{"type": "function", "function": {"name": "noop"}}]},
     }
     assert not accepts(lg.tool_call_structure("qwen3", TOOLS, tool_choice=allowed), CALLS["qwen3"])
+    # The Responses API's shape of a listed tool ({"type": "function", "name": ...}) too.
+    responses_shape = {"type": "allowed_tools", "allowed_tools": {"tools": [{"type": "function", "name": "noop"}]}}
+    only_noop = lg.tool_call_structure("qwen3", TOOLS, tool_choice=responses_shape)
+    assert accepts(only_noop, '<tool_call>\n{"name": "noop", "arguments": {}}\n</tool_call>')
+    assert not accepts(only_noop, CALLS["qwen3"]) and accepts(only_noop, "Just text.")
     none = lg.tool_call_structure("qwen3", TOOLS, tool_choice="none")
+    # calls_only: required without free text around the calls (newline-separated).
+    noop = '<tool_call>\n{"name": "noop", "arguments": {}}\n</tool_call>'
+    required = lg.tool_call_structure("qwen3", TOOLS, tool_choice="required")
+    assert accepts(required, CALLS["qwen3"] + " and some text")
+    only = lg.tool_call_structure("qwen3", TOOLS, tool_choice="required", calls_only=True)
+    assert accepts(only, CALLS["qwen3"]) and accepts(only, CALLS["qwen3"] + "\n" + noop)
+    assert not accepts(only, CALLS["qwen3"] + " and some text") and not accepts(only, "Text " + CALLS["qwen3"])
+    one = lg.tool_call_structure("qwen3", TOOLS, tool_choice="required", parallel_tool_calls=False, calls_only=True)
+    assert accepts(one, CALLS["qwen3"]) and not accepts(one, CALLS["qwen3"] + "\n" + noop)
+    assert accepts(lg.tool_call_structure("llama3", TOOLS, "required", calls_only=True), CALLS["llama3"])
+    assert lg.tool_call_structure("qwen3", TOOLS, calls_only=True) == auto  # auto: unchanged
     assert accepts(none, "text") and none["format"]["type"] == "any_text"  # text only
     thinking = lg.tool_call_structure("qwen3", TOOLS, reasoning=True)
     assert accepts(thinking, "<think>hm</think>\n\n" + CALLS["qwen3"])
@@ -71,6 +88,10 @@ def test_tool_choice_mapping() -> None:
         ("qwen3", TOOLS, {"type": "function", "function": {"name": "missing"}}),
         ("qwen3", [], "required"),
         ("qwen3", TOOLS, "sometimes"),
+        ("qwen3", TOOLS, {"type": "allowed_tools", "allowed_tools": {"tools": [{"type": "function", "name": "nope"}]}}),
+        ("qwen3", TOOLS, {"type": "allowed_tools", "allowed_tools": {"mode": "required", "tools": []}}),
+        ("qwen3", TOOLS, {"type": "allowed_tools", "allowed_tools": {"mode": "often", "tools": []}}),
+        ("qwen3", TOOLS, {"type": "allowed_tools", "allowed_tools": {"tools": "noop"}}),
     ],
 )
 def test_bad_input_is_a_typed_error(family: str, tools: list[dict[str, Any]], choice: Any) -> None:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from logitgate.errors import LogitgateError
@@ -12,6 +14,7 @@ from logitgate.errors import LogitgateError
 __all__ = ["add_serve_command"]
 
 DEFAULT_TRACE_REQUESTS = 64  # logitgate.server.traces.DEFAULT_TRACE_CAPACITY, without importing the server
+DEFAULT_CACHE_DIR_BYTES = 1024**3  # logitgate.disk_cache.DEFAULT_DISK_CACHE_BYTES
 
 
 class ServeError(LogitgateError):
@@ -70,7 +73,39 @@ def add_serve_command(sub: Any) -> None:
         help=f"record each request's trace and serve its page at /trace/{{request_id}}, keeping the last N "
         f"requests (default N: {DEFAULT_TRACE_REQUESTS}; see docs/trace.md)",
     )
+    p.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        help="keep compiled grammars in DIR (made if missing) across restarts: a restarted server answers "
+        "a structure it compiled before from there (see docs/limits.md, 'The on-disk cache')",
+    )
+    p.add_argument(
+        "--cache-dir-bytes",
+        type=int,
+        metavar="N",
+        help=f"bound on the bytes --cache-dir holds, least recently used files removed first "
+        f"(default: {DEFAULT_CACHE_DIR_BYTES} = 1 GiB)",
+    )
     p.set_defaults(func=cmd_serve)
+
+
+def _check_cache_dir(args: argparse.Namespace) -> None:
+    """Refuses a --cache-dir the server could not use, before the model loads."""
+    if args.cache_dir is None:
+        if args.cache_dir_bytes is not None:
+            raise ServeError("--cache-dir-bytes needs --cache-dir", code="usage")
+        return
+    if args.cache_dir_bytes is not None and args.cache_dir_bytes < 1:
+        raise ServeError(f"--cache-dir-bytes N: N must be >= 1, got {args.cache_dir_bytes}", code="usage")
+    path = Path(args.cache_dir)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ServeError(
+            f"--cache-dir {args.cache_dir}: cannot be used as a directory: {e.strerror or e}", code="usage"
+        ) from None
+    if not os.access(path, os.R_OK | os.W_OK | os.X_OK):
+        raise ServeError(f"--cache-dir {args.cache_dir}: the directory is not writable", code="usage")
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -78,14 +113,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise ServeError(f"--trace N: N must be >= 1, got {args.trace}", code="usage")
     if not args.compile_timeout > 0 or args.compile_timeout == float("inf"):
         raise ServeError(f"--compile-timeout: a positive number of seconds, got {args.compile_timeout}", code="usage")
+    _check_cache_dir(args)
     try:
         import uvicorn
 
         from logitgate.server import ServerSettings, create_app
     except ImportError as e:
         raise ServeError(f"the server extra is missing ({e.name}): pip install 'logitgate[server]'") from None
-    from pathlib import Path
-
     import torch
 
     from logitgate.models import load_model
@@ -102,11 +136,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
         max_schema_bytes=args.max_schema_bytes,
         compile_timeout_s=args.compile_timeout,
         trace_requests=args.trace or 0,
+        cache_dir=args.cache_dir,
+        cache_dir_bytes=DEFAULT_CACHE_DIR_BYTES if args.cache_dir_bytes is None else args.cache_dir_bytes,
     )
     app = create_app(model, tokenizer, settings)
     print(
         f"logitgate: serving {name!r} ({type(model).__name__}, loaded in {time.perf_counter() - t0:.1f} s) "
-        f"at http://{args.host}:{args.port}/v1",
+        f"at http://{args.host}:{args.port}/v1"
+        + (f", compiled grammars kept in {args.cache_dir}" if args.cache_dir else ""),
         file=sys.stderr,
         flush=True,
     )

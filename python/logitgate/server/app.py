@@ -27,7 +27,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..cancel import CancelToken
-from ..compiler import CompiledGrammar
+from ..compiler import CompiledGrammar, Compiler
+from ..disk_cache import DEFAULT_DISK_CACHE_BYTES
 from ..generation import compiler_for, prompt_ids
 from ..integrations.transformers import vocabulary_for
 from ..toolkit.refusal import refusal_of
@@ -36,7 +37,7 @@ from .engine import Completion, Engine, SamplingParams
 from .engine import Request as Sequence
 from .metrics import Metrics
 from .structures import GrammarCache, StructureSpec, offer_refusal, requested_structure, tools_structure
-from .tools import ToolPlan, parse_tool_calls, plan_tools, render_tool_history, tools_prompt
+from .tools import TRIGGER, ToolPlan, chat_prompt_ids, plan_tools, split_tool_calls, template_renders_tools
 from .traces import TraceStore, tracing_off
 
 __all__ = ["ServerSettings", "create_app"]
@@ -57,6 +58,8 @@ class ServerSettings:
     disconnect_poll_s: float = 0.25
     compile_timeout_s: float = 30.0  # a structure's compile stops past this (a 400)
     trace_requests: int = 0  # keep the traces of this many recent requests (0: tracing off)
+    cache_dir: str | None = None  # compiled grammars kept on disk across restarts (None: not kept)
+    cache_dir_bytes: int = DEFAULT_DISK_CACHE_BYTES
 
 
 class _State:
@@ -65,10 +68,16 @@ class _State:
     def __init__(self, model: Any, tokenizer: Any, settings: ServerSettings) -> None:
         self.model, self.tokenizer, self.settings = model, tokenizer, settings
         self.vocab = vocabulary_for(model, tokenizer)
-        self.metrics = Metrics(lambda: self.engine.queue_depth, lambda: self.engine.active, lambda: self.engine.profile)
+        if settings.cache_dir is not None:
+            compiler = Compiler(self.vocab, cache_dir=settings.cache_dir, cache_dir_bytes=settings.cache_dir_bytes)
+        else:
+            compiler = compiler_for(self.vocab)
+        self.metrics = Metrics(
+            lambda: self.engine.queue_depth, lambda: self.engine.active, lambda: self.engine.profile, compiler
+        )
         self.engine = Engine(model, tokenizer, self.vocab, max_batch=settings.max_batch, on_step=self.metrics.step)
         self.cache = GrammarCache(
-            compiler_for(self.vocab),
+            compiler,
             max_bytes=settings.cache_bytes,
             max_source_bytes=settings.max_schema_bytes,
             compile_timeout=settings.compile_timeout_s,
@@ -76,6 +85,7 @@ class _State:
             on_size=self.metrics.cache_bytes.set,
         )
         self.traces = TraceStore(settings.trace_requests) if settings.trace_requests > 0 else None
+        self.template_tools = template_renders_tools(tokenizer)
         config = getattr(model, "config", None)
         self.context = int(getattr(config, "max_position_embeddings", 0) or 0) or None
 
@@ -158,7 +168,7 @@ def create_app(model: Any, tokenizer: Any, settings: ServerSettings | None = Non
             )
         refusal = spec is not None and spec.refusal
         grammar = await _compile(state, tools_structure(plan) if plan is not None else spec, request)
-        ids = prompt_ids(tokenizer, _chat_messages(req, plan))
+        ids = chat_prompt_ids(tokenizer, req.messages, plan, state.template_tools)
         max_tokens = req.max_completion_tokens or req.max_tokens or settings.default_max_tokens
         params = _params(req, max_tokens, state, len(ids))
         tracing = state.traces is not None
@@ -309,19 +319,6 @@ def _retrieved(task: asyncio.Future[Any]) -> None:
         task.exception()
 
 
-def _chat_messages(req: p.ChatCompletionRequest, plan: ToolPlan | None) -> list[dict[str, str]]:
-    messages = [render_tool_history(m.role, m.text(), m.tool_calls) for m in req.messages]
-    for m in messages:
-        if m["role"] == "developer":
-            m["role"] = "system"
-    if plan is not None:
-        if messages[0]["role"] == "system":
-            messages[0] = {"role": "system", "content": messages[0]["content"] + "\n\n" + tools_prompt(plan)}
-        else:
-            messages.insert(0, {"role": "system", "content": tools_prompt(plan)})
-    return messages
-
-
 def _params(req: Any, max_tokens: int, state: _State, prompt_len: int) -> SamplingParams:
     if state.context is not None and prompt_len + max_tokens > state.context:
         raise p.ApiError(
@@ -415,9 +412,13 @@ def _refusal(c: Completion, offered: bool) -> str | None:
 
 
 def _chat_choice(index: int, c: Completion, plan: ToolPlan | None, refusal_offered: bool) -> dict[str, Any]:
-    calls = parse_tool_calls(c.text) if plan is not None and c.complete else None
+    content: str | None = c.text
+    calls: list[dict[str, Any]] = []
+    if plan is not None and c.complete:  # (an answer cut by max_tokens is text)
+        content, calls = split_tool_calls(c.text)
     refusal = _refusal(c, refusal_offered)
-    content = None if calls or refusal is not None else c.text
+    if refusal is not None:
+        content = None
     message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": refusal}
     if calls:
         message["tool_calls"] = calls
@@ -429,6 +430,18 @@ def _chat_choice(index: int, c: Completion, plan: ToolPlan | None, refusal_offer
 
 
 _REFUSAL_START = '{"refusal":'
+
+
+def _trigger_start(text: str) -> int:
+    """Where in ``text`` a tool call starts or may start: its trigger, or a tail of the text
+    that the next piece may complete into the trigger (``len(text)`` when neither)."""
+    at = text.find(TRIGGER)
+    if at >= 0:
+        return at
+    for k in range(min(len(TRIGGER) - 1, len(text)), 0, -1):
+        if text.endswith(TRIGGER[:k]):
+            return len(text) - k
+    return len(text)
 
 
 def _may_refuse(held: str, index: int, sent: set[int]) -> bool:
@@ -447,8 +460,9 @@ def _sse(events: AsyncIterator[dict[str, Any]]) -> StreamingResponse:
 
 
 class _ChatChunks:
-    """Chat chunks. Text streams as it is decoded; under tools an answer that starts a call
-    (``<``) is held and sent as tool-call deltas once complete; with a refusal path an answer
+    """Chat chunks. Text streams as it is decoded; under tools the text from a call's trigger
+    on (``<tool_call>``, or a tail that may become it) is held, and the calls are sent as
+    tool-call deltas once the answer is complete; with a refusal path an answer
     that starts as a refusal (``{"refusal":``) is held and sent as a ``refusal`` delta once
     complete."""
 
@@ -471,27 +485,36 @@ class _ChatChunks:
 
     def text(self, index: int, piece: str) -> list[dict[str, Any]]:
         held = self._held[index] = self._held.get(index, "") + piece
-        if self.plan is not None and index not in self._calling and held.startswith("<"):
-            self._calling.add(index)
+        if index in self._calling:
+            return []
         if self.refusal_offered and _may_refuse(held, index, self._sent):
             return []
-        if index in self._calling or not held:
+        send = held
+        if self.plan is not None:
+            cut = _trigger_start(held)
+            if held.startswith(TRIGGER, cut):
+                self._calling.add(index)
+            send, self._held[index] = held[:cut], held[cut:]
+        if not send:
             return []
         self._sent.add(index)
-        self._held[index] = ""
-        return [self._chunk(index, {"content": held})]
+        if self.plan is None:
+            self._held[index] = ""
+        return [self._chunk(index, {"content": send})]
 
     def done(self, index: int, c: Completion) -> list[dict[str, Any]]:
-        calling = self.plan is not None and c.complete and index in self._calling
-        calls = parse_tool_calls(c.text) if calling else None
+        held: str | None = self._held.get(index, "")
+        calls: list[dict[str, Any]] = []
+        if self.plan is not None and c.complete and index in self._calling:
+            held, calls = split_tool_calls(held or "")  # the text from the first call's trigger on
         refusal = None if index in self._sent else _refusal(c, self.refusal_offered)
         out = []
         if refusal is not None:
             out.append(self._chunk(index, {"refusal": refusal}))
-        elif calls:
+        else:
+            if held:
+                out.append(self._chunk(index, {"content": held}))
             out += [self._chunk(index, {"tool_calls": [{"index": k, **call}]}) for k, call in enumerate(calls)]
-        elif self._held.get(index):
-            out.append(self._chunk(index, {"content": self._held[index]}))
         out.append(self._chunk(index, {}, "tool_calls" if calls else c.finish_reason))
         return out
 

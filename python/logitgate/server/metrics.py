@@ -5,22 +5,25 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from prometheus_client.core import CounterMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from ..compiler import Compiler
 from .profile import EngineProfile
 
 __all__ = ["Metrics"]
 
 
 class Metrics:
-    """Requests, tokens, the compile cache, mask and model time, queue depth and batch size."""
+    """Requests, tokens, the compile cache (the server's, and the compiler's below it: its
+    compiles and its on-disk cache), mask and model time, queue depth and batch size."""
 
     def __init__(
         self,
         queue_depth: Callable[[], int],
         active: Callable[[], int],
         profile: Callable[[], EngineProfile] | None = None,
+        compiler: Compiler | None = None,
     ) -> None:
         r = self.registry = CollectorRegistry()
         self.requests = Counter("logitgate_requests", "HTTP requests answered", ["endpoint", "status"], registry=r)
@@ -40,6 +43,8 @@ class Metrics:
         )
         if profile is not None:
             r.register(_ProfileCollector(profile))
+        if compiler is not None:
+            r.register(_CompilerCollector(compiler))
 
     def cache_lookup(self, hit: bool) -> None:
         (self.cache_hits if hit else self.cache_misses).inc()
@@ -84,3 +89,24 @@ class _ProfileCollector(Collector):
             for kind, n in values.items():
                 family.add_metric([kind], n)
             yield family
+
+
+class _CompilerCollector(Collector):
+    """The compiler's :meth:`~logitgate.Compiler.cache_info`, read when scraped: the automata
+    it built and its on-disk cache (``serve --cache-dir``; zeros without one)."""
+
+    def __init__(self, compiler: Compiler) -> None:
+        self._compiler = compiler
+
+    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+        info = self._compiler.cache_info()
+        for name, value, doc in (
+            ("compiles", info.compiles, "Automata the compiler built (misses the disk cache did not answer)"),
+            ("disk_hits", info.disk_hits, "Compiles answered from the on-disk cache without compiling"),
+            ("disk_misses", info.disk_misses, "Compiles the on-disk cache had no file for"),
+            ("disk_errors", info.disk_errors, "Cache files found unusable (removed, compiled again) or not written"),
+        ):
+            yield CounterMetricFamily(f"logitgate_compile_cache_{name}", doc, value=value)
+        yield GaugeMetricFamily(
+            "logitgate_compile_cache_disk_bytes", "Bytes in the cache directory", value=info.disk_bytes
+        )

@@ -1,17 +1,23 @@
-"""Function tools for a model whose chat template has none (SmolLM2's): the prompt that lists
-the tools, the constrained output format of tool calls, and its parsing.
+"""Function tools: a request's ``tools``, ``tool_choice`` and ``parallel_tool_calls`` as the
+structural tag of :func:`logitgate.tool_call_structure` (the library's one builder of tool-call
+structures), the system text that shows the model its tools, and the calls read back from
+the model's answer.
 
-Output format (one block per call, blocks separated by a newline)::
+The server writes calls in the Hermes / Qwen3 format (:data:`TOOL_FAMILY`, one block per call,
+free text around them where ``tool_choice`` allows it)::
 
     <tool_call>
-    {"name":"get_weather","arguments":{"city":"Paris"}}
+    {"name": "get_weather", "arguments": {"city": "Paris"}}
     </tool_call>
 
-The JSON line is constrained to ``{"name": <an allowed tool>, "arguments": <that tool's
-parameters schema>}``: strict tools get exactly their schema. With ``tool_choice`` "required" or
-a named tool the output is tool calls only; with "auto" it is tool calls or free text that does
-not start with ``<``; ``parallel_tool_calls`` false allows one call. The whole structure is built
-by :func:`tool_call_grammar`, the one function to swap for another format.
+The prompt: a chat template that renders Hermes tool calls itself (it holds ``<tool_call>``:
+Qwen2.5's, Qwen3's, :func:`template_renders_tools`) gets the request's tools, its assistant
+``tool_calls`` and ``tool`` messages as they are; any other (SmolLM2's, the default model's:
+ChatML with no tool format) gets the server's system text listing the tools
+(:func:`tools_prompt`) and the earlier calls and results written in the same format
+(:func:`render_tool_history`). Request validation (names, the shape of ``parameters``) stays
+here, as 400s naming the field; what ``tool_choice`` allows (auto, required, a named function,
+``allowed_tools``, one call or several) is the builder's.
 """
 
 from __future__ import annotations
@@ -23,30 +29,47 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..compiler import CompiledGrammar, Compiler
-from ..errors import SchemaError
-from ..grammar.ir import Alt, CharClass, Grammar, Literal, Repeat, Seq
-from ..grammar.ir import Ref as RuleRef
-from .protocol import ApiError
+from ..errors import SchemaError, StructuralTagError, UsageError
+from ..frontends.json_schema import schema_to_grammar
+from ..generation import prompt_ids
+from ..tool_calls import tool_call_structure
+from .protocol import ApiError, ChatMessage
 
-__all__ = ["ToolPlan", "parse_tool_calls", "plan_tools", "render_tool_history", "tool_call_grammar", "tools_prompt"]
+__all__ = [
+    "TOOL_FAMILY",
+    "ToolPlan",
+    "chat_prompt_ids",
+    "plan_tools",
+    "render_tool_history",
+    "split_tool_calls",
+    "template_renders_tools",
+    "tool_call_grammar",
+    "tools_prompt",
+]
+
+TOOL_FAMILY = "qwen3"
+"""The :func:`~logitgate.tool_call_structure` family whose format the server writes."""
 
 CALL_OPEN = "<tool_call>\n"
 CALL_CLOSE = "\n</tool_call>"
+TRIGGER = "<tool_call>"
+"""Text that starts a call: free text never holds it (the structure's trigger)."""
 _CALL_RE = re.compile(r"<tool_call>\n(.*?)\n</tool_call>", re.S)
 
 
 @dataclass(frozen=True)
 class ToolPlan:
-    """What the request allows: ``mode`` "auto" (text or calls) or "required" (calls only), the
-    tools that may be called (``functions``: OpenAI's ``function`` objects), one call or several."""
+    """What the request allows: ``structure``, the structural tag of the answer
+    (:func:`~logitgate.tool_call_structure`), and ``functions``, every tool of the request
+    (OpenAI's ``function`` objects, for the prompt: the model sees all its tools even where
+    ``tool_choice`` allows some only, as OpenAI's ``allowed_tools`` intends)."""
 
-    mode: str
+    structure: dict[str, Any]
     functions: tuple[dict[str, Any], ...]
-    parallel: bool
 
     def key(self) -> str:
-        """Canonical text of the plan (part of the compile cache's key)."""
-        return json.dumps([self.mode, self.functions, self.parallel], sort_keys=True, separators=(",", ":"))
+        """Canonical text of the structure (part of the compile cache's key)."""
+        return json.dumps(self.structure, separators=(",", ":"), ensure_ascii=False)
 
 
 def _functions(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -73,14 +96,7 @@ def _functions(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 code="invalid_value",
                 param=f"tools[{i}].function.parameters",
             )
-        out.append(
-            {
-                "name": name,
-                "description": fn.get("description", ""),
-                "parameters": params,
-                "strict": bool(fn.get("strict", False)),
-            }
-        )
+        out.append({"name": name, "description": fn.get("description", ""), "parameters": params})
     if len({f["name"] for f in out}) != len(out):
         raise ApiError(400, "tools: function names must be unique", code="invalid_value", param="tools")
     return out
@@ -94,43 +110,20 @@ def plan_tools(tools: list[dict[str, Any]] | None, tool_choice: Any, parallel: b
             raise ApiError(400, "tool_choice needs tools", code="invalid_value", param="tool_choice")
         return None
     functions = _functions(tools)
-    by_name = {f["name"]: f for f in functions}
-    choice = "auto" if tool_choice is None else tool_choice
-    mode, allowed = "auto", functions
-    if choice == "none":
+    if tool_choice == "none":
         return None
-    if choice in ("auto", "required"):
-        mode = choice
-    elif isinstance(choice, dict) and choice.get("type") == "function":
-        name = (choice.get("function") or {}).get("name")
-        if name not in by_name:
-            raise ApiError(
-                400, f"tool_choice names an unknown function {name!r}", code="invalid_value", param="tool_choice"
-            )
-        mode, allowed = "required", [by_name[name]]
-    elif isinstance(choice, dict) and choice.get("type") == "allowed_tools":
-        spec = choice.get("allowed_tools") or {}
-        mode = spec.get("mode", "auto")
-        if mode not in ("auto", "required"):
-            raise ApiError(
-                400,
-                "tool_choice.allowed_tools.mode must be 'auto' or 'required'",
-                code="invalid_value",
-                param="tool_choice",
-            )
-        names = [(t.get("function") or {}).get("name", t.get("name")) for t in spec.get("tools", [])]
-        unknown = [n for n in names if n not in by_name]
-        if unknown or not names:
-            raise ApiError(
-                400,
-                f"tool_choice.allowed_tools: unknown or no tools {unknown}",
-                code="invalid_value",
-                param="tool_choice",
-            )
-        allowed = [by_name[n] for n in names]
-    else:
-        raise ApiError(400, f"unsupported tool_choice {choice!r}", code="invalid_value", param="tool_choice")
-    return ToolPlan(mode, tuple(allowed), parallel is not False)
+    as_tools = [{"type": "function", "function": {"name": f["name"], "parameters": f["parameters"]}} for f in functions]
+    try:
+        structure = tool_call_structure(
+            TOOL_FAMILY,
+            as_tools,
+            "auto" if tool_choice is None else tool_choice,
+            parallel is not False,
+            calls_only=True,  # required: calls, no text around them
+        )
+    except UsageError as e:  # the tools were checked above: what is left is tool_choice's
+        raise ApiError(400, f"tool_choice: {e}", code="invalid_value", param="tool_choice") from None
+    return ToolPlan(structure, tuple(functions))
 
 
 def tools_prompt(plan: ToolPlan) -> str:
@@ -142,7 +135,7 @@ def tools_prompt(plan: ToolPlan) -> str:
     return (
         "You can call functions. To call one, answer with only:\n"
         f"{CALL_OPEN}"
-        '{"name":<function name>,"arguments":<its arguments as a JSON object>}'
+        '{"name": <function name>, "arguments": <its arguments as a JSON object>}'
         f"{CALL_CLOSE}\n"
         "one block per call. The functions:\n" + listing
     )
@@ -155,78 +148,39 @@ def render_tool_history(role: str, content: str, tool_calls: list[dict[str, Any]
         for call in tool_calls:
             fn = call.get("function") or {}
             args = fn.get("arguments") or "{}"
-            blocks.append(f'{CALL_OPEN}{{"name":{json.dumps(fn.get("name"))},"arguments":{args}}}{CALL_CLOSE}')
+            blocks.append(f'{CALL_OPEN}{{"name": {json.dumps(fn.get("name"))}, "arguments": {args}}}{CALL_CLOSE}')
         return {"role": "assistant", "content": "\n".join([content, *blocks]).strip()}
     if role == "tool":
         return {"role": "user", "content": f"<tool_response>\n{content}\n</tool_response>"}
     return {"role": role, "content": content}
 
 
-def _local_refs(schema: Any, base: str) -> Any:
-    """``schema`` with every local ``$ref`` ("#...") moved under ``base`` (the schema is placed
-    at ``base`` inside a larger document)."""
-    if isinstance(schema, dict):
-        out = {}
-        for k, v in schema.items():
-            if k == "$ref" and isinstance(v, str) and v.startswith("#"):
-                out[k] = base + v[1:]
-            else:
-                out[k] = _local_refs(v, base)
-        return out
-    if isinstance(schema, list):
-        return [_local_refs(v, base) for v in schema]
-    return schema
-
-
-def _call_schema(plan: ToolPlan) -> dict[str, Any]:
-    """The JSON Schema of one call: ``{"name": <tool>, "arguments": <its parameters>}``, each
-    tool's parameters placed at ``#/$defs/t<i>``."""
-    defs = {f"t{i}": _local_refs(f["parameters"], f"#/$defs/t{i}") for i, f in enumerate(plan.functions)}
-    branches = [
-        {
-            "type": "object",
-            "properties": {"name": {"const": f["name"]}, "arguments": {"$ref": f"#/$defs/t{i}"}},
-            "required": ["name", "arguments"],
-            "additionalProperties": False,
-        }
-        for i, f in enumerate(plan.functions)
-    ]
-    return {"anyOf": branches, "$defs": defs} if len(branches) > 1 else {**branches[0], "$defs": defs}
-
-
 def tool_call_grammar(compiler: Compiler, plan: ToolPlan) -> CompiledGrammar:
-    """The compiled structure of the model's answer under ``plan``. Schema errors name the
-    tool's parameters (``tools[i].function.parameters#/...``)."""
-    strict = all(f["strict"] for f in plan.functions)
+    """The compiled structure of the model's answer under ``plan``. A tool whose parameters
+    cannot be compiled is a 400 naming it (``tools[i].function.parameters``), the keyword and
+    its JSON pointer."""
     try:
-        call = compiler.compile_json_schema(_call_schema(plan), whitespace="compact", strict=strict)
-    except SchemaError as e:
-        message = str(e)
-        for i, f in enumerate(plan.functions):
-            message = message.replace(f"#/$defs/t{i}", f"tools[function {f['name']}].function.parameters#")
-        raise ApiError(400, f"tools: {message}", code=e.code, param="tools") from None
-    rules = dict(call.grammar.rules)
-    names = {"call": "tc_call", "calls": "tc_calls", "text": "tc_text", "root": "tc_root"}
-    assert not set(names.values()) & set(rules), "tool rule names collide with the schema's"
-    rules[names["call"]] = Seq((Literal(CALL_OPEN.encode()), RuleRef(call.grammar.root), Literal(CALL_CLOSE.encode())))
-    more = Repeat(Seq((Literal(b"\n"), RuleRef(names["call"]))), 0, None if plan.parallel else 0)
-    rules[names["calls"]] = Seq((RuleRef(names["call"]), more))
-    if plan.mode == "auto":
-        # Free text that cannot be mistaken for a call: empty, or not starting with "<".
-        any_char = CharClass((), negated=True)
-        text = Alt((Literal(b""), Seq((CharClass(((ord("<"), ord("<")),), negated=True), Repeat(any_char, 0, None)))))
-        rules[names["text"]] = text
-        rules[names["root"]] = Alt((RuleRef(names["calls"]), RuleRef(names["text"])))
-    else:
-        rules[names["root"]] = RuleRef(names["calls"])
-    return compiler.compile_grammar(Grammar(rules, root=names["root"]))
+        return compiler.compile_structural_tag(plan.structure)
+    except StructuralTagError as e:
+        if e.code == "structural-tag-schema":
+            _raise_for_parameters(compiler, plan)
+        raise ApiError(400, f"tools: {e}", code=e.code, param="tools") from None
 
 
-def parse_tool_calls(text: str) -> list[dict[str, Any]] | None:
-    """The tool calls in a complete answer, in OpenAI's shape (ids, JSON ``arguments``), or None
-    when the answer is text."""
-    if not text.startswith(CALL_OPEN):
-        return None
+def _raise_for_parameters(compiler: Compiler, plan: ToolPlan) -> None:
+    """Raises the 400 of the first tool whose parameters schema does not lower (the structural
+    tag's error locates the schema inside the tag, not in the request)."""
+    for i, f in enumerate(plan.functions):
+        try:
+            schema_to_grammar(f["parameters"], limits=compiler.limits, check_empty=False)
+        except SchemaError as e:
+            param = f"tools[{i}].function.parameters"
+            raise ApiError(400, f"{param} ({f['name']}): {e}", code=e.code, param=param) from None
+
+
+def split_tool_calls(text: str) -> tuple[str | None, list[dict[str, Any]]]:
+    """A complete answer's text outside its calls (stripped; None when empty) and its calls in
+    OpenAI's shape (ids, JSON ``arguments``); no calls: the whole text and ``[]``."""
     calls = []
     for m in _CALL_RE.finditer(text):
         obj = json.loads(m.group(1))
@@ -237,4 +191,44 @@ def parse_tool_calls(text: str) -> list[dict[str, Any]] | None:
                 "function": {"name": obj["name"], "arguments": json.dumps(obj["arguments"], ensure_ascii=False)},
             }
         )
-    return calls
+    if not calls:
+        return text, []
+    content = _CALL_RE.sub("", text).strip()
+    return content or None, calls
+
+
+def template_renders_tools(tokenizer: Any) -> bool:
+    """Whether the tokenizer's chat template lists tools and writes calls in the Hermes format
+    itself (Qwen2.5's and Qwen3's templates: they hold ``<tool_call>``)."""
+    template = getattr(tokenizer, "chat_template", None)
+    return isinstance(template, str) and TRIGGER in template and "tools" in template
+
+
+def chat_prompt_ids(tokenizer: Any, messages: list[ChatMessage], plan: ToolPlan | None, native: bool) -> list[int]:
+    """The prompt's token ids: with ``native`` (:func:`template_renders_tools`) the template
+    renders the tools and the tool turns; otherwise the server's tool text and rendering."""
+    if native:
+        turns: list[dict[str, Any]] = []
+        for m in messages:
+            turn: dict[str, Any] = {"role": "system" if m.role == "developer" else m.role, "content": m.text()}
+            if m.tool_calls:
+                turn["tool_calls"] = m.tool_calls
+            if m.tool_call_id is not None:
+                turn["tool_call_id"] = m.tool_call_id
+            turns.append(turn)
+        tools = None
+        if plan is not None:
+            keys = ("name", "description", "parameters")
+            tools = [{"type": "function", "function": {k: f[k] for k in keys}} for f in plan.functions]
+        text = tokenizer.apply_chat_template(turns, tools=tools, tokenize=False, add_generation_prompt=True)
+        return [int(i) for i in tokenizer.encode(text, add_special_tokens=False)]
+    rendered = [render_tool_history(m.role, m.text(), m.tool_calls) for m in messages]
+    for r in rendered:
+        if r["role"] == "developer":
+            r["role"] = "system"
+    if plan is not None:
+        if rendered and rendered[0]["role"] == "system":
+            rendered[0] = {"role": "system", "content": rendered[0]["content"] + "\n\n" + tools_prompt(plan)}
+        else:
+            rendered.insert(0, {"role": "system", "content": tools_prompt(plan)})
+    return prompt_ids(tokenizer, rendered)
