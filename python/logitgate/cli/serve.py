@@ -7,11 +7,14 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from logitgate.errors import LogitgateError
 
-__all__ = ["add_serve_command"]
+if TYPE_CHECKING:
+    from logitgate.server import ServerSettings
+
+__all__ = ["add_serve_command", "server_settings"]
 
 DEFAULT_TRACE_REQUESTS = 64  # logitgate.server.traces.DEFAULT_TRACE_CAPACITY, without importing the server
 DEFAULT_CACHE_DIR_BYTES = 1024**3  # logitgate.disk_cache.DEFAULT_DISK_CACHE_BYTES
@@ -50,6 +53,13 @@ def add_serve_command(sub: Any) -> None:
         "bfloat16 run it several times slower)",
     )
     p.add_argument("--max-batch", type=int, default=16, metavar="N", help="sequences decoded together (default: 16)")
+    p.add_argument(
+        "--batching",
+        choices=("packed", "padded"),
+        default="packed",
+        help="how sequences share a forward pass: packed on one axis without padding (default; padded "
+        "where the model's attention cannot be packed) or padded to the widest",
+    )
     p.add_argument(
         "--max-schema-bytes",
         type=int,
@@ -108,6 +118,22 @@ def _check_cache_dir(args: argparse.Namespace) -> None:
         raise ServeError(f"--cache-dir {args.cache_dir}: the directory is not writable", code="usage")
 
 
+def server_settings(args: argparse.Namespace, model_name: str) -> ServerSettings:
+    """The server's settings from ``logitgate serve``'s flags."""
+    from logitgate.server import ServerSettings
+
+    return ServerSettings(
+        model_name=model_name,
+        max_batch=args.max_batch,
+        packing=args.batching == "packed",
+        max_schema_bytes=args.max_schema_bytes,
+        compile_timeout_s=args.compile_timeout,
+        trace_requests=args.trace or 0,
+        cache_dir=args.cache_dir,
+        cache_dir_bytes=DEFAULT_CACHE_DIR_BYTES if args.cache_dir_bytes is None else args.cache_dir_bytes,
+    )
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     if args.trace is not None and args.trace < 1:
         raise ServeError(f"--trace N: N must be >= 1, got {args.trace}", code="usage")
@@ -117,7 +143,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         import uvicorn
 
-        from logitgate.server import ServerSettings, create_app
+        from logitgate.server import create_app
     except ImportError as e:
         raise ServeError(f"the server extra is missing ({e.name}): pip install 'logitgate[server]'") from None
     import torch
@@ -130,19 +156,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         model, tokenizer = load_model(args.model, dtype=getattr(torch, args.dtype))
     except (FileNotFoundError, OSError, ValueError) as e:
         raise ServeError(f"--model {args.model}: cannot load: {e}", code="model-load") from None
-    settings = ServerSettings(
-        model_name=name,
-        max_batch=args.max_batch,
-        max_schema_bytes=args.max_schema_bytes,
-        compile_timeout_s=args.compile_timeout,
-        trace_requests=args.trace or 0,
-        cache_dir=args.cache_dir,
-        cache_dir_bytes=DEFAULT_CACHE_DIR_BYTES if args.cache_dir_bytes is None else args.cache_dir_bytes,
-    )
-    app = create_app(model, tokenizer, settings)
+    app = create_app(model, tokenizer, server_settings(args, name))
     print(
         f"logitgate: serving {name!r} ({type(model).__name__}, loaded in {time.perf_counter() - t0:.1f} s) "
-        f"at http://{args.host}:{args.port}/v1"
+        f"at http://{args.host}:{args.port}/v1, batching {'packed' if app.state.logitgate.engine.packed else 'padded'}"
         + (f", compiled grammars kept in {args.cache_dir}" if args.cache_dir else ""),
         file=sys.stderr,
         flush=True,

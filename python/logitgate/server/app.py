@@ -54,6 +54,7 @@ class ServerSettings:
     max_schema_bytes: int = 256 * 1024
     cache_bytes: int = 256 * 1024 * 1024
     max_batch: int = 16
+    packing: bool = True  # packed forward passes where the model allows (False: padded)
     default_max_tokens: int = 256
     disconnect_poll_s: float = 0.25
     compile_timeout_s: float = 30.0  # a structure's compile stops past this (a 400)
@@ -75,7 +76,14 @@ class _State:
         self.metrics = Metrics(
             lambda: self.engine.queue_depth, lambda: self.engine.active, lambda: self.engine.profile, compiler
         )
-        self.engine = Engine(model, tokenizer, self.vocab, max_batch=settings.max_batch, on_step=self.metrics.step)
+        self.engine = Engine(
+            model,
+            tokenizer,
+            self.vocab,
+            max_batch=settings.max_batch,
+            on_step=self.metrics.step,
+            packing=settings.packing,
+        )
         self.cache = GrammarCache(
             compiler,
             max_bytes=settings.cache_bytes,

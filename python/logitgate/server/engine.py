@@ -1,12 +1,18 @@
 """The decoding engine: continuous batching of constrained generations.
 
 One thread runs the model. Each step it admits the requests that arrived (up to ``max_batch``
-rows) and prefills their prompts together, each from the longest prompt prefix stored in the
-:class:`~.prefix_cache.PrefixCache`, left-padded in passes of similar lengths
-(:func:`prefill_groups`), their cache rows then stacked under the batch's (:mod:`.kv`). Then it
-decodes every active row in ONE forward pass, fills the grammar masks of all constrained rows
-with :func:`~logitgate.fill_masks` (the core's thread pool, GIL released) and samples each row.
-Rows that finish, fail or are cancelled leave between steps. The asyncio side never waits on
+rows), each prompt from the longest prompt prefix stored in the
+:class:`~.prefix_cache.PrefixCache`, and runs ONE forward pass that feeds every row its new
+tokens: the joining rows their prompts, the decoding rows their sampled (and jump-forward)
+tokens, packed side by side on one axis with no padding (:mod:`.packed`). Then it fills the
+grammar masks of all constrained rows with :func:`~logitgate.fill_masks` (the core's thread
+pool, GIL released) and samples each row. Rows that finish, fail or are cancelled leave between
+steps.
+
+A model whose attention cannot be packed (a sliding window, an attention without custom 4D
+masks; :func:`~.packed.packing_supported`) is batched padded (:mod:`.kv`): the joining prompts
+are prefilled left-padded in passes of similar lengths (:func:`prefill_groups`), their cache
+rows stacked under the batch's, then every active row decodes in one pass. The asyncio side never waits on
 the model: requests come in through a thread-safe queue, and each request's events go back to
 its event loop with ``call_soon_threadsafe``. :attr:`Engine.profile` accumulates where the
 thread's time goes (:mod:`.profile`).
@@ -14,9 +20,9 @@ thread's time goes (:mod:`.profile`).
 Per row the step is :func:`logitgate.generate`'s (the same ``generation._Step``): repetition
 penalties before the mask, budget-aware decoding (:class:`~logitgate.budget.BudgetGuard`: with
 ``max_tokens`` at least the grammar's minimum the output is a complete document) and
-jump-forward (the grammar's forced bytes are fed with the sampled token; in a batch a row's
-forced run may be fed over several passes, see :func:`feed_width`, rather than padding every
-row to it).
+jump-forward (the grammar's forced bytes are fed with the sampled token; batched padded, a
+row's forced run may be fed over several passes, see :func:`feed_width`, rather than padding
+every row to it).
 
 A request made with ``trace=True`` also records its steps as :func:`logitgate.generate` does
 with ``trace=True`` (a :class:`~logitgate.trace.TraceRecorder` per row, fed the row's logits
@@ -46,6 +52,7 @@ from ..repetition import RepetitionControl
 from ..trace.record import Trace, TraceRecorder, TraceStep
 from ..vocabulary import Vocabulary
 from .kv import BatchCache
+from .packed import PackedCache, packing_supported
 from .prefix_cache import PrefixCache
 from .profile import EngineProfile
 
@@ -129,6 +136,7 @@ class _Row:
     stream: _TextStream | None
     pending: list[int]
     out: list[int] = field(default_factory=list)
+    seq: int = -1  # its sequence in the packed cache
     stop_cut: int | None = None
     finish: Literal["stop", "length"] | None = None
     tracer: TraceRecorder | None = None
@@ -149,7 +157,8 @@ class _Row:
 
 
 class Engine:
-    """Decodes every submitted :class:`Request` with ``model``, batched. :meth:`start` runs the
+    """Decodes every submitted :class:`Request` with ``model``, batched: packed where the model
+    allows it and ``packing`` is true, else padded (see the module). :meth:`start` runs the
     decode thread; :meth:`submit` is called from the event loop."""
 
     def __init__(
@@ -161,6 +170,7 @@ class Engine:
         max_batch: int = 16,
         mask_threads: int | None = None,
         on_step: Callable[[int, float, float], None] | None = None,
+        packing: bool = True,
     ) -> None:
         self.model = model
         self.tokenizer = tokenizer
@@ -175,6 +185,8 @@ class Engine:
         self._incoming: queue.Queue[Request | None] = queue.Queue()
         self._rows: list[_Row] = []
         self._kv = BatchCache()
+        self.packed = packing and packing_supported(model)
+        self._packed = self._new_packed()
         self.prefixes = PrefixCache()
         self._thread: threading.Thread | None = None
         self._stopping = False
@@ -212,16 +224,22 @@ class Engine:
             if self._stopping:
                 break
             try:
-                if joining:
-                    self._prefill(joining)
-                if self._rows:
-                    self._decode()
-            except Exception as e:  # a failed forward pass fails the rows it held, not the server
+                if self.packed:
+                    self._step_packed(joining)
+                else:
+                    if joining:
+                        self._prefill(joining)
+                    if self._rows:
+                        self._decode()
+            except Exception as e:  # a failed step fails the rows it held and those joining, not the server
                 err = e if isinstance(e, LogitgateError) else LogitgateError(f"decoding failed: {e}", code="internal")
-                for row in self._rows:
-                    row.req.emit("error", err)
+                held = {id(row.req) for row in self._rows}
+                for req in [row.req for row in self._rows] + [r for r in joining if id(r) not in held]:
+                    if not req.cancelled:
+                        req.emit("error", err)
                 self._rows = []
                 self._kv = BatchCache()
+                self._packed = self._new_packed()
         for row in self._rows:
             row.req.emit("error", LogitgateError("the server is shutting down", code="shutdown"))
 
@@ -257,24 +275,60 @@ class Engine:
             row.record(tok, -1, True, self.vocab.table)
         return row
 
-    def _forward(self, kind: str, chunks: list[list[int]], kv: BatchCache) -> torch.Tensor:
-        t0 = time.perf_counter()
-        with self.profile.timed(kind):
-            logits = kv.forward(self.model, chunks, pad_id=self._pad, cache_keyword=self._cache_kw)
-        self._forward_s = time.perf_counter() - t0
-        self.profile.count_pass(kind, len(chunks), max(len(c) for c in chunks))
-        return logits
+    def _new_packed(self) -> PackedCache | None:
+        return PackedCache(self.model, cache_keyword=self._cache_kw) if self.packed else None
 
-    def _prefill(self, joining: list[Request]) -> None:
-        """The joining prompts, each from its longest stored prefix (:mod:`.prefix_cache`), fed
-        together: one pass for prompts of similar length, left-padded to the longest (see
-        :func:`prefill_groups`); their cache rows are then stacked under the batch's."""
+    def _new_rows(self, joining: list[Request]) -> list[_Row]:
         rows: list[_Row] = []
         for req in joining:
             try:
                 rows.append(self._new_row(req))
             except LogitgateError as e:
                 req.emit("error", e)
+                req.cancel()  # answered: nothing more is sent to it
+        return rows
+
+    def _step_packed(self, joining: list[Request]) -> None:
+        """One packed pass (:mod:`.packed`): every decoding row feeds its pending tokens, every
+        joining row its prompt from its longest stored prefix; then each row is sampled."""
+        packed = self._packed
+        assert packed is not None
+        feeds = [(r.seq, r.pending) for r in self._rows]
+        rows = self._new_rows(joining)
+        with self.profile.timed("prefix"):
+            for r in rows:
+                reused, prefix = self.prefixes.lookup(r.req.prompt_ids)
+                r.seq = packed.add(prefix)
+                feeds.append((r.seq, r.req.prompt_ids[reused:] + r.out))
+        self._rows += rows
+        if not feeds:
+            return
+        kind = "prefill" if rows else "decode"
+        t0 = time.perf_counter()
+        with self.profile.timed(kind):
+            logits = packed.forward(feeds)
+        self._forward_s = time.perf_counter() - t0
+        self.profile.count_pass(kind, len(feeds), sum(len(tokens) for _, tokens in feeds))
+        with self.profile.timed("prefix"):
+            for r in rows:
+                self.prefixes.remember(r.req.prompt_ids, packed, r.seq)
+        self._advance(list(self._rows), logits)
+        self._report(len(self._rows))
+
+    def _forward(self, kind: str, chunks: list[list[int]], kv: BatchCache) -> torch.Tensor:
+        t0 = time.perf_counter()
+        with self.profile.timed(kind):
+            logits = kv.forward(self.model, chunks, pad_id=self._pad, cache_keyword=self._cache_kw)
+        self._forward_s = time.perf_counter() - t0
+        width = max(len(c) for c in chunks)
+        self.profile.count_pass(kind, len(chunks), len(chunks) * width)
+        return logits
+
+    def _prefill(self, joining: list[Request]) -> None:
+        """The joining prompts, each from its longest stored prefix (:mod:`.prefix_cache`), fed
+        together: one pass for prompts of similar length, left-padded to the longest (see
+        :func:`prefill_groups`); their cache rows are then stacked under the batch's."""
+        rows = self._new_rows(joining)
         if not rows:
             return
         with self.profile.timed("prefix"):
@@ -393,7 +447,11 @@ class Engine:
                 keep.append(i)
         if len(keep) != len(self._rows):
             with self.profile.timed("cache"):
-                self._kv.keep(keep)
+                if self._packed is not None:
+                    kept = set(keep)
+                    self._packed.release([r.seq for i, r in enumerate(self._rows) if i not in kept])
+                else:
+                    self._kv.keep(keep)
             self._rows = [self._rows[i] for i in keep]
 
     def _finish(self, row: _Row) -> None:

@@ -83,7 +83,7 @@ class _ProfileCollector(Collector):
         for name, values, doc in (
             ("passes", prof.passes, "Forward passes"),
             ("rows", prof.rows, "Rows fed by forward passes"),
-            ("positions", prof.positions, "Positions fed by forward passes (rows times width, padding included)"),
+            ("positions", prof.positions, "Positions fed by forward passes (padding included)"),
         ):
             family = CounterMetricFamily(f"logitgate_engine_{name}", doc, labels=["kind"])
             for kind, n in values.items():

@@ -19,14 +19,20 @@ without sliding windows) are stored.
 from __future__ import annotations
 
 from collections import OrderedDict, deque
+from typing import Protocol
 
 import torch
-
-from .kv import BatchCache
 
 __all__ = ["PrefixCache"]
 
 _Layers = list[tuple[torch.Tensor, torch.Tensor]]
+
+
+class RowPrefixes(Protocol):
+    """A batch's cache that can copy out one row's first slots (:class:`~.kv.BatchCache`,
+    :class:`~.packed.PackedCache`)."""
+
+    def row_prefix(self, row: int, length: int) -> _Layers | None: ...
 
 
 def _common_length(a: tuple[int, ...], b: list[int]) -> int:
@@ -69,7 +75,7 @@ class PrefixCache:
         layers = self._entries[best][0]
         return reused, [(k[:, :, :reused], v[:, :, :reused]) for k, v in layers]
 
-    def remember(self, ids: list[int], kv: BatchCache, row: int = 0) -> None:
+    def remember(self, ids: list[int], kv: RowPrefixes, row: int = 0) -> None:
         """Notes the prompt ``ids`` whose prefill is row ``row`` of ``kv`` (its first
         ``len(ids)`` attended slots the prompt's) and stores the longest prefix it shares with a
         recent different prompt, when long enough and not stored yet."""

@@ -15,7 +15,8 @@ from contextlib import contextmanager
 __all__ = ["PASS_KINDS", "PHASES", "EngineProfile"]
 
 #: The engine loop's phases. ``idle``: waiting for a request with nothing to decode;
-#: ``prefix``: prefix-cache lookups and stores; ``prefill`` / ``decode``: forward passes;
+#: ``prefix``: prefix-cache lookups and stores; ``prefill`` / ``decode``: forward passes (a
+#: packed pass that feeds a joining prompt counts as ``prefill``);
 #: ``cache``: joining and dropping cache rows; ``masks``: filling and applying the grammar
 #: masks; ``sample``: choosing each row's token (penalties, budget, jump-forward, stop
 #: strings, stream text).
@@ -27,8 +28,8 @@ PASS_KINDS = ("prefill", "decode")
 class EngineProfile:
     """Cumulative seconds per phase (:data:`PHASES`), wall-clock and the decode thread's CPU
     time (on a shared machine their difference is time the thread waited for a core); per kind
-    of pass (:data:`PASS_KINDS`) the passes run, the rows they fed and the positions (rows
-    times width, padding included)."""
+    of pass (:data:`PASS_KINDS`) the passes run, the rows they fed and the positions (padding
+    included; a packed pass has none)."""
 
     def __init__(self) -> None:
         self.seconds = dict.fromkeys(PHASES, 0.0)
@@ -46,7 +47,7 @@ class EngineProfile:
             self.seconds[phase] += time.perf_counter() - t0
             self.cpu_seconds[phase] += time.thread_time() - c0
 
-    def count_pass(self, kind: str, rows: int, width: int) -> None:
+    def count_pass(self, kind: str, rows: int, positions: int) -> None:
         self.passes[kind] += 1
         self.rows[kind] += rows
-        self.positions[kind] += rows * width
+        self.positions[kind] += positions
