@@ -1231,19 +1231,13 @@ struct Range {
   int lo, hi;
 };
 // Plain characters (plain_text.h): the plain ASCII bytes, then the valid UTF-8 sequences, as
-// byte ranges.
+// byte ranges, in two parts: those of the kNearLeads leads 0xC2 and 0xE2, and all the others.
+// Every plain multi-byte character is in exactly one part.
 const Range kPlainAscii[] = {{0x20, 0x21}, {0x23, 0x5B}, {0x5D, 0x7E}};
-const std::vector<std::vector<Range>> kPlainUtf8 = {
-    {{0xC2, 0xDF}, {0x80, 0xBF}},
-    {{0xE0, 0xE0}, {0xA0, 0xBF}, {0x80, 0xBF}},
-    {{0xE1, 0xEC}, {0x80, 0xBF}, {0x80, 0xBF}},
-    {{0xED, 0xED}, {0x80, 0x9F}, {0x80, 0xBF}},
-    {{0xEE, 0xEF}, {0x80, 0xBF}, {0x80, 0xBF}},
-    {{0xF0, 0xF0}, {0x90, 0xBF}, {0x80, 0xBF}, {0x80, 0xBF}},
-    {{0xF1, 0xF3}, {0x80, 0xBF}, {0x80, 0xBF}, {0x80, 0xBF}},
-    {{0xF4, 0xF4}, {0x80, 0x8F}, {0x80, 0xBF}, {0x80, 0xBF}},
+const std::vector<std::vector<Range>> kNearLeadsUtf8 = {
+    {{0xC2, 0xC2}, {0x80, 0xBF}},
+    {{0xE2, 0xE2}, {0x80, 0xBF}, {0x80, 0xBF}},
 };
-// The same without the characters of the leads 0xC2 and 0xE2 (Automaton::kNearLeads).
 const std::vector<std::vector<Range>> kNearPlainUtf8 = {
     {{0xC3, 0xDF}, {0x80, 0xBF}},
     {{0xE0, 0xE0}, {0xA0, 0xBF}, {0x80, 0xBF}},
@@ -1272,17 +1266,20 @@ bool Covers(const EdgeList<ByteEdge>& edges, const Range& r, Ok&& ok) {
 }  // namespace
 
 template <typename Leaf>
-bool Automaton::EveryPlainUtf8(int32_t s, Leaf&& leaf, bool near) const {
+bool Automaton::EveryPlainUtf8(int32_t s, Leaf&& leaf, Utf8Part part) const {
   // Each pattern is at most 4 ranges deep.
   auto follow = [&](auto&& self, int32_t q, const std::vector<Range>& p, size_t k) -> bool {
     if (k == p.size()) return leaf(q);
     if (!deterministic_[q]) return false;
     return Covers(bytes_[q], p[k], [&](int32_t t) { return self(self, t, p, k + 1); });
   };
-  for (const std::vector<Range>& p : near ? kNearPlainUtf8 : kPlainUtf8) {
-    if (!follow(follow, s, p, 0)) return false;
-  }
-  return true;
+  auto every = [&](const std::vector<std::vector<Range>>& patterns) {
+    for (const std::vector<Range>& p : patterns) {
+      if (!follow(follow, s, p, 0)) return false;
+    }
+    return true;
+  };
+  return (part == Utf8Part::kNearLeads || every(kNearPlainUtf8)) && (part == Utf8Part::kNear || every(kNearLeadsUtf8));
 }
 
 void Automaton::ComputeCharacterRules() {
@@ -1298,8 +1295,8 @@ void Automaton::ComputeCharacterRules() {
       if (!final_[e.target]) continue;
       if (e.hi >= 0x20 && e.lo <= 0x7E) AddByteRange(std::max<int>(e.lo, 0x20), std::min<int>(e.hi, 0x7E), char_ascii_[r].data());
     }
-    char_utf8_[r] = EveryPlainUtf8(s0, ends);
-    char_utf8_near_[r] = char_utf8_[r] || EveryPlainUtf8(s0, ends, true);
+    char_utf8_near_[r] = EveryPlainUtf8(s0, ends, Utf8Part::kNear);
+    char_utf8_[r] = char_utf8_near_[r] && EveryPlainUtf8(s0, ends, Utf8Part::kNearLeads);
   }
 }
 
@@ -1312,33 +1309,33 @@ bool Automaton::ReadsOnePlainCharacter(int32_t r) const {
 // not lead to a state still in the set, and recheck its predecessors. Two rounds: the second
 // also counts a target that calls a rule whose start the first round found universal (the
 // closure puts that rule's start among the heads), e.g. a key-complement trie whose every
-// exit calls one shared string-tail rule.
+// exit calls one shared string-tail rule. The same two rounds again for near universal
+// states, where the characters of kNearLeads' leads need not be read.
+//
+// The four rounds share their candidates, predecessors and per-candidate character leaves.
+// Invariant: a round's test is monotone in the set, and a round that assumes less (the first
+// against the second; universal against near universal) tests more, so its result is a subset
+// of the other's greatest fixpoint. That subset is pinned: a state of the greatest fixpoint
+// passes its test against every superset of it, which each round's set stays, so pinned states
+// are never tested and the result is the one a round without pins computes.
 void Automaton::ComputeUniversal() {
-  bool all = false;
-  universal_ = UniversalStates(false, &all);
-  // Where every candidate is universal (most grammars), so is every near universal state.
-  near_universal_ = all ? universal_ : UniversalStates(true, &all);
-}
-
-Flags Automaton::UniversalStates(bool near, bool* all_candidates) const {
   const int32_t n = num_states();
-  const Flags& char_utf8 = near ? char_utf8_near_ : char_utf8_;
   // A call of a rule that reads one character and may then end (an encoded character class,
   // as JSON string contents use; a class of non-ASCII characters only) covers that character
-  // too (char_ascii_, char_utf8_).
-  auto reads_one = [&](const CallEdge& c) {
+  // too (char_ascii_, and char_utf8_ or, for near universal states, char_utf8_near_).
+  auto reads_one = [&](const CallEdge& c, const Flags& char_utf8) {
     return (char_ascii_[c.rule][0] | char_ascii_[c.rule][1]) != 0 || char_utf8[c.rule];
   };
   // True when the byte edges of s and its character calls that lead to states `keep` accepts
   // cover every plain ASCII byte; `utf8` is set when such a call reads every UTF-8 character.
-  auto covers_plain_ascii = [&](int32_t s, auto&& keep, bool* utf8) {
+  auto covers_plain_ascii = [&](int32_t s, auto&& keep, const Flags& char_utf8, bool* utf8) {
     uint64_t ascii[2] = {0, 0};
     for (const ByteEdge& e : bytes_[s]) {
       if (e.lo > 0x7E || e.hi < 0x20 || !keep(e.target)) continue;
       AddByteRange(std::max<int>(e.lo, 0x20), std::min<int>(e.hi, 0x7E), ascii);
     }
     for (const CallEdge& c : calls_[s]) {
-      if (!reads_one(c) || !keep(c.ret)) continue;
+      if (!reads_one(c, char_utf8) || !keep(c.ret)) continue;
       ascii[0] |= char_ascii_[c.rule][0];
       ascii[1] |= char_ascii_[c.rule][1];
       *utf8 = *utf8 || char_utf8[c.rule];
@@ -1347,49 +1344,63 @@ Flags Automaton::UniversalStates(bool near, bool* all_candidates) const {
   };
 
   // Candidates: states whose edges and character calls cover every plain ASCII byte, whatever
-  // they lead to (a necessary condition). Most states (literals, digits, punctuation) are not,
-  // and never enter the fixpoint.
+  // they lead to (a necessary condition; the same for near universal states, as a call adds
+  // ASCII bytes by char_ascii_ alone). Most states (literals, digits, punctuation) are not,
+  // and never enter the fixpoints.
   Flags candidate(n, false);
-  Arena scratch;
-  std::vector<EdgeList<int32_t>> preds = ArenaLists(static_cast<size_t>(n), &scratch);
   std::vector<int32_t> candidates;
   for (int32_t s = 0; s < n; ++s) {
     PollInterrupt();
     bool utf8 = false;
-    if (!deterministic_[s] || !covers_plain_ascii(s, [](int32_t) { return true; }, &utf8)) continue;
+    if (!deterministic_[s] || !covers_plain_ascii(s, [](int32_t) { return true; }, char_utf8_, &utf8)) continue;
     candidate[s] = true;
     candidates.push_back(s);
   }
   // Per candidate, the states its plain multi-byte characters lead to, found once (their
-  // paths do not depend on the set): utf8_leaves[leaf_span[s].first .. second), or second == -1
-  // when some plain character is not read by the candidate's own deterministic edges.
+  // paths do not depend on the set): utf8_leaves[begin .. near_end) for all but those of
+  // kNearLeads' leads, [begin .. end) for all; near_end or end is -1 when some character of
+  // its part is not read by the candidate's own deterministic edges. Predecessors are those of
+  // near universal states (their character calls are a superset): a needless recheck of a
+  // universal state changes nothing.
+  struct LeafSpan {
+    int32_t begin = 0, near_end = -1, end = -1;
+  };
   std::vector<int32_t> utf8_leaves;
-  std::vector<std::pair<int32_t, int32_t>> leaf_span(static_cast<size_t>(n), {0, -1});
+  std::vector<LeafSpan> leaf_span(static_cast<size_t>(n));
+  Arena scratch;
+  std::vector<EdgeList<int32_t>> preds = ArenaLists(static_cast<size_t>(n), &scratch);
   for (int32_t s : candidates) {
     for (const ByteEdge& e : bytes_[s]) preds[e.target].push_back(s);
     for (const CallEdge& c : calls_[s]) {
-      if (reads_one(c)) preds[c.ret].push_back(s);
+      if (reads_one(c, char_utf8_near_)) preds[c.ret].push_back(s);
     }
-    const auto begin = static_cast<int32_t>(utf8_leaves.size());
-    const bool shaped = EveryPlainUtf8(
-        s,
-        [&](int32_t t) {
-          if (std::find(utf8_leaves.begin() + begin, utf8_leaves.end(), t) == utf8_leaves.end()) utf8_leaves.push_back(t);
-          return true;
-        },
-        near);
-    if (!shaped) {
-      utf8_leaves.resize(static_cast<size_t>(begin));
-      continue;
+    LeafSpan& span = leaf_span[s];
+    span.begin = static_cast<int32_t>(utf8_leaves.size());
+    auto add_leaf = [&](int32_t t) {
+      if (std::find(utf8_leaves.begin() + span.begin, utf8_leaves.end(), t) == utf8_leaves.end()) utf8_leaves.push_back(t);
+      return true;
+    };
+    // Both sets need every character of the kNear part: a candidate that misses one is neither,
+    // and the kNearLeads part is not looked at.
+    if (EveryPlainUtf8(s, add_leaf, Utf8Part::kNear)) {
+      span.near_end = static_cast<int32_t>(utf8_leaves.size());
+      if (EveryPlainUtf8(s, add_leaf, Utf8Part::kNearLeads)) span.end = static_cast<int32_t>(utf8_leaves.size());
     }
-    leaf_span[s] = {begin, static_cast<int32_t>(utf8_leaves.size())};
-    for (int32_t k = begin; k < leaf_span[s].second; ++k) {
+    const int32_t kept = std::max({span.begin, span.near_end, span.end});
+    utf8_leaves.resize(static_cast<size_t>(kept));
+    for (int32_t k = span.begin; k < kept; ++k) {
       if (utf8_leaves[k] != s) preds[utf8_leaves[k]].push_back(s);  // a leaf's drop rechecks s
     }
   }
-  auto fixpoint = [&](const Flags* callees) {
+  // One round: `near` for near universal states; `callees`, the first round's result (in a
+  // second round); `pinned`, a subset of the result known beforehand.
+  auto fixpoint = [&](bool near, const Flags* callees, const Flags& pinned) {
+    const Flags& char_utf8 = near ? char_utf8_near_ : char_utf8_;
     Flags in = candidate;
-    std::vector<int32_t> work = candidates;
+    std::vector<int32_t> work;
+    for (int32_t s : candidates) {
+      if (!pinned[s]) work.push_back(s);
+    }
     auto member = [&](int32_t t) {
       if (in[t]) return true;
       if (callees == nullptr) return false;
@@ -1399,8 +1410,9 @@ Flags Automaton::UniversalStates(bool near, bool* all_candidates) const {
       return false;
     };
     auto leaves_member = [&](int32_t s) {
-      const auto [begin, end] = leaf_span[s];
-      for (int32_t k = begin; k < end; ++k) {
+      const LeafSpan& span = leaf_span[s];
+      const int32_t end = near ? span.near_end : span.end;
+      for (int32_t k = span.begin; k < end; ++k) {
         if (!member(utf8_leaves[k])) return false;
       }
       return end >= 0;
@@ -1412,19 +1424,27 @@ Flags Automaton::UniversalStates(bool near, bool* all_candidates) const {
       if (!in[s]) continue;
       // Plain ASCII bytes covered by an edge to a member or a character call returning to one.
       bool utf8 = false;
-      if (covers_plain_ascii(s, member, &utf8) && (utf8 || leaves_member(s))) continue;
+      if (covers_plain_ascii(s, member, char_utf8, &utf8) && (utf8 || leaves_member(s))) continue;
       in[s] = false;
       for (int32_t p : preds[s]) {
-        if (in[p]) work.push_back(p);
+        if (in[p] && !pinned[p]) work.push_back(p);
       }
     }
     return in;
   };
-  const Flags first = fixpoint(nullptr);
-  Flags out = fixpoint(&first);
-  *all_candidates = true;
-  for (int32_t s : candidates) *all_candidates = *all_candidates && out[s];
-  return out;
+  const Flags first = fixpoint(false, nullptr, Flags(n, false));
+  universal_ = fixpoint(false, &first, first);
+  // Where every candidate is universal, so is every near universal state (a subset of them).
+  bool all = true;
+  for (int32_t s : candidates) all = all && universal_[s];
+  if (all) {
+    near_universal_ = universal_;
+    return;
+  }
+  const Flags near_first = fixpoint(true, nullptr, first);
+  Flags pinned = near_first;
+  for (int32_t s : candidates) pinned[s] = pinned[s] || universal_[s];
+  near_universal_ = fixpoint(true, &near_first, pinned);
 }
 
 // Capacity: universal states are unbounded. Otherwise a determinized state that reads every
@@ -1463,7 +1483,7 @@ void Automaton::ComputePlainCapacity() {
     };
     bool ok = true;
     for (const Range& range : kPlainAscii) ok = ok && Covers(bytes_[s], range, collect);
-    ok = ok && EveryPlainUtf8(s, collect);
+    ok = ok && EveryPlainUtf8(s, collect, Utf8Part::kAll);
     full[s] = ok;
     if (!ok) {
       out.clear();

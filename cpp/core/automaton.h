@@ -206,13 +206,13 @@ class Automaton {
   void ComputeCharacterRules();
   void ComputeUniversal();
   void ComputePlainCapacity();
-  // True when every valid UTF-8 character read from determinized state s is covered by its
-  // edges and ends at a state t with leaf(t); `near`: every one but those of kNearLeads' leads.
+  // The plain multi-byte characters: all of them, or one of two parts: all but those of
+  // kNearLeads' leads, and those.
+  enum class Utf8Part { kAll, kNear, kNearLeads };
+  // True when every plain multi-byte character of `part` read from determinized state s is
+  // covered by its edges and ends at a state t with leaf(t).
   template <typename Leaf>
-  bool EveryPlainUtf8(int32_t s, Leaf&& leaf, bool near = false) const;
-  // ComputeUniversal's fixpoint, for all plain text or (`near`) all but kNearLeads' characters;
-  // `all_candidates`: every state that covers the plain ASCII bytes is in it.
-  Flags UniversalStates(bool near, bool* all_candidates) const;
+  bool EveryPlainUtf8(int32_t s, Leaf&& leaf, Utf8Part part) const;
   // True when rule r's start reads every plain character as a whole (r may end after it).
   bool ReadsOnePlainCharacter(int32_t r) const;
   void ComputeByteClasses();
