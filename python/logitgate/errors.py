@@ -219,3 +219,11 @@ class OutputValidationError(LogitgateError, ValueError):
         self.text = text
         self.errors = errors or []
         super().__init__(message)
+
+
+def _int_text(n: int) -> str:
+    """``n`` for an error message. Python refuses to print an int of more than 4,300 digits
+    (ValueError), and a schema or IR node may hold one: reporting it must not raise."""
+    if n.bit_length() <= 4000:  # about 1,200 digits
+        return str(n)
+    return f"{'-' if n < 0 else ''}an integer of about {int(n.bit_length() * 0.30103)} digits"
