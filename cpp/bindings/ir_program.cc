@@ -169,8 +169,12 @@ nb::bytes SerializeIr(nb::tuple types, nb::list nodes, nb::list names, int32_t r
         if (min.value > max_repeat || max.value > max_repeat) {
           throw CoreError::Limit("max_repeat", max_repeat, "repetition " + bounds + " in rule '" + rule_name() + "'");
         }
+        if (min.value > INT32_MAX || max.value > INT32_MAX) {  // (a max_repeat set past int32)
+          throw CoreError::Limit("max_repeat", max_repeat, "repetition " + bounds + " in rule '" + rule_name() +
+                                                               "': past int32, the program's counts");
+        }
         out.push_back(kOpRepeat);
-        out.push_back(static_cast<int32_t>(min.value));  // both within [-1, max_repeat]: int32
+        out.push_back(static_cast<int32_t>(min.value));  // both within [-1, INT32_MAX]
         out.push_back(static_cast<int32_t>(max.value));
         nb::object item = Attr(node, a_item);
         stack.push_back({item.ptr(), depth + 1});  // the node keeps it alive

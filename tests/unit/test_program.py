@@ -107,6 +107,14 @@ def test_repeat_counts_past_max_repeat_are_limits(node: Repeat, shown: str) -> N
         assert str(e.value) == f"limit max_repeat=100000 exceeded: repetition {shown} in rule 'r'"
 
 
+def test_repeat_counts_past_int32_under_a_larger_max_repeat() -> None:
+    """A max_repeat set past int32 does not let a count wrap in the int32 program."""
+    with pytest.raises(lg.LimitExceeded) as e:
+        serialize(Grammar({"r": Repeat(Literal(b"a"), 2**32)}, root="r"), Limits(max_repeat=2**40))
+    assert (e.value.limit, e.value.value) == ("max_repeat", 2**40)
+    assert str(e.value).endswith("repetition {4294967296,} in rule 'r': past int32, the program's counts")
+
+
 @pytest.mark.parametrize(
     ("node", "message"),
     [
