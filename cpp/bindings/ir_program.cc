@@ -41,6 +41,35 @@ int64_t Int(PyObject* v) {
   return x;
 }
 
+// A user-given int field of a node (a repetition bound, a token id). Python ints are unbounded
+// and the IR's constructors do not bound them above, so a value past int64 must not escape as
+// OverflowError: it is clamped to the int64 end of its sign (past every limit and range the
+// program checks) with `overflow` set, and printed as that bound. `ok` is false when the field
+// is not an int at all (a float bound: TypeError from __index__).
+struct UserInt {
+  int64_t value = 0;
+  int overflow = 0;  // +1 / -1: the true value lies beyond INT64_MAX / INT64_MIN
+  bool ok = true;
+
+  std::string Text() const {
+    if (overflow != 0) return overflow > 0 ? "2^63 or more" : "-2^63 or less";
+    return std::to_string(value);
+  }
+};
+
+UserInt ReadUserInt(PyObject* v) {
+  UserInt r;
+  const long long x = PyLong_AsLongLongAndOverflow(v, &r.overflow);
+  if (x == -1 && PyErr_Occurred()) {
+    if (!PyErr_ExceptionMatches(PyExc_TypeError)) throw nb::python_error();
+    PyErr_Clear();
+    r.ok = false;
+    return r;
+  }
+  r.value = r.overflow > 0 ? INT64_MAX : r.overflow < 0 ? INT64_MIN : x;
+  return r;
+}
+
 int32_t ToInt32(int64_t v) {
   if (v < INT32_MIN || v > INT32_MAX) throw nb::value_error("IR value out of the program's int32 range");
   return static_cast<int32_t>(v);
@@ -116,18 +145,37 @@ nb::bytes SerializeIr(nb::tuple types, nb::list nodes, nb::list names, int32_t r
         for (Py_ssize_t i = 0; i < n; ++i) {
           PyObject* pair = PyTuple_GET_ITEM(ranges.ptr(), i);
           if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) throw nb::type_error("a class range is a pair");
-          out.push_back(ToInt32(Int(PyTuple_GET_ITEM(pair, 0))));
-          out.push_back(ToInt32(Int(PyTuple_GET_ITEM(pair, 1))));
+          // The constructors keep ranges within code points / bytes; the core rechecks both.
+          for (int k = 0; k < 2; ++k) {
+            const UserInt end = ReadUserInt(PyTuple_GET_ITEM(pair, k));
+            if (!end.ok || end.value < INT32_MIN || end.value > INT32_MAX) {
+              throw CoreError::Grammar("bad-class", "class range bound " + (end.ok ? end.Text() : "?") +
+                                                        " is not a code point or byte", rule_name());
+            }
+            out.push_back(static_cast<int32_t>(end.value));
+          }
         }
       } else if (type == type_of[kRepeat]) {
         nb::object lo = Attr(node, a_min), hi = Attr(node, a_max);
-        const int64_t min = Int(lo.ptr()), max = hi.is_none() ? -1 : Int(hi.ptr());
-        if (min > max_repeat || max > max_repeat) {
-          throw CoreError::Limit("max_repeat", max_repeat, "repetition in rule '" + rule_name() + "'");
+        const UserInt min = ReadUserInt(lo.ptr());
+        const UserInt max = hi.is_none() ? UserInt{-1} : ReadUserInt(hi.ptr());
+        if (!min.ok || !max.ok) throw CoreError::Grammar("bad-repeat", "repetition bounds must be ints", rule_name());
+        const std::string bounds = "{" + min.Text() + "," + (hi.is_none() ? "" : max.Text()) + "}";
+        // Repeat's constructor checks signs and order; a node made around it (its fields set
+        // directly, a pickle) gets the same typed answer here, before the core reads -1 as "none".
+        if (min.value < 0 || (!hi.is_none() && max.value < min.value)) {
+          throw CoreError::Grammar("bad-repeat", "bad repetition bounds " + bounds, rule_name());
+        }
+        if (min.value > max_repeat || max.value > max_repeat) {
+          throw CoreError::Limit("max_repeat", max_repeat, "repetition " + bounds + " in rule '" + rule_name() + "'");
+        }
+        if (min.value > INT32_MAX || max.value > INT32_MAX) {  // (a max_repeat set past int32)
+          throw CoreError::Limit("max_repeat", max_repeat, "repetition " + bounds + " in rule '" + rule_name() +
+                                                               "': past int32, the program's counts");
         }
         out.push_back(kOpRepeat);
-        out.push_back(ToInt32(min));
-        out.push_back(ToInt32(max));
+        out.push_back(static_cast<int32_t>(min.value));  // both within [-1, INT32_MAX]
+        out.push_back(static_cast<int32_t>(max.value));
         nb::object item = Attr(node, a_item);
         stack.push_back({item.ptr(), depth + 1});  // the node keeps it alive
       } else if (type == type_of[kStringExcept]) {
@@ -152,7 +200,16 @@ nb::bytes SerializeIr(nb::tuple types, nb::list nodes, nb::list names, int32_t r
         out.push_back(kOpTokenSet);
         out.push_back(PyObject_IsTrue(negated.ptr()) == 1 ? 1 : 0);
         out.push_back(ToInt32(n));
-        for (Py_ssize_t i = 0; i < n; ++i) out.push_back(ToInt32(Int(PyTuple_GET_ITEM(ids.ptr(), i))));
+        for (Py_ssize_t i = 0; i < n; ++i) {
+          // An id past int32 is past every vocabulary: the core's own answer for an id it lacks.
+          const UserInt id = ReadUserInt(PyTuple_GET_ITEM(ids.ptr(), i));
+          if (!id.ok) throw CoreError::Grammar("bad-token-set", "token ids must be integers", rule_name());
+          if (id.value < 0 || id.value > INT32_MAX) {
+            throw CoreError::Grammar("unknown-token", "token id " + id.Text() + " is not in the vocabulary",
+                                     rule_name());
+          }
+          out.push_back(static_cast<int32_t>(id.value));
+        }
       } else {
         nb::object r = nb::steal(PyObject_Repr(node));
         throw nb::type_error(("not an IR node: " + (r.is_valid() ? nb::cast<std::string>(r) : std::string("?"))).c_str());

@@ -29,6 +29,7 @@ from .errors import (
     CompileCancelled,
     CompileTimeout,
     GrammarError,
+    LimitExceeded,
     LogitgateError,
     SchemaError,
     StructuralTagError,
@@ -646,6 +647,10 @@ class Compiler:
                 grammar, _ = schema_to_grammar(schema, limits=self.limits, check_empty=False, **options)
             except SchemaError as e:
                 raise StructuralTagError(f"json_schema: {e.message}", path=path, code="structural-tag-schema") from e
+            except CompileTimeout:
+                raise
+            except LimitExceeded as e:  # (its pointer is the schema's own: the path says which schema)
+                raise StructuralTagError(f"json_schema: {e.message}", path=path, code="structural-tag-limit") from e
             return grammar
 
         def json_schemas(schemas: list[Any], options: dict[str, Any]) -> tuple[Grammar, list[str | None]] | None:

@@ -8,7 +8,7 @@ Families:
 - :class:`SchemaError`   a JSON Schema is invalid or cannot be lowered (``pointer``: JSON pointer).
   :class:`UnsupportedSchemaError` is the subclass for valid schemas using what we cannot lower.
 - :class:`LimitExceeded` a documented limit of :class:`~logitgate.Limits` was hit (``limit``,
-  ``value``).
+  ``value``; ``pointer`` when a JSON Schema keyword asked for it).
 - :class:`CompileCancelled` a compile stopped because its :class:`~logitgate.CancelToken` was
   cancelled; :class:`CompileTimeout` (a :class:`LimitExceeded`) one that ran past its
   ``timeout``. Nothing of the compile is kept.
@@ -134,14 +134,18 @@ class UnsupportedSchemaError(SchemaError):
 
 class LimitExceeded(LogitgateError):
     """A limit of :class:`~logitgate.Limits` (or a fixed cap of the JSON Schema frontend,
-    docs/limits.md) was exceeded: ``limit`` names it, ``value`` is its setting."""
+    docs/limits.md) was exceeded: ``limit`` names it, ``value`` is its setting; ``pointer`` is
+    the JSON pointer of the schema keyword that asked for more, when a JSON Schema keyword did
+    (``/minItems``), else None."""
 
     code = "limit"
 
-    def __init__(self, limit: str, value: int | float, message: str = "") -> None:
+    def __init__(self, limit: str, value: int | float, message: str = "", *, pointer: str | None = None) -> None:
         self.limit = limit
         self.value = value
-        super().__init__(f"limit {limit}={value} exceeded" + (f": {message}" if message else ""))
+        self.pointer = pointer
+        where = "" if pointer is None else f" at {pointer or '#'}"
+        super().__init__(f"limit {limit}={value} exceeded" + (f": {message}" if message else "") + where)
 
 
 class CompileTimeout(LimitExceeded):
@@ -219,3 +223,11 @@ class OutputValidationError(LogitgateError, ValueError):
         self.text = text
         self.errors = errors or []
         super().__init__(message)
+
+
+def _int_text(n: int) -> str:
+    """``n`` for an error message. Python refuses to print an int of more than 4,300 digits
+    (ValueError), and a schema or IR node may hold one: reporting it must not raise."""
+    if n.bit_length() <= 4000:  # about 1,200 digits
+        return str(n)
+    return f"{'-' if n < 0 else ''}an integer of about {int(n.bit_length() * 0.30103)} digits"

@@ -113,6 +113,19 @@ def test_bad_parameters_schema_names_the_tool() -> None:
     )
 
 
+def test_parameters_past_a_limit_name_the_tool_and_keyword() -> None:
+    """minItems at 2^63 is a LimitExceeded inside the tag (it was an OverflowError, a 500)."""
+    huge = {"type": "object", "properties": {"xs": {"type": "array", "minItems": 2**63}}, "required": ["xs"]}
+    tools = [TOOLS[1], {"type": "function", "function": {"name": "many", "parameters": huge}}]
+    plan = plan_tools(tools, "auto", None)
+    assert plan is not None
+    with pytest.raises(ApiError) as e:
+        tool_call_grammar(lg.Compiler(VOCAB), plan)
+    body = e.value.body()["error"]
+    assert (e.value.status, body["param"], body["code"]) == (400, "tools[1].function.parameters", "limit")
+    assert "minItems 9223372036854775808 at /properties/xs/minItems" in body["message"]
+
+
 def test_calls_read_back_with_the_text_around_them() -> None:
     content, calls = split_tool_calls("Looking it up.\n" + CALL + "\n" + NOOP)
     assert content == "Looking it up."

@@ -639,6 +639,111 @@ def test_errors_carry_pointers(compiler: lg.Compiler, schema: Any, error: type, 
     assert e.value.pointer == pointer
 
 
+CONTAINS_ONE: dict[str, Any] = {"type": "array", "contains": {"const": 1}}
+
+
+@pytest.mark.parametrize(
+    ("schema", "pointer", "says"),
+    [
+        # Counts past int64 reached the native serializer as OverflowError (a fuzz finding).
+        ({"type": "array", "minItems": 2**63}, "/minItems", "minItems 9223372036854775808"),
+        ({"type": "array", "minItems": 2**64, "prefixItems": [{}]}, "/minItems", "minItems 18446744073709551616"),
+        ({"type": "array", "minItems": 1e300}, "/minItems", "minItems 1000000000000000052504760255204420248704"),
+        ({"type": "array", "maxItems": 2**64}, "/maxItems", "maxItems 18446744073709551616"),
+        ({"properties": {"xs": {"type": "array", "minItems": 10**30}}}, "/properties/xs/minItems", "minItems 10000"),
+        ({"$defs": {"a": {"minItems": 2**64}}, "$ref": "#/$defs/a", "type": "array"}, "/$defs/a/minItems", "minItems"),
+        ({**CONTAINS_ONE, "minContains": 2**64}, "/minContains", "minContains 18446744073709551616"),
+        ({"type": "string", "minLength": 2**64}, "/minLength", "minLength 18446744073709551616"),
+        ({"type": "string", "minLength": 2**64, "pattern": "^a+$"}, "/minLength", "minLength 18446744073709551616"),
+        # below the plain string's 2^31 but past what the pattern's repetition holds
+        (
+            {"type": "string", "minLength": 200_001, "pattern": "^a+$"},
+            "/minLength",
+            "minLength 200001 with this pattern",
+        ),
+        ({"type": "string", "maxLength": 2**64, "format": "date-time"}, "/maxLength", "maxLength 18446744073709551616"),
+        ({"type": "object", "propertyNames": {"minLength": 2**64}}, "/propertyNames/minLength", "minLength"),
+        # (printed by size: Python refuses to print an int of more than 4,300 digits)
+        ({"type": "array", "maxItems": 2**20000}, "/maxItems", "maxItems an integer of about 6020 digits"),
+    ],
+)
+def test_counts_past_max_repeat_are_limits_naming_the_keyword(
+    compiler: lg.Compiler, schema: Any, pointer: str, says: str
+) -> None:
+    for lenient in (False, True):  # (a limit is not a construct lenient mode may drop)
+        with pytest.raises(lg.LimitExceeded) as e:
+            compiler.compile_json_schema(schema, lenient=lenient)
+        assert type(e.value) is lg.LimitExceeded
+        assert (e.value.code, e.value.limit, e.value.value, e.value.pointer) == (
+            "limit",
+            "max_repeat",
+            100_000,
+            pointer,
+        )
+        assert says in str(e.value) and str(e.value).endswith(f" at {pointer}")
+
+
+@pytest.mark.parametrize(
+    ("schema", "says"),
+    [
+        ({"type": "array", "minItems": 2**64, "maxItems": 3}, "minItems > maxItems"),
+        ({"type": "array", "minItems": 2**64, "prefixItems": [{}], "items": False}, "minItems > maxItems"),
+        ({**CONTAINS_ONE, "minContains": 2**64, "maxItems": 2}, "minContains > maxItems"),
+        ({"allOf": [{"type": "string", "minLength": 2**64}, {"maxLength": 5}]}, "minLength > maxLength"),
+    ],
+)
+def test_huge_counts_that_contradict_are_empty_languages(compiler: lg.Compiler, schema: Any, says: str) -> None:
+    with pytest.raises(lg.SchemaError) as e:
+        compiler.compile_json_schema(schema)
+    assert type(e.value) is lg.SchemaError
+    assert e.value.code == "schema-empty" and says in str(e.value)
+
+
+def test_counts_up_to_max_repeat_still_compile() -> None:
+    """The limit is on the repetition built: without a prefix the first item stands apart."""
+    vocab = lg.Vocabulary.from_tokens([bytes([i]) for i in range(256)] + [b"</s>"], eos_ids=[256])
+    small = lg.Compiler(vocab, limits=lg.Limits(max_repeat=10))
+    g = small.compile_json_schema({"type": "array", "minItems": 11, "items": {"const": 1}})
+    assert accepts(g, json.dumps([1] * 11)) and not accepts(g, json.dumps([1] * 10))
+    g = small.compile_json_schema({"type": "array", "maxItems": 11, "items": {"const": 1}})
+    assert accepts(g, json.dumps([1] * 11)) and not accepts(g, json.dumps([1] * 12))
+    for schema in ({"type": "array", "minItems": 12}, {"type": "array", "maxItems": 12}):
+        with pytest.raises(lg.LimitExceeded) as e:
+            small.compile_json_schema(schema)
+        assert (e.value.limit, e.value.value) == ("max_repeat", 10)
+    g = small.compile_json_schema({**CONTAINS_ONE, "minContains": 11})
+    assert accepts(g, json.dumps([1] * 11)) and not accepts(g, json.dumps([1] * 10))
+    with pytest.raises(lg.LimitExceeded) as e:
+        small.compile_json_schema({**CONTAINS_ONE, "minContains": 12})
+    assert e.value.pointer == "/minContains"
+
+
+def test_huge_integers_in_values_and_bounds(compiler: lg.Compiler) -> None:
+    big = 10**400  # past the largest double: spelled as an integer only (float() overflowed)
+    g = compiler.compile_json_schema({"const": big})
+    assert accepts(g, str(big)) and not accepts(g, str(big + 1))
+    bound = 3 * 10**1100 + 7  # 1,101 digits: the digit split recursed once a digit
+    g = compiler.compile_json_schema({"type": "integer", "minimum": bound})
+    assert accepts(g, str(bound)) and accepts(g, "4" + "0" * 1100) and not accepts(g, str(bound - 1))
+    for schema in ({"const": 2**20000}, {"enum": [1, -(2**20000)]}, {"type": "integer", "minimum": 10**1200}):
+        with pytest.raises(lg.LimitExceeded) as e:
+            compiler.compile_json_schema(schema)
+        assert (e.value.limit, e.value.value) == ("json_schema_decimal_digits", 1200)
+    with pytest.raises(lg.LimitExceeded) as e:  # json.loads refuses it with a plain ValueError
+        compiler.compile_json_schema('{"const": 1' + "0" * 5000 + "}")
+    assert e.value.limit == "json_schema_decimal_digits" and "4,300 digits" in str(e.value)
+    with pytest.raises(lg.UnsupportedSchemaError) as u:  # (the message prints the bound by size)
+        compiler.compile_json_schema({"type": "number", "exclusiveMinimum": 2**20000})
+    assert "an integer of about 6020 digits" in str(u.value)
+
+
+def test_max_whitespace_past_max_repeat_is_a_limit(compiler: lg.Compiler) -> None:
+    with pytest.raises(lg.LimitExceeded) as e:
+        compiler.compile_json_schema({"type": "object"}, max_whitespace=2**64)
+    assert (e.value.limit, e.value.pointer) == ("max_repeat", None)
+    assert "max_whitespace 18446744073709551616" in str(e.value)
+
+
 # Unrolled (<= 1024), blocks of 256 (up to 4096 blocks), binary decomposition (beyond): each
 # length at the seams is accepted exactly when it is within bounds.
 @pytest.mark.parametrize(

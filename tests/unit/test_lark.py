@@ -149,6 +149,16 @@ def test_limits_bound_nesting_and_source() -> None:
         parse_lark('start: "a"{100001}')
 
 
+@pytest.mark.parametrize(
+    "grammar",
+    ['start: "a"~99999999999999999999', 'start: "a"~0..18446744073709551616', "start: /a{99999999999999999999}/"],
+)
+def test_counts_past_int64_are_limits(grammar: str) -> None:
+    with pytest.raises(lg.LimitExceeded) as info:
+        COMPILER.compile_lark(grammar)
+    assert (info.value.limit, info.value.value) == ("max_repeat", 100_000)
+
+
 def test_compile_lark_takes_text() -> None:
     with pytest.raises(lg.GrammarError) as info:
         COMPILER.compile_lark(b'start: "a"')  # type: ignore[arg-type]

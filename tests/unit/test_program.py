@@ -14,7 +14,7 @@ import logitgate as lg
 from logitgate.frontends.gbnf import parse_gbnf
 from logitgate.frontends.json_schema import schema_to_grammar
 from logitgate.frontends.regex import parse_regex
-from logitgate.grammar.ir import Grammar, Literal, Ref, Repeat, Seq, StringExcept
+from logitgate.grammar.ir import ByteClass, CharClass, Grammar, Literal, Ref, Repeat, Seq, StringExcept, TokenSet
 from logitgate.grammar.program import serialize
 from logitgate.limits import DEFAULT_LIMITS, Limits
 
@@ -75,3 +75,86 @@ def test_errors() -> None:
     with pytest.raises(lg.GrammarError) as e:
         serialize(Grammar({"a": Literal(b"a")}), DEFAULT_LIMITS)
     assert e.value.code == "missing-root"
+
+
+def _repeat(min: object, max: object) -> Repeat:
+    """A Repeat whose fields were set past its constructor (as a pickle or a subclass can)."""
+    node = Repeat(Literal(b"a"))
+    object.__setattr__(node, "min", min)
+    object.__setattr__(node, "max", max)
+    return node
+
+
+@pytest.mark.parametrize(
+    ("node", "shown"),
+    [
+        # Python ints past int64 were an OverflowError from the serializer.
+        (Repeat(Literal(b"a"), 2**63), "{2^63 or more,}"),
+        (Repeat(Literal(b"a"), 0, 2**64), "{0,2^63 or more}"),
+        (Repeat(Literal(b"a"), 10**30, 10**31), "{2^63 or more,2^63 or more}"),
+        (Repeat(Literal(b"a"), 2**63 - 1), "{9223372036854775807,}"),
+        (Repeat(Literal(b"a"), 100_001, None), "{100001,}"),
+    ],
+)
+def test_repeat_counts_past_max_repeat_are_limits(node: Repeat, shown: str) -> None:
+    compiler = lg.Compiler(lg.Vocabulary.from_tokens([b"a"]))
+    for run in (lambda: serialize(Grammar({"r": node}, root="r"), DEFAULT_LIMITS),
+                lambda: compiler.compile_grammar(Grammar({"r": node}, root="r"))):  # fmt: skip
+        with pytest.raises(lg.LimitExceeded) as e:
+            run()
+        assert type(e.value) is lg.LimitExceeded
+        assert (e.value.code, e.value.limit, e.value.value) == ("limit", "max_repeat", 100_000)
+        assert str(e.value) == f"limit max_repeat=100000 exceeded: repetition {shown} in rule 'r'"
+
+
+def test_repeat_counts_past_int32_under_a_larger_max_repeat() -> None:
+    """A max_repeat set past int32 does not let a count wrap in the int32 program."""
+    with pytest.raises(lg.LimitExceeded) as e:
+        serialize(Grammar({"r": Repeat(Literal(b"a"), 2**32)}, root="r"), Limits(max_repeat=2**40))
+    assert (e.value.limit, e.value.value) == ("max_repeat", 2**40)
+    assert str(e.value).endswith("repetition {4294967296,} in rule 'r': past int32, the program's counts")
+
+
+@pytest.mark.parametrize(
+    ("node", "message"),
+    [
+        (_repeat(-(2**64), None), "bad repetition bounds {-2^63 or less,}"),
+        (_repeat(-(2**63), None), "bad repetition bounds {-9223372036854775808,}"),
+        (_repeat(0, -(2**70)), "bad repetition bounds {0,-2^63 or less}"),
+        (_repeat(0, -1), "bad repetition bounds {0,-1}"),  # (-1 is the program's "no maximum")
+        (_repeat(5, 3), "bad repetition bounds {5,3}"),
+        (_repeat(1.5, None), "repetition bounds must be ints"),
+        (_repeat(0, "3"), "repetition bounds must be ints"),
+    ],
+)
+def test_bad_repeat_fields_are_grammar_errors(node: Repeat, message: str) -> None:
+    with pytest.raises(lg.GrammarError) as e:
+        serialize(Grammar({"r": node}, root="r"), DEFAULT_LIMITS)
+    assert (e.value.code, e.value.rule) == ("bad-repeat", "r")
+    assert str(e.value) == f"{message} (rule 'r')"
+
+
+def test_ir_constructors_raise_typed_errors() -> None:
+    for lo, hi in ((-1, None), (-(2**64), None), (5, 3), (0, -(2**63))):
+        with pytest.raises(lg.GrammarError) as e:
+            Repeat(Literal(b"a"), lo, hi)
+        assert e.value.code == "bad-repeat" and isinstance(e.value, ValueError)
+    with pytest.raises(lg.GrammarError, match="an integer of about 6020 digits") as e:
+        Repeat(Literal(b"a"), -(2**20000))  # (Python prints no int of more than 4,300 digits)
+    for make in (lambda: CharClass(((0, 2**64),)), lambda: ByteClass(((0, 256),))):
+        with pytest.raises(lg.GrammarError) as e:
+            make()
+        assert e.value.code == "bad-class"
+    for ids in ([-1], []):
+        with pytest.raises(lg.GrammarError) as e:
+            TokenSet(ids)
+        assert e.value.code == "bad-token-set"
+
+
+@pytest.mark.parametrize("token", [2**31, 2**63, 2**64])
+def test_token_ids_past_int32_are_unknown_tokens(token: int) -> None:
+    compiler = lg.Compiler(lg.Vocabulary.from_tokens([b"a"]))
+    with pytest.raises(lg.GrammarError) as e:
+        compiler.compile_grammar(Grammar({"root": TokenSet([token])}))
+    assert (e.value.code, e.value.rule) == ("unknown-token", "root")
+    assert "is not in the vocabulary" in str(e.value)

@@ -226,6 +226,70 @@ def test_errors_name_the_path(compiler: lg.Compiler, spec: dict[str, object], pa
     assert (e.value.path, e.value.code) == (path, code)
 
 
+@pytest.mark.parametrize(
+    ("fmt", "path", "says"),
+    [
+        # Counts past int64 inside a tag were an OverflowError from the serializer.
+        (
+            {"type": "json_schema", "json_schema": {"type": "array", "minItems": 2**64}},
+            "$.json_schema",
+            "minItems 18446744073709551616 at /minItems",
+        ),
+        (
+            {"type": "json_schema", "json_schema": {"type": "object"}, "max_whitespace_cnt": 2**64},
+            "$.max_whitespace_cnt",
+            "max_whitespace_cnt over max_repeat=100000",
+        ),
+        (
+            {"type": "json_schema", "json_schema": {**WEATHER, "maxProperties": 2**64}, "any_order": True},
+            "$.json_schema.maxProperties",
+            "maxProperties over max_repeat=100000",
+        ),
+        (
+            {"type": "json_schema", "json_schema": {**WEATHER, "minProperties": 2**64}, "any_order": True},
+            "$.json_schema.minProperties",
+            "minProperties over max_repeat=100000",
+        ),
+        (
+            {"type": "repeat", "min": 2**64, "max": -1, "content": {"type": "const_string", "value": "a"}},
+            "$",
+            "repeat bound over max_repeat=100000",
+        ),
+    ],
+)
+def test_counts_past_max_repeat_name_the_path(
+    compiler: lg.Compiler, fmt: dict[str, object], path: str, says: str
+) -> None:
+    for spec in (fmt, json.dumps(fmt)):
+        with pytest.raises(lg.StructuralTagError) as e:
+            compiler.compile_structural_tag(spec)
+        assert (e.value.path, e.value.code) == (path, "structural-tag-limit")
+        assert says in str(e.value)
+
+
+def test_tool_parameters_past_max_repeat_name_the_tag(compiler: lg.Compiler) -> None:
+    params = {"type": "object", "properties": {"xs": {"type": "array", "minItems": 2**64}}}
+    tools = [{"type": "function", "function": {"name": "f", "parameters": params}}]
+    with pytest.raises(lg.StructuralTagError) as e:
+        compiler.compile_structural_tag(lg.tool_call_structure("qwen3", tools))
+    assert (e.value.path, e.value.code) == ("$.format.tags[0].content.json_schema", "structural-tag-limit")
+    assert "minItems 18446744073709551616 at /properties/xs/minItems" in str(e.value)
+
+
+@pytest.mark.parametrize("token", [2**31, 2**64])
+def test_token_ids_past_int32_are_unknown(compiler: lg.Compiler, token: int) -> None:
+    for fmt in ({"type": "token", "token": token}, {"type": "exclude_token", "exclude_tokens": [token]}):
+        with pytest.raises(lg.GrammarError) as e:
+            compiler.compile_structural_tag(fmt)
+        assert e.value.code == "unknown-token"
+
+
+def test_integer_past_python_digits(compiler: lg.Compiler) -> None:
+    with pytest.raises(lg.StructuralTagError) as e:  # json.loads refuses it with a plain ValueError
+        compiler.compile_structural_tag('{"type": "token", "token": 1' + "0" * 5000 + "}")
+    assert (e.value.path, e.value.code) == ("$", "structural-tag-limit")
+
+
 def test_not_json(compiler: lg.Compiler) -> None:
     with pytest.raises(lg.StructuralTagError) as e:
         compiler.compile_structural_tag("{")

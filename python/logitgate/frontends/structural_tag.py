@@ -149,6 +149,10 @@ def lower_structural_tag(
             spec = json.loads(spec)
         except (json.JSONDecodeError, RecursionError) as e:
             raise StructuralTagError(f"not valid JSON: {e}", path="$") from None
+        except ValueError:  # valid JSON, but an integer past Python's 4,300 digits
+            raise StructuralTagError(
+                "an integer of more than 4,300 digits", path="$", code="structural-tag-limit"
+            ) from None
     if not isinstance(spec, Mapping):
         raise StructuralTagError(f"a structural tag is an object, not {type(spec).__name__}", path="$")
     lowering = _Lowering(limits, token_id, json_schema, dict(special_texts or {}))
@@ -442,6 +446,12 @@ class _Lowering:
         if cnt is not None:
             if cnt < 0:
                 raise StructuralTagError("max_whitespace_cnt must be >= 0", path=f"{path}.max_whitespace_cnt")
+            if cnt > self.limits.max_repeat:  # (a gap's whitespace is one repetition)
+                raise StructuralTagError(
+                    f"max_whitespace_cnt over max_repeat={self.limits.max_repeat}",
+                    path=f"{path}.max_whitespace_cnt",
+                    code="structural-tag-limit",
+                )
             if style != "json":
                 raise StructuralTagError(
                     f"max_whitespace_cnt with style {style!r} is not supported",
@@ -544,6 +554,14 @@ class _Lowering:
             raise StructuralTagError(
                 "empty language: maxProperties is below the required count", path=at, code="structural-tag-schema"
             )
+        # The members after the first are one repetition (names may repeat, as in XGrammar).
+        for kw, count in (("minProperties", lo), ("maxProperties", hi)):
+            if count is not None and count - 1 > self.limits.max_repeat:
+                raise StructuralTagError(
+                    f"any_order: {kw} over max_repeat={self.limits.max_repeat}",
+                    path=f"{at}.{kw}",
+                    code="structural-tag-limit",
+                )
         ws = Repeat(CharClass(((0x09, 0x0A), (0x0D, 0x0D), (0x20, 0x20))), 0, None)
         members: list[Node] = []
         for name, sub in properties.items():

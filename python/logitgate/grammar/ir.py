@@ -40,6 +40,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
+from ..errors import GrammarError, _int_text
+
 __all__ = [
     "EMPTY",
     "MAX_CODE_POINT",
@@ -91,7 +93,7 @@ class CharClass:
     def __init__(self, ranges: tuple[tuple[int, int], ...], negated: bool = False) -> None:
         for lo, hi in ranges:
             if not (0 <= lo <= hi <= MAX_CODE_POINT):
-                raise ValueError(f"bad code point range {lo:#x}-{hi:#x}")
+                raise GrammarError(f"bad code point range {lo:#x}-{hi:#x}", code="bad-class")
         d = self.__dict__
         d["ranges"] = ranges
         d["negated"] = negated
@@ -107,7 +109,7 @@ class ByteClass:
     def __init__(self, ranges: tuple[tuple[int, int], ...], negated: bool = False) -> None:
         for lo, hi in ranges:
             if not (0 <= lo <= hi <= 255):
-                raise ValueError(f"bad byte range {lo}-{hi}")
+                raise GrammarError(f"bad byte range {lo:#x}-{hi:#x}", code="bad-class")
         d = self.__dict__
         d["ranges"] = ranges
         d["negated"] = negated
@@ -143,7 +145,8 @@ class Repeat:
 
     def __init__(self, item: Node, min: int = 0, max: int | None = None) -> None:
         if min < 0 or (max is not None and max < min):
-            raise ValueError(f"bad repetition bounds {{{min},{max}}}")
+            shown = f"{{{_int_text(min)},{'' if max is None else _int_text(max)}}}"
+            raise GrammarError(f"bad repetition bounds {shown}", code="bad-repeat")
         d = self.__dict__
         d["item"] = item
         d["min"] = min
@@ -196,9 +199,9 @@ class TokenSet:
     def __init__(self, ids: Iterable[int], negated: bool = False) -> None:
         ordered = tuple(sorted(set(ids)))
         if ordered and ordered[0] < 0:
-            raise ValueError(f"negative token id {ordered[0]}")
+            raise GrammarError(f"negative token id {_int_text(ordered[0])}", code="bad-token-set")
         if not ordered and not negated:
-            raise ValueError("an empty token set matches nothing")
+            raise GrammarError("an empty token set matches nothing", code="bad-token-set")
         d = self.__dict__
         d["ids"] = ordered
         d["negated"] = negated

@@ -57,25 +57,79 @@ def is_empty_language(node: Node | None) -> bool:
 
 
 def split_fixed(lo: int, hi: int, width: int, base: int) -> list[list[tuple[int, int]]]:
-    """Fixed-width digit strings with values in [lo, hi], as per-position digit ranges."""
-    if width == 0:
-        return [[]]
-    p = base ** (width - 1)
-    lo_d, lo_r = divmod(lo, p)
-    hi_d, hi_r = divmod(hi, p)
-    if lo_d == hi_d:
-        return [[(lo_d, lo_d), *s] for s in split_fixed(lo_r, hi_r, width - 1, base)]
+    """Fixed-width digit strings with values in [lo, hi], as per-position digit ranges: the
+    digits lo and hi share, then lo's side (lo's digit, then the rest from lo up), the digits
+    strictly between (any rest), and hi's side (hi's digit, then the rest up to hi). Iterative:
+    a bound's digit count (a JSON Schema ``minimum``, up to 1,200 digits) is the depth."""
+    prefix: list[tuple[int, int]] = []
+    while width > 0:
+        p = base ** (width - 1)
+        lo_d, lo_r = divmod(lo, p)
+        hi_d, hi_r = divmod(hi, p)
+        if lo_d != hi_d:
+            break
+        prefix.append((lo_d, lo_d))
+        lo, hi, width = lo_r, hi_r, width - 1
+    else:
+        return [prefix]
+    any_rest = [(0, base - 1)] * (width - 1)
     out: list[list[tuple[int, int]]] = []
     if lo_r != 0:
-        out += [[(lo_d, lo_d), *s] for s in split_fixed(lo_r, p - 1, width - 1, base)]
+        out += [[*prefix, (lo_d, lo_d), *s] for s in _split_from(lo_r, width - 1, base)]
         lo_d += 1
     tail: list[list[tuple[int, int]]] = []
     if hi_r != p - 1:
-        tail = [[(hi_d, hi_d), *s] for s in split_fixed(0, hi_r, width - 1, base)]
+        tail = [[*prefix, (hi_d, hi_d), *s] for s in _split_upto(hi_r, width - 1, base)]
         hi_d -= 1
     if lo_d <= hi_d:
-        out.append([(lo_d, hi_d)] + [(0, base - 1)] * (width - 1))
+        out.append([*prefix, (lo_d, hi_d), *any_rest])
     return out + tail
+
+
+def _split_from(lo: int, width: int, base: int) -> list[list[tuple[int, int]]]:
+    """``split_fixed(lo, base**width - 1, width, base)``: each step's larger digits (any rest)
+    come after the strings that keep lo's digit."""
+    prefix: list[tuple[int, int]] = []
+    after: list[list[tuple[int, int]]] = []
+    first: list[list[tuple[int, int]]]
+    while True:
+        if width == 0:
+            first = [prefix]
+            break
+        p = base ** (width - 1)
+        lo_d, lo_r = divmod(lo, p)
+        if lo_d == base - 1:  # lo's digit is the top one: shared with the upper end
+            prefix = [*prefix, (lo_d, lo_d)]
+        elif lo_r == 0:
+            first = [[*prefix, (lo_d, base - 1), *[(0, base - 1)] * (width - 1)]]
+            break
+        else:
+            after.append([*prefix, (lo_d + 1, base - 1), *[(0, base - 1)] * (width - 1)])
+            prefix = [*prefix, (lo_d, lo_d)]
+        lo, width = lo_r, width - 1
+    return first + after[::-1]
+
+
+def _split_upto(hi: int, width: int, base: int) -> list[list[tuple[int, int]]]:
+    """``split_fixed(0, hi, width, base)``: each step's smaller digits (any rest) come before
+    the strings that keep hi's digit."""
+    prefix: list[tuple[int, int]] = []
+    out: list[list[tuple[int, int]]] = []
+    while True:
+        if width == 0:
+            out.append(prefix)
+            return out
+        p = base ** (width - 1)
+        hi_d, hi_r = divmod(hi, p)
+        if hi_d == 0:  # hi's digit is the bottom one: shared with the lower end
+            prefix = [*prefix, (0, 0)]
+        elif hi_r == p - 1:
+            out.append([*prefix, (0, hi_d), *[(0, base - 1)] * (width - 1)])
+            return out
+        else:
+            out.append([*prefix, (0, hi_d - 1), *[(0, base - 1)] * (width - 1)])
+            prefix = [*prefix, (hi_d, hi_d)]
+        hi, width = hi_r, width - 1
 
 
 def dec_class(a: int, b: int) -> Node:

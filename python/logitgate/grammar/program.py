@@ -30,8 +30,10 @@ _IR_TYPES = (Literal, CharClass, ByteClass, Seq, Alt, Repeat, Ref, StringExcept,
 
 def serialize(grammar: Grammar, limits: Limits) -> tuple[bytes, list[str]]:
     """Returns the program (native int32s as bytes) and the rule names (index = rule id).
-    Raises GrammarError for an undefined rule and LimitExceeded past ``max_nesting`` or
-    ``max_repeat``."""
+    Raises GrammarError for an undefined rule (``undefined-rule``), a Repeat whose fields are
+    not ordered non-negative ints (``bad-repeat``) or a token id past int32 (``unknown-token``),
+    and LimitExceeded past ``max_nesting`` or ``max_repeat`` (ints of any size: never
+    OverflowError)."""
     names = list(grammar.rules)
     if grammar.root not in grammar.rules:
         raise GrammarError(f"the root rule {grammar.root!r} is not defined", code="missing-root", rule=grammar.root)

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..compiler import CompiledGrammar, Compiler
-from ..errors import SchemaError, StructuralTagError, UsageError
+from ..errors import LimitExceeded, SchemaError, StructuralTagError, UsageError
 from ..frontends.json_schema import schema_to_grammar
 from ..generation import prompt_ids
 from ..tool_calls import tool_call_structure
@@ -162,7 +162,7 @@ def tool_call_grammar(compiler: Compiler, plan: ToolPlan) -> CompiledGrammar:
     try:
         return compiler.compile_structural_tag(plan.structure)
     except StructuralTagError as e:
-        if e.code == "structural-tag-schema":
+        if e.code in ("structural-tag-schema", "structural-tag-limit"):
             _raise_for_parameters(compiler, plan)
         raise ApiError(400, f"tools: {e}", code=e.code, param="tools") from None
 
@@ -173,7 +173,7 @@ def _raise_for_parameters(compiler: Compiler, plan: ToolPlan) -> None:
     for i, f in enumerate(plan.functions):
         try:
             schema_to_grammar(f["parameters"], limits=compiler.limits, check_empty=False)
-        except SchemaError as e:
+        except (SchemaError, LimitExceeded) as e:  # (a limit: minItems past max_repeat, say)
             param = f"tools[{i}].function.parameters"
             raise ApiError(400, f"{param} ({f['name']}): {e}", code=e.code, param=param) from None
 

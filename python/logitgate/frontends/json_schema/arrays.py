@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
-from logitgate.errors import LimitExceeded
+from logitgate.errors import LimitExceeded, _int_text
 from logitgate.grammar.ir import (
     EMPTY,
     Literal,
@@ -84,8 +84,18 @@ class ArrayEmitter:
         if hi is not None and hi <= n_pre:
             tail: Node = EMPTY
         else:
-            if hi is not None and hi - n_pre > self.limits.max_repeat:
-                raise LimitExceeded("max_repeat", self.limits.max_repeat, f"maxItems {hi}")
+            # The items past the prefix (past the first, without one) are one repetition:
+            # counts past max_repeat are refused here, naming the keyword (the core would name
+            # only the rule).
+            fixed = max(n_pre, 1)
+            if hi is not None and hi - fixed > self.limits.max_repeat:
+                raise LimitExceeded(
+                    "max_repeat", self.limits.max_repeat, f"maxItems {_int_text(hi)}", pointer=f.max_items_ptr
+                )
+            if lo - fixed > self.limits.max_repeat and not _is_empty(rest_node):
+                raise LimitExceeded(
+                    "max_repeat", self.limits.max_repeat, f"minItems {_int_text(lo)}", pointer=f.min_items_ptr
+                )
             rmin = max(0, lo - n_pre)
             tail = (
                 Repeat(_seq([sep, rest_node]), rmin, None if hi is None else hi - n_pre)
@@ -158,6 +168,15 @@ class ArrayEmitter:
             )
         if any(cmax is not None and cmax < cmin for _, cmin, cmax, _ in conts):
             return _EMPTY_LANG
+        for _, cmin, _, cptr in conts:
+            # An array holds at least minContains items: past maxItems that is empty, past
+            # max_repeat a count the grammar cannot hold (as minItems would be).
+            if hi is not None and cmin > hi:
+                self.diag.contradiction(f, "", "minContains > maxItems")
+                return _EMPTY_LANG
+            if cmin - 1 > self.limits.max_repeat:
+                at = cptr.rsplit("/", 1)[0] + "/minContains"  # (cptr is the contains' pointer)
+                raise LimitExceeded("max_repeat", self.limits.max_repeat, f"minContains {_int_text(cmin)}", pointer=at)
         ptr = conts[0][3]
         caps = [cmin if cmax is None else cmax + 1 for _, cmin, cmax, _ in conts]
         need_n = hi if hi is not None else max(lo, len(positions))

@@ -32,6 +32,7 @@ PATTERN_DEPTH = Cap(
     "json_schema_pattern_depth", 800, "nesting of a pattern's IR walked recursively (also 4 x max_nesting)"
 )
 CAPS = (SCHEMA_RULES, DECIMAL_DIGITS, MULTIPLE_OF_STATES, PATTERN_DEPTH)
+_DIGITS_BOUND = 10**DECIMAL_DIGITS.value  # the smallest integer with more digits than DECIMAL_DIGITS
 
 # Caps that refuse a construct (UnsupportedSchemaError) or fall back to another construction.
 _MAX_BRANCHES = 256  # branches of one schema set's distributed disjunctions (more: "anyOf" unsupported)
@@ -42,6 +43,9 @@ _OBJECT_KEY_BLOCK = 8
 _UNROLLED_MAX = 1024
 _BLOCK = 256
 _BLOCKS_MAX = 4096
+# The longest string length bound lowered: a minLength past it is a max_repeat LimitExceeded, a
+# maxLength past it is tightened to it (sound: no longer string can be generated anyway).
+_LONGEST = 1 << 31
 _MAX_ORDER_ANY = 8  # property_order="any" tracks subsets of at most this many known properties
 
 

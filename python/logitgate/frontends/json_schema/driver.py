@@ -16,6 +16,7 @@ from logitgate.errors import (
     SchemaError,
     UnsupportedSchemaError,
     UsageError,
+    _int_text,
 )
 from logitgate.grammar.ir import (
     EMPTY,
@@ -31,7 +32,7 @@ from logitgate.grammar.json_text import is_empty_language as _is_empty
 from logitgate.limits import Limits
 
 from .arrays import ArrayEmitter
-from .caps import _MAX_BRANCHES, SCHEMA_RULES
+from .caps import _MAX_BRANCHES, DECIMAL_DIGITS, SCHEMA_RULES
 from .decide import Decider
 from .diagnostics import Diagnostics
 from .expand import Expander
@@ -89,6 +90,8 @@ def schema_to_grammar(
             schema = json.loads(text)
         except json.JSONDecodeError as e:
             raise SchemaError(f"schema is not valid JSON: {e}", pointer="", code="schema-json") from None
+        except ValueError:  # valid JSON, but an integer past Python's 4,300 digits
+            raise DECIMAL_DIGITS.exceeded("schema text holds an integer of more than 4,300 digits") from None
         except RecursionError:
             # Valid JSON nested deeper than Python's parser recurses: a depth problem, not a syntax one.
             depth = _text_nesting(text)
@@ -212,9 +215,12 @@ class Lowering:
         if oneof not in ("exact", "anyof"):
             raise UsageError(f"oneof must be 'exact' or 'anyof', got {oneof!r}", code="json-schema-option")
         if max_whitespace is not None and (not isinstance(max_whitespace, int) or max_whitespace < 0):
+            shown = _int_text(max_whitespace) if isinstance(max_whitespace, int) else repr(max_whitespace)
             raise UsageError(
-                f"max_whitespace must be None or a non-negative int, got {max_whitespace!r}", code="json-schema-option"
+                f"max_whitespace must be None or a non-negative int, got {shown}", code="json-schema-option"
             )
+        if max_whitespace is not None and max_whitespace > limits.max_repeat:  # a gap's one repetition
+            raise LimitExceeded("max_repeat", limits.max_repeat, f"max_whitespace {_int_text(max_whitespace)}")
         self.limits = limits
         self.diag = Diagnostics(lenient)
         self.table = RuleTable(whitespace == "compact", max_whitespace)

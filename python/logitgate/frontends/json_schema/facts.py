@@ -38,7 +38,9 @@ class _Facts:
     hi_excl: bool = False
     multiple: list[tuple[Fraction, str]] = field(default_factory=list)
     min_len: int = 0
+    min_len_ptr: str = ""  # pointer of the minLength that set min_len (for errors)
     max_len: int | None = None
+    max_len_ptr: str = ""
     patterns: list[tuple[str, str]] = field(default_factory=list)  # (pattern, pointer)
     formats: list[tuple[str, str]] = field(default_factory=list)
     objs: list[_ObjPart] = field(default_factory=list)
@@ -49,7 +51,9 @@ class _Facts:
     max_props: int | None = None
     arrs: list[_ArrPart] = field(default_factory=list)
     min_items: int = 0
+    min_items_ptr: str = ""  # pointer of the minItems that set min_items (for errors)
     max_items: int | None = None
+    max_items_ptr: str = ""
     contains: list[tuple[int, int, int | None, str]] = field(default_factory=list)  # atom, min, max, ptr
     unique: str | None = None  # pointer of uniqueItems: true
     empty_reason: tuple[str, str] | None = None  # (pointer, message) when a contradiction was seen

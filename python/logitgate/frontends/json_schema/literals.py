@@ -16,7 +16,7 @@ from logitgate.grammar.json_text import alt as _alt
 from logitgate.grammar.json_text import seq as _seq
 from logitgate.limits import Limits
 
-from .caps import _ANY_ORDER_LITERAL
+from .caps import _ANY_ORDER_LITERAL, _DIGITS_BOUND, DECIMAL_DIGITS
 from .decide import Decider
 from .facts import _Facts
 from .members import MemberPositions
@@ -96,9 +96,14 @@ class LiteralEmitter:
             return _EMPTY_LANG
         if (isinstance(v, float) and v.is_integer()) or isinstance(v, int):
             n = int(v)
+            if abs(n) >= _DIGITS_BOUND:  # (and Python prints no int of more than 4,300 digits)
+                raise DECIMAL_DIGITS.exceeded("integer value with too many decimal digits")
             forms = {str(n)}
-            if abs(n) <= 2**53 or float(n) == n:
-                forms.add(json.dumps(float(n)))
+            try:
+                if abs(n) <= 2**53 or float(n) == n:
+                    forms.add(json.dumps(float(n)))
+            except OverflowError:
+                pass  # past the largest double: no float spelling
             return _alt(Literal(s.encode()) for s in sorted(forms))
         return Literal(json.dumps(v).encode())
 

@@ -93,11 +93,11 @@ class Merger:
 
     def _merge_strings(self, f: _Facts, d: dict[str, Any], ptr: str) -> None:
         cv = _count_keyword(d, "minLength", ptr)
-        if cv is not None:
-            f.min_len = max(f.min_len, cv)
+        if cv is not None and cv > f.min_len:
+            f.min_len, f.min_len_ptr = cv, _ptr_join(ptr, "minLength")
         cv = _count_keyword(d, "maxLength", ptr)
-        if cv is not None:
-            f.max_len = cv if f.max_len is None else min(f.max_len, cv)
+        if cv is not None and (f.max_len is None or cv < f.max_len):
+            f.max_len, f.max_len_ptr = cv, _ptr_join(ptr, "maxLength")
         if "pattern" in d:
             if not isinstance(d["pattern"], str):
                 raise SchemaError("pattern must be a string", pointer=_ptr_join(ptr, "pattern"))
@@ -188,11 +188,11 @@ class Merger:
                 )
             )
         cv = _count_keyword(d, "minItems", ptr)
-        if cv is not None:
-            f.min_items = max(f.min_items, cv)
+        if cv is not None and cv > f.min_items:
+            f.min_items, f.min_items_ptr = cv, _ptr_join(ptr, "minItems")
         cv = _count_keyword(d, "maxItems", ptr)
-        if cv is not None:
-            f.max_items = cv if f.max_items is None else min(f.max_items, cv)
+        if cv is not None and (f.max_items is None or cv < f.max_items):
+            f.max_items, f.max_items_ptr = cv, _ptr_join(ptr, "maxItems")
         if "contains" in d:
             cmin = _count_keyword(d, "minContains", ptr)
             cmax = _count_keyword(d, "maxContains", ptr)

@@ -6,6 +6,7 @@ import math
 from fractions import Fraction
 
 from logitgate.cancel import checkpoint
+from logitgate.errors import _int_text
 from logitgate.grammar.ir import (
     EMPTY,
     CharClass,
@@ -24,7 +25,7 @@ from logitgate.grammar.json_text import seq as _seq
 from logitgate.grammar.json_text import split_fixed as _split_fixed
 from logitgate.limits import Limits
 
-from .caps import _BIG, _FRAC_DIGITS, DECIMAL_DIGITS, MULTIPLE_OF_STATES
+from .caps import _BIG, _DIGITS_BOUND, _FRAC_DIGITS, DECIMAL_DIGITS, MULTIPLE_OF_STATES
 from .diagnostics import Diagnostics
 from .facts import _Facts
 from .rules import RuleTable
@@ -84,6 +85,8 @@ def _nonneg_range(a: int, b: int | None) -> Node:
 
 def _int_range(lo: int | None, hi: int | None) -> Node:
     """JSON integers in [lo, hi] (None: open), canonical form (no "-0")."""
+    if any(b is not None and abs(b) >= _DIGITS_BOUND for b in (lo, hi)):
+        raise DECIMAL_DIGITS.exceeded("integer bound with too many decimal digits")
     alts: list[Node] = []
     if hi is None or hi >= 0:
         alts.append(_nonneg_range(max(lo, 0) if lo is not None else 0, hi))
@@ -280,7 +283,8 @@ class NumberEmitter:
             except OverflowError:
                 x = math.inf
             if not math.isfinite(x) or Fraction(x) != v:
-                self.diag.unsupported(what, f"bound {v} is not a double; number comparison would round", "")
+                shown = _int_text(v.numerator) if v.denominator == 1 else str(v)  # (an int may be huge)
+                self.diag.unsupported(what, f"bound {shown} is not a double; number comparison would round", "")
                 return None
             return x
 

@@ -272,7 +272,9 @@ class ObjectEmitter:
                 sf = _Facts(
                     types={"string"},
                     min_len=nf.min_len,
+                    min_len_ptr=nf.min_len_ptr,
                     max_len=nf.max_len,
+                    max_len_ptr=nf.max_len_ptr,
                     patterns=nf.patterns,
                     formats=nf.formats,
                     not_enum=[*nf.not_enum, *known] if not (nf.patterns or nf.formats) else nf.not_enum,

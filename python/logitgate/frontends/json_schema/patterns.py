@@ -263,6 +263,8 @@ def _restrict_length(node: Node, lo: int, hi: int | None, limits: Limits, depth:
                 return _EMPTY_LANG
             if nmax is not None and nmax > limits.max_repeat:
                 return None
+            if nmin > limits.max_repeat:  # every string needs more copies than a repetition holds
+                raise LimitExceeded("max_repeat", limits.max_repeat, "minimum length")
             return Repeat(node.item, nmin, nmax)
         return None
     if isinstance(node, Seq):
@@ -335,17 +337,26 @@ def _fit_length(node: Node, hi: int, limits: Limits, depth: int = 0) -> Node:
             items[i] = _fit_length(items[i], x + give, limits, depth + 1)
         return _EMPTY_LANG if any(_is_empty(x) for x in items) else _seq(items)
     if isinstance(node, Repeat):
+
+        def copies_of(n: int) -> int:
+            """A fitted repetition's count: past max_repeat the core would refuse it."""
+            if n > limits.max_repeat:
+                raise LimitExceeded("max_repeat", limits.max_repeat, "maximum length")
+            return n
+
         ia, ib = _length_range(node.item, limits)
         most = node.max
         count = max(node.min, min(_FIT_COPIES if most is None else most, _FIT_COPIES, hi // max(ia, 1)))
         if ib is not None and ib > 0 and hi // ib >= count:
             # As many copies as fit at full width, or (a union: both are sound) as many of the
             # part's narrowest alternatives as fit (a URI's characters without %XX escapes).
-            wide: list[Node] = [Repeat(node.item, node.min, hi // ib if most is None else min(most, hi // ib))]
+            wide: list[Node] = [
+                Repeat(node.item, node.min, copies_of(hi // ib if most is None else min(most, hi // ib)))
+            ]
             if 0 < ia < ib:
                 narrow = _fit_length(node.item, ia, limits, depth + 1)
                 if not _is_empty(narrow):
-                    wide.append(Repeat(narrow, node.min, hi // ia if most is None else min(most, hi // ia)))
+                    wide.append(Repeat(narrow, node.min, copies_of(hi // ia if most is None else min(most, hi // ia))))
             return _alt(wide)
         if count == 0:
             return EMPTY
@@ -362,7 +373,7 @@ def _fit_length(node: Node, hi: int, limits: Limits, depth: int = 0) -> Node:
                 copies = max(copies, hi // width if most is None else min(most, hi // width))
             if most is not None:
                 copies = min(copies, most)
-            shapes.append(Repeat(item, node.min, copies))
+            shapes.append(Repeat(item, node.min, copies_of(copies)))
         return _alt(shapes) if shapes else _EMPTY_LANG
     return _EMPTY_LANG  # (fixed-length leaves are decided by their range above)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 import re
 
-from logitgate.errors import GrammarError, LimitExceeded
+from logitgate.errors import GrammarError, LimitExceeded, _int_text
 from logitgate.frontends.regex import ANY_STRING as _ANY_STRING
 from logitgate.frontends.regex import regex_to_node
 from logitgate.grammar.derivatives import NOTHING as _NOTHING
@@ -37,7 +37,7 @@ from logitgate.grammar.json_text import positive_ranges as _positive_ranges
 from logitgate.grammar.json_text import seq as _seq
 from logitgate.limits import Limits
 
-from .caps import _BLOCK, _BLOCKS_MAX, _DERIVATIVE_TUPLES, _NFA_PRODUCT_RULES, _UNROLLED_MAX
+from .caps import _BLOCK, _BLOCKS_MAX, _DERIVATIVE_TUPLES, _LONGEST, _NFA_PRODUCT_RULES, _UNROLLED_MAX
 from .decide import Decider
 from .diagnostics import Diagnostics
 from .facts import _Facts
@@ -96,10 +96,10 @@ class StringEmitter:
 
             tail = Repeat(item, 0, None) if hi is None else blocks_then(hi - lo, True)
             return _seq([blocks_then(lo, False), tail])
-        if lo > 1 << 31:
-            raise LimitExceeded("max_repeat", self.limits.max_repeat, f"minimum length {lo}")
-        if hi is not None and hi > 1 << 31:
-            hi = 1 << 31  # tightening (sound): longer strings cannot be generated anyway
+        if lo > _LONGEST:
+            raise LimitExceeded("max_repeat", self.limits.max_repeat, f"minimum length {_int_text(lo)}")
+        if hi is not None and hi > _LONGEST:
+            hi = _LONGEST  # tightening (sound): longer strings cannot be generated anyway
 
         def power(j: int) -> Node:
             if (1 << j) <= 64:
@@ -197,6 +197,10 @@ class StringEmitter:
         if f.max_len is not None and f.min_len > f.max_len:
             self.diag.contradiction(f, "", "minLength > maxLength")
             return _EMPTY_LANG
+        if f.min_len > _LONGEST:
+            raise LimitExceeded(
+                "max_repeat", self.limits.max_repeat, f"minLength {_int_text(f.min_len)}", pointer=f.min_len_ptr
+            )
         contents: list[tuple[Node, str, str]] = []
         for p, ptr in f.patterns:
             try:
@@ -230,13 +234,23 @@ class StringEmitter:
                 _, kw2, ptr2 = contents[1]
                 self.diag.unsupported(kw2, "several patterns/formats on one string: intersection too large", ptr2)
         if encoded is None and (f.min_len > 0 or f.max_len is not None):
-            restricted = _restrict_length(node, f.min_len, f.max_len, self.limits)
+            try:
+                restricted = _restrict_length(node, f.min_len, f.max_len, self.limits)
+            except LimitExceeded as e:  # (the pattern's repetition: no decomposition as above)
+                raise LimitExceeded(
+                    e.limit, e.value, f"minLength {_int_text(f.min_len)} with this {kw}", pointer=f.min_len_ptr
+                ) from None
             if restricted is None:
                 encoded = self.nfa_with_length([node], f.min_len, f.max_len)
             if restricted is None and encoded is None and kw == "format" and f.max_len is not None:
                 # Too large to intersect exactly: the format narrowed to fit (a departure).
-                fitted = _fit_length(node, f.max_len, self.limits)
-                restricted = _restrict_length(fitted, f.min_len, f.max_len, self.limits)
+                try:
+                    fitted = _fit_length(node, f.max_len, self.limits)
+                    restricted = _restrict_length(fitted, f.min_len, f.max_len, self.limits)
+                except LimitExceeded as e:
+                    raise LimitExceeded(
+                        e.limit, e.value, f"maxLength {_int_text(f.max_len)} with this {kw}", pointer=f.max_len_ptr
+                    ) from None
             if restricted is None and encoded is None:
                 self.diag.unsupported(
                     "maxLength" if f.max_len is not None else "minLength",
