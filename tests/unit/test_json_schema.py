@@ -1554,6 +1554,22 @@ def test_bounds_past_the_largest_double_leave_an_empty_side(compiler: lg.Compile
         assert accepts(grammar, "0") and accepts(grammar, "-2.5") and accepts(grammar, "123")
 
 
+def test_integer_ranges_beyond_the_cap_are_unsupported_not_empty(compiler: lg.Compiler) -> None:
+    # Bounds are clamped to 1e30 (docs/json_schema.md, departures); a range wholly beyond it used
+    # to clamp to an empty range and be refused as having no value, though it has many.
+    for schema, keyword in [
+        ({"type": "integer", "minimum": 10**30 + 12345, "maximum": 3 * 10**30 + 7}, "minimum"),
+        ({"type": "integer", "maximum": -(10**31)}, "maximum"),
+    ]:
+        with pytest.raises(lg.UnsupportedSchemaError, match="wholly beyond") as e:
+            compiler.compile_json_schema(schema)
+        assert e.value.keyword == keyword
+        lenient = compiler.compile_json_schema(schema, lenient=True)
+        assert lenient.dropped and accepts(lenient, "5")
+    overlapping = compiler.compile_json_schema({"type": "integer", "minimum": 10**29, "maximum": 10**40})
+    assert accepts(overlapping, str(10**30)) and not accepts(overlapping, str(10**30 + 1))
+
+
 def test_any_order_property_counts_are_bounded(compiler: lg.Compiler) -> None:
     # Fuzz finding (tests/fuzz/regressions/json_schema/any-order-huge-max-properties): an object in
     # any order built a rule per subset of members and per count up to maxProperties + 1, so a
