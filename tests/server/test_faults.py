@@ -109,6 +109,23 @@ def test_malformed_json(client: openai.OpenAI, server: str) -> None:
     _serves(client)
 
 
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [
+        (b'{"model": "m", "messages": [], "max_tokens": ' + b"9" * 5000 + b"}", "4,300 digits"),
+        (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+    ],
+    ids=["huge-integer", "deep-nesting"],
+)
+def test_json_that_python_cannot_read(client: openai.OpenAI, server: str, body: bytes, says: str) -> None:
+    """Valid JSON past what Python's parser takes is a 400, not a 500."""
+    r = httpx.post(f"{server}/v1/chat/completions", content=body, headers={"content-type": "application/json"})
+    assert r.status_code == 400
+    err = r.json()["error"]
+    assert err["code"] == "invalid_json" and says in err["message"]
+    _serves(client)
+
+
 def test_invalid_field(client: openai.OpenAI) -> None:
     with pytest.raises(openai.BadRequestError) as info:
         client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "hi"}], temperature=5)
