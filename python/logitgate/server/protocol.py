@@ -155,7 +155,8 @@ def parse_body(raw: bytes, model: type[_Body]) -> Any:
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ApiError(400, f"the request body is not valid JSON: {e}", code="invalid_json") from None
     except ValueError:  # valid JSON, but an integer past Python's 4,300 digits
-        raise ApiError(400, "the request body holds an integer of more than 4,300 digits", code="invalid_json") from None
+        why = "the request body holds an integer of more than 4,300 digits"
+        raise ApiError(400, why, code="invalid_json") from None
     except RecursionError:
         raise ApiError(400, "the request body is nested too deeply", code="invalid_json") from None
     if not isinstance(data, dict):
