@@ -126,6 +126,22 @@ def test_json_that_python_cannot_read(client: openai.OpenAI, server: str, body: 
     _serves(client)
 
 
+@pytest.mark.parametrize("text", ['{"const": ' + "9" * 5000 + "}", "[" * 100_000 + "]" * 100_000])
+def test_schema_text_that_python_cannot_read(client: openai.OpenAI, text: str) -> None:
+    """A schema given as JSON text (vLLM's ``structured_outputs.json`` may be one) that Python's
+    parser cannot read is a 400 naming the field."""
+    with pytest.raises(openai.BadRequestError) as info:
+        client.chat.completions.create(
+            model=MODEL,
+            messages=[{"role": "user", "content": "hi"}],
+            max_tokens=4,
+            extra_body={"structured_outputs": {"json": text}},
+        )
+    assert info.value.body["code"] == "invalid_schema"  # type: ignore[index]
+    assert "structured_outputs" in info.value.body["param"]  # type: ignore[index]
+    _serves(client)
+
+
 def test_invalid_field(client: openai.OpenAI) -> None:
     with pytest.raises(openai.BadRequestError) as info:
         client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "hi"}], temperature=5)

@@ -68,6 +68,9 @@ def _schema_spec(schema: Any, strict: bool, param: str) -> StructureSpec:
             schema = json.loads(schema)
         except json.JSONDecodeError as e:
             raise ApiError(400, f"{param} is not valid JSON: {e}", code="invalid_schema", param=param) from None
+        except (ValueError, RecursionError):  # an integer past 4,300 digits; nesting past Python's parser
+            why = f"{param} is JSON past what the server reads (an integer of over 4,300 digits, or too deeply nested)"
+            raise ApiError(400, why, code="invalid_schema", param=param) from None
     return StructureSpec("json_schema", _canonical(schema), strict, param, refusal=is_refusal_schema(schema))
 
 
