@@ -1554,20 +1554,17 @@ def test_bounds_past_the_largest_double_leave_an_empty_side(compiler: lg.Compile
         assert accepts(grammar, "0") and accepts(grammar, "-2.5") and accepts(grammar, "123")
 
 
-def test_integer_ranges_beyond_the_cap_are_unsupported_not_empty(compiler: lg.Compiler) -> None:
-    # Bounds are clamped to 1e30 (docs/json_schema.md, departures); a range wholly beyond it used
-    # to clamp to an empty range and be refused as having no value, though it has many.
-    for schema, keyword in [
-        ({"type": "integer", "minimum": 10**30 + 12345, "maximum": 3 * 10**30 + 7}, "minimum"),
-        ({"type": "integer", "maximum": -(10**31)}, "maximum"),
-    ]:
-        with pytest.raises(lg.UnsupportedSchemaError, match="wholly beyond") as e:
-            compiler.compile_json_schema(schema)
-        assert e.value.keyword == keyword
-        lenient = compiler.compile_json_schema(schema, lenient=True)
-        assert lenient.dropped and accepts(lenient, "5")
-    overlapping = compiler.compile_json_schema({"type": "integer", "minimum": 10**29, "maximum": 10**40})
-    assert accepts(overlapping, str(10**30)) and not accepts(overlapping, str(10**30 + 1))
+def test_integer_ranges_wholly_beyond_the_clamp_are_kept(compiler: lg.Compiler) -> None:
+    # Upper bounds past 1e30 are clamped to it (docs/json_schema.md, departures); a range wholly
+    # beyond 1e30 used to clamp to an empty range and be refused as having no value.
+    lo, hi = 10**30 + 12345, 3 * 10**30 + 7
+    g = compiler.compile_json_schema({"type": "integer", "minimum": lo, "maximum": hi})
+    assert accepts(g, str(lo)) and accepts(g, str(hi)) and accepts(g, str(2 * 10**30))
+    assert not accepts(g, str(lo - 1)) and not accepts(g, str(hi + 1)) and not accepts(g, "5")
+    g = compiler.compile_json_schema({"type": "integer", "minimum": -(10**40), "maximum": -(10**31)})
+    assert accepts(g, str(-(10**35))) and not accepts(g, str(-(10**31) + 1))
+    clamped = compiler.compile_json_schema({"type": "integer", "minimum": 10**29, "maximum": 10**40})
+    assert accepts(clamped, str(10**30)) and not accepts(clamped, str(10**30 + 1))
 
 
 def test_any_order_property_counts_are_bounded(compiler: lg.Compiler) -> None:

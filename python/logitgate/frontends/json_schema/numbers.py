@@ -144,15 +144,10 @@ class NumberEmitter:
                 self.diag.contradiction(f, "", "integer bounds leave no value")
                 return _EMPTY_LANG
             # Beyond 1e30 the digit-range grammar would only grow; clamping tightens (sound). A
-            # range wholly beyond the cap would clamp to nothing: not lowered, not a contradiction.
-            beyond = "minimum" if lo is not None and lo > 10**30 else None
-            beyond = "maximum" if hi is not None and hi < -(10**30) else beyond
-            if beyond is not None:
-                self.diag.unsupported(beyond, "integer ranges wholly beyond ±1e30 are not lowered", "")
-                return self.int_node(None, None, modulus, excluded, plain=False)  # lenient: bounds dropped
-            if hi is not None and hi > 10**30:
+            # range wholly beyond 1e30 is kept as it is (clamping would empty it).
+            if hi is not None and hi > 10**30 and (lo is None or lo <= 10**30):
                 hi = 10**30
-            if lo is not None and lo < -(10**30):
+            if lo is not None and lo < -(10**30) and (hi is None or hi >= -(10**30)):
                 lo = -(10**30)
             return self.int_node(lo, hi, modulus, excluded, plain=f.lo is None and f.hi is None and not mult)
         return self.number_node(f, excluded)
