@@ -34,6 +34,7 @@ from .errors import (
     SchemaError,
     StructuralTagError,
     UsageError,
+    _surrogate_at,
 )
 from .grammar.ir import Alt, Grammar, Literal
 from .grammar.program import deserialize, serialize
@@ -681,9 +682,14 @@ class Compiler:
         if isinstance(choices, (str, bytes)) or not choices:
             raise GrammarError("compile_choice needs a non-empty list of strings", code="choice-empty")
         items = []
-        for c in choices:
+        for i, c in enumerate(choices):
             if not isinstance(c, (str, bytes)):
                 raise GrammarError(f"choices must be str or bytes, got {type(c).__name__}", code="choice-type")
+            if isinstance(c, str) and (at := _surrogate_at(c)) >= 0:
+                raise GrammarError(
+                    f"choices[{i}] holds a lone surrogate ({c[at]!r} at index {at}), which no UTF-8 text holds",
+                    code="choice-surrogate",
+                )
             items.append(Literal(c.encode() if isinstance(c, str) else c))
         return self.compile_grammar(Grammar({"root": Alt(tuple(items))}), timeout=timeout, cancel=cancel)
 

@@ -26,6 +26,7 @@ Families:
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 __all__ = [
@@ -51,6 +52,7 @@ class LogitgateError(Exception):
     code: str = "error"
 
     def __init__(self, message: str, *, code: str | None = None) -> None:
+        message = _printable(message)
         super().__init__(message)
         self.message = message
         if code is not None:
@@ -87,13 +89,14 @@ class GrammarError(LogitgateError, ValueError):
             self.column = offset - line_start + 1
             line_end = source.find("\n", offset)
             text = source[line_start : line_end if line_end >= 0 else len(source)]
+            caret = self.column - 1  # characters before the caret
             if len(text) > 120:  # keep the caret readable on huge one-line inputs
-                cut = max(0, self.column - 60)
+                cut = max(0, caret - 59)
                 text = text[cut : cut + 120]
-                caret_col = self.column - cut
-            else:
-                caret_col = self.column
-            full = f"{message} at line {self.line}, column {self.column}\n  {text}\n  {' ' * (caret_col - 1)}^"
+                caret -= cut
+            # (A surrogate before the caret prints as six characters: the caret follows it.)
+            caret = len(_printable(text[:caret]))
+            full = f"{message} at line {self.line}, column {self.column}\n  {_printable(text)}\n  {' ' * caret}^"
         elif rule is not None:
             full = f"{message} (rule {rule!r})"
         super().__init__(full, code=code)
@@ -223,6 +226,27 @@ class OutputValidationError(LogitgateError, ValueError):
         self.text = text
         self.errors = errors or []
         super().__init__(message)
+
+
+def _printable(text: str) -> str:
+    """``text`` with each lone surrogate written as its escape (``\\ud800``). Inputs may hold
+    them (JSON's ``"\\ud800"`` decodes to one), and a message quoting one could not be printed,
+    logged or sent as UTF-8: every :class:`LogitgateError` message passes through here."""
+    if _surrogate_at(text) < 0:
+        return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _surrogate_at(text: str) -> int:
+    """The index of the first surrogate code point of ``text`` (a Python str may hold one; no
+    UTF-8 text does), or -1. Frontends refuse such input with their typed error, at this index."""
+    if text.isascii():
+        return -1
+    hit = _SURROGATE.search(text)
+    return -1 if hit is None else hit.start()
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _int_text(n: int) -> str:

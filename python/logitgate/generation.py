@@ -43,7 +43,7 @@ from .budget import ACCEPTED as BUDGET_ACCEPTED
 from .budget import REJECTED as BUDGET_REJECTED
 from .budget import BudgetGuard
 from .compiler import CompiledGrammar, Compiler
-from .errors import LogitgateError, OutputValidationError, TokenRejected, TruncatedOutput, UsageError
+from .errors import LogitgateError, OutputValidationError, TokenRejected, TruncatedOutput, UsageError, _surrogate_at
 from .integrations.transformers import vocabulary_for
 from .masks import allocate_mask, apply_mask_counted
 from .reasoning import Reasoning, ReasoningTracker, as_reasoning, reasoning_grammar
@@ -467,7 +467,9 @@ def _compile(
 
 def prompt_ids(tokenizer: Any, prompt: str | Sequence[dict[str, str]], raw: bool = False) -> list[int]:
     """Token ids of the prompt: a message list goes through the chat template; a string too (as
-    one user message) when the tokenizer has a template, unless ``raw``."""
+    one user message) when the tokenizer has a template, unless ``raw``. A lone surrogate in
+    the text is a :class:`~logitgate.UsageError` (tokenizers take UTF-8 text only)."""
+    _check_prompt_text(prompt)
     if isinstance(prompt, str):
         if raw or not getattr(tokenizer, "chat_template", None):
             return [int(i) for i in tokenizer.encode(prompt)]
@@ -476,6 +478,16 @@ def prompt_ids(tokenizer: Any, prompt: str | Sequence[dict[str, str]], raw: bool
         messages = [dict(x) for x in prompt]
     text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
     return [int(i) for i in tokenizer.encode(text, add_special_tokens=False)]
+
+
+def _check_prompt_text(prompt: str | Sequence[dict[str, str]]) -> None:
+    texts = [("prompt", prompt)] if isinstance(prompt, str) else []
+    if not isinstance(prompt, str):
+        for i, message in enumerate(prompt):
+            texts += [(f"prompt[{i}][{k!r}]", v) for k, v in dict(message).items() if isinstance(v, str)]
+    for where, text in texts:
+        if _surrogate_at(text) >= 0:
+            raise UsageError(f"{where} holds a lone surrogate, which no UTF-8 text holds", code="prompt-text")
 
 
 def _eos_ids(model: Any, tokenizer: Any, vocab: Vocabulary) -> set[int]:
@@ -569,7 +581,7 @@ def generate(
     structure; :attr:`GenerationResult.reasoning` holds the span's text and ``text`` the rest
     (see :mod:`logitgate.reasoning`).
     """
-    _check_arguments(max_tokens, temperature, top_p)
+    _check_arguments(max_tokens, temperature, top_p, seed)
     reasoning_spec = as_reasoning(reasoning)
     repetition = RepetitionControl(repetition_penalty, frequency_penalty, presence_penalty, dry_multiplier)
     t_start = time.perf_counter()
@@ -761,13 +773,19 @@ def _refusal_schema(json_schema: Any) -> bool:
     return is_refusal_schema(json_schema)
 
 
-def _check_arguments(max_tokens: int, temperature: float, top_p: float) -> None:
+# The seeds torch.Generator.manual_seed takes (an int64 or a uint64); past them it raises.
+_SEED_MIN, _SEED_MAX = -(2**63), 2**64 - 1
+
+
+def _check_arguments(max_tokens: int, temperature: float, top_p: float, seed: int | None = None) -> None:
     if not isinstance(max_tokens, int) or max_tokens < 1:
         raise UsageError(f"max_tokens must be an integer >= 1, got {max_tokens!r}")
     if not temperature >= 0:  # also refuses NaN
         raise UsageError(f"temperature must be >= 0 (0 = greedy), got {temperature!r}")
     if not 0 <= top_p <= 1:
         raise UsageError(f"top_p must be in [0, 1] (0 = greedy), got {top_p!r}")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not _SEED_MIN <= seed <= _SEED_MAX):
+        raise UsageError(f"seed must be an integer in [-2**63, 2**64 - 1], got {seed!r}")
 
 
 def _argmax(logits: torch.Tensor) -> int:

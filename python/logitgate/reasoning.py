@@ -31,8 +31,16 @@ class Reasoning:
     budget: int | None = None
 
     def __post_init__(self) -> None:
-        from .errors import UsageError
+        from .errors import UsageError, _surrogate_at
 
+        for name in ("begin", "end"):
+            text = getattr(self, name)
+            if not isinstance(text, str):
+                raise UsageError(f"reasoning {name} must be a str, not {type(text).__name__}", code="reasoning")
+            if _surrogate_at(text) >= 0:
+                raise UsageError(
+                    f"reasoning {name} {text!r} holds a lone surrogate, which no UTF-8 text holds", code="reasoning"
+                )
         if not self.end:
             raise UsageError("a reasoning span needs a non-empty end", code="reasoning")
         if self.budget is not None and (not isinstance(self.budget, int) or self.budget < 0):

@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from .errors import UsageError
+from .errors import UsageError, _surrogate_at
 
 __all__ = ["FAMILIES", "tool_call_structure"]
 
@@ -84,6 +84,8 @@ def _function(tool: Mapping[str, Any], index: int) -> tuple[str, Any]:
     name = fn.get("name")
     if not isinstance(name, str) or not name:
         raise UsageError(f"tools[{index}].function.name must be a non-empty string", code="tool-call")
+    if _surrogate_at(name) >= 0:  # (the parameters' schema is checked by the structural tag's compile)
+        raise UsageError(f"tools[{index}].function.name {name!r} holds a lone surrogate", code="tool-call")
     params = fn.get("parameters", {"type": "object", "properties": {}})
     if fn.get("strict") is False and params is None:
         params = True

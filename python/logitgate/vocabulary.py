@@ -101,7 +101,10 @@ class Vocabulary:
                 if b is not None:
                     names[b] = i
             self._names = names
-        return self._names.get(name.encode("utf-8"))
+        try:
+            return self._names.get(name.encode("utf-8"))
+        except UnicodeEncodeError:  # a lone surrogate: no token is spelled so
+            return None
 
     def special_texts(self) -> dict[str, int]:
         """The text of each special token with bytes (valid UTF-8), but the EOS ids: text ->

@@ -17,7 +17,10 @@ Targets:
   :class:`atheris.FuzzedDataProvider` that builds a schema dict from a keyword grammar and
   picks compile options.
 - ``regex``, ``gbnf``, ``lark``, ``structural_tag``: the bytes, decoded as UTF-8 with
-  replacement, are the source text.
+  replacement, are the source text; a surrogate's UTF-8-style bytes (``ED A0 80``) decode to that
+  lone surrogate, which a str may hold (JSON's ``"\\ud800"`` gives one) and no UTF-8 text does.
+
+A typed error's message must be printable (encodable as UTF-8) too.
 - ``masks``: the bytes build a small regex or GBNF grammar over a tiny alphabet, then drive
   accept / rejected accept / rollback / fork / EOS through a matcher over a 24-token vocabulary;
   at every step each token's mask bit is compared with :mod:`tests.reference.recognizer`.
@@ -28,6 +31,7 @@ so the core's matcher runs on whatever compiled.
 
 from __future__ import annotations
 
+import codecs
 import zlib
 from collections import Counter
 from collections.abc import Callable
@@ -108,6 +112,7 @@ def _typed(ctx: FuzzContext, fn: Callable[[], Any]) -> Any:
     try:
         return fn()
     except LogitgateError as e:
+        str(e).encode("utf-8")  # (a message quoting a lone surrogate raw cannot be printed: a finding)
         ctx.outcomes[f"{type(e).__name__}:{getattr(e, 'code', '')}"] += 1
         return None
 
@@ -147,7 +152,20 @@ def _compile_and_walk(ctx: FuzzContext, data: bytes, compile_fn: Callable[[], An
 
 
 def _text(data: bytes) -> str:
-    return data.decode("utf-8", errors="replace")
+    return data.decode("utf-8", errors="logitgate-fuzz-text")
+
+
+def _surrogate_or_replace(e: UnicodeError) -> tuple[str, int]:
+    """A decoding error: a surrogate's UTF-8-style bytes (``ED A0..BF 80..BF``) become that lone
+    surrogate; any other bad byte U+FFFD, as ``errors="replace"`` does."""
+    assert isinstance(e, UnicodeDecodeError)
+    b = e.object[e.start : e.start + 3]
+    if len(b) == 3 and b[0] == 0xED and 0xA0 <= b[1] <= 0xBF and 0x80 <= b[2] <= 0xBF:
+        return bytes(b).decode("utf-8", "surrogatepass"), e.start + 3
+    return "\ufffd", e.end
+
+
+codecs.register_error("logitgate-fuzz-text", _surrogate_or_replace)
 
 
 # -- json_schema --------------------------------------------------------------------------------------

@@ -262,12 +262,23 @@ def test_top_p_zero_samples_greedily(smol: tuple[Any, Any]) -> None:
         ({"temperature": -1.0}, "temperature must be >= 0"),
         ({"temperature": float("nan")}, "temperature must be >= 0"),
         ({"max_tokens": 0}, "max_tokens must be an integer >= 1"),
+        ({"seed": 2**64}, "seed must be an integer in"),  # (past torch's range: it raised ValueError)
+        ({"seed": -(2**63) - 1}, "seed must be an integer in"),
     ],
 )
 def test_arguments_out_of_range_are_usage_errors(smol: tuple[Any, Any], kw: dict[str, Any], message: str) -> None:
     with pytest.raises(lg.UsageError, match=message) as e:
         lg.generate(*smol, "x", regex="a", **kw)
     assert e.value.code == "usage" and isinstance(e.value, ValueError)
+
+
+@pytest.mark.parametrize("prompt", ["a\ud800", [{"role": "user", "content": "\udc00"}]])
+def test_prompt_with_a_lone_surrogate_is_a_usage_error(smol: tuple[Any, Any], prompt: Any) -> None:
+    """Tokenizers take text (a lone surrogate raised TypeError inside one)."""
+    with pytest.raises(lg.UsageError, match="lone surrogate") as e:
+        lg.generate(*smol, prompt, regex="a")
+    assert e.value.code == "prompt-text"
+    str(e.value).encode("utf-8")
 
 
 def test_streaming_callbacks(smol: tuple[Any, Any]) -> None:

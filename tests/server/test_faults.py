@@ -126,6 +126,69 @@ def test_json_that_python_cannot_read(client: openai.OpenAI, server: str, body: 
     _serves(client)
 
 
+_HI = '"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4'
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "param"),
+    [
+        (
+            "chat/completions",
+            '"messages": [{"role": "user", "content": "a\\ud800b"}], "max_tokens": 4',
+            "messages[0].content",
+        ),
+        (
+            "chat/completions",
+            '"messages": [{"role": "user", "content": [{"type": "text", "text": "\\udfff"}]}], "max_tokens": 4',
+            "messages[0].content[0].text",
+        ),
+        ("chat/completions", _HI + ', "stop": ["x", "\\udc00"]', "stop[1]"),
+        ("chat/completions", _HI + ', "structured_outputs": {"regex": "\\ud800+"}', "structured_outputs.regex"),
+        (
+            "chat/completions",
+            _HI + ', "structured_outputs": {"choice": ["\\ud800", "b"]}',
+            "structured_outputs.choice[0]",
+        ),
+        (
+            "chat/completions",
+            _HI + ', "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": '
+            '{"type": "object", "properties": {"\\ud800": {"type": "string"}}}}}',
+            "response_format.json_schema.schema.properties",
+        ),
+        ("completions", '"prompt": "\\ud800", "max_tokens": 4', "prompt"),
+    ],
+    ids=["content", "content-part", "stop", "regex", "choice", "schema-key", "prompt"],
+)
+def test_lone_surrogate(client: openai.OpenAI, server: str, path: str, body: str, param: str) -> None:
+    """A JSON escape of a lone surrogate (valid JSON, not text) is a 400 naming where it is,
+    not a 500 from the tokenizer or a compiler; the message stays printable."""
+    raw = f'{{"model": "{MODEL}", {body}}}'.encode()
+    r = httpx.post(f"{server}/v1/{path}", content=raw, headers={"content-type": "application/json"})
+    assert r.status_code == 400, r.text
+    err = r.json()["error"]
+    assert err["code"] == "invalid_value" and err["param"] == param and "lone surrogate" in err["message"]
+    _serves(client)
+
+
+@pytest.mark.parametrize("seed", [2**64, -(2**63) - 1, 2**70])
+def test_seed_out_of_range(client: openai.OpenAI, seed: int) -> None:
+    """torch's generator takes seeds in [-2**63, 2**64 - 1]; past them used to fail the decode (500)."""
+    with pytest.raises(openai.BadRequestError) as info:
+        client.chat.completions.create(
+            model=MODEL, messages=[{"role": "user", "content": "hi"}], max_tokens=4, temperature=1.0, seed=seed
+        )
+    assert info.value.body["code"] == "invalid_value" and info.value.body["param"] == "seed"  # type: ignore[index]
+    _serves(client)
+
+
+def test_seed_at_the_ends_of_its_range(client: openai.OpenAI) -> None:
+    for seed in (2**64 - 1, -(2**63)):
+        r = client.chat.completions.create(
+            model=MODEL, messages=[{"role": "user", "content": "hi"}], max_tokens=2, temperature=1.0, seed=seed
+        )
+        assert r.choices[0].finish_reason == "length"
+
+
 @pytest.mark.parametrize("text", ['{"const": ' + "9" * 5000 + "}", "[" * 100_000 + "]" * 100_000])
 def test_schema_text_that_python_cannot_read(client: openai.OpenAI, text: str) -> None:
     """A schema given as JSON text (vLLM's ``structured_outputs.json`` may be one) that Python's

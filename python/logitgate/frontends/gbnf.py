@@ -40,7 +40,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from logitgate.errors import GrammarError, LimitExceeded
+from logitgate.errors import GrammarError, LimitExceeded, _surrogate_at
 from logitgate.grammar.ir import (
     MAX_CODE_POINT,
     Alt,
@@ -76,7 +76,6 @@ _TOKEN_ITEM_RE = re.compile(r"\s*([0-9]{1,9})\s*(?:-\s*([0-9]{1,9})\s*)?")
 
 _NAME_RE = re.compile(r"[A-Za-z0-9_-]+")
 _STRING_RUN_RE = re.compile(r'[^"\\]+')
-_SURROGATE_RE = re.compile("[\ud800-\udfff]")
 _DIGITS_RE = re.compile(r"[0-9]*")
 _INLINE_SPACE_RE = re.compile(r"[ \t]*")
 _COMMENT_RE = re.compile(r"#[^\r\n]*")
@@ -114,6 +113,9 @@ def parse_gbnf(
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > lim.max_source_bytes:
         raise LimitExceeded("max_source_bytes", lim.max_source_bytes, f"GBNF text is {size} bytes")
+    at = _surrogate_at(text)
+    if at >= 0:  # (an escape spelling one is refused where it is read)
+        raise GrammarError("lone surrogate, which no UTF-8 text holds", code=CODE_BAD_CODEPOINT, source=text, offset=at)
     return _Parser(text, lim, token_id).parse(root)
 
 
@@ -454,9 +456,6 @@ class _Parser:
                 continue
             m = _STRING_RUN_RE.match(text, pos)
             assert m is not None  # text[pos] is neither '"' nor '\\'
-            bad = _SURROGATE_RE.search(m.group())
-            if bad is not None:
-                raise self._error("surrogate code point in literal", CODE_BAD_CODEPOINT, pos + bad.start())
             parts.append(m.group())
             pos = m.end()
         value = "".join(parts).encode("utf-8")
@@ -492,10 +491,7 @@ class _Parser:
         c = self.text[pos]
         if c == "\\":
             return self._parse_escape(pos, start)
-        cp = ord(c)
-        if 0xD800 <= cp <= 0xDFFF:
-            raise self._error("surrogate code point in character class", CODE_BAD_CODEPOINT, pos)
-        return cp, pos + 1
+        return ord(c), pos + 1
 
     def _parse_escape(self, pos: int, start: int) -> tuple[int, int]:
         """Decode the escape at ``pos`` (a backslash) inside the literal/class opened at ``start``."""

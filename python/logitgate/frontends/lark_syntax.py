@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from logitgate.errors import GrammarError, LimitExceeded
+from logitgate.errors import GrammarError, LimitExceeded, _surrogate_at
 from logitgate.limits import Limits
 
 __all__ = [
@@ -660,4 +660,7 @@ def _alt(alts: list[Expr], offset: int) -> Expr:
 
 def parse_lark_syntax(text: str, limits: Limits) -> LarkFile:
     """Reads Lark ``text`` into a :class:`LarkFile` (syntax only: names are not resolved)."""
+    at = _surrogate_at(text)
+    if at >= 0:  # (an escape spelling one is refused where it is read)
+        raise GrammarError("lone surrogate, which no UTF-8 text holds", code=CODE_SYNTAX, source=text, offset=at)
     return _Parser(text, limits).parse()

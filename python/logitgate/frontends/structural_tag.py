@@ -34,7 +34,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import LogitgateError, StructuralTagError
+from ..errors import LogitgateError, StructuralTagError, _surrogate_at
 from ..grammar.ir import (
     EMPTY,
     Alt,
@@ -155,6 +155,7 @@ def lower_structural_tag(
             ) from None
     if not isinstance(spec, Mapping):
         raise StructuralTagError(f"a structural tag is an object, not {type(spec).__name__}", path="$")
+    _check_text(spec)
     lowering = _Lowering(limits, token_id, json_schema, dict(special_texts or {}))
     fmt, path = _unwrap(spec)
     if json_schemas is not None:
@@ -163,6 +164,33 @@ def lower_structural_tag(
     lowering.rules["root"] = root
     rules = {"root": root, **{k: v for k, v in lowering.rules.items() if k != "root"}}
     return Grammar(rules)
+
+
+def _check_text(spec: Mapping[str, Any]) -> None:
+    """Refuses a lone surrogate anywhere in ``spec`` (a str may hold one, JSON's ``"\\ud800"``
+    decodes to one; no UTF-8 text does), naming its path: delimiters, constants and token names
+    become UTF-8 bytes, and a tag's schemas are refused alike, so one rule covers every field."""
+    try:
+        json.dumps(spec, ensure_ascii=False).encode("utf-8")
+        return  # (the common case, checked in C)
+    except UnicodeEncodeError:
+        pass
+    except (TypeError, ValueError, RecursionError):
+        pass  # not plain JSON: the walk below checks what it can reach
+    todo: list[tuple[Any, str]] = [(spec, "$")]
+    while todo:
+        value, path = todo.pop()
+        if isinstance(value, str):
+            if _surrogate_at(value) >= 0:
+                raise StructuralTagError("lone surrogate, which no UTF-8 text holds", path=path)
+        elif isinstance(value, Mapping):
+            for key, sub in reversed(list(value.items())):
+                where = f"{path}.{key}" if isinstance(key, str) else f"{path}[{key!r}]"
+                if isinstance(key, str) and _surrogate_at(key) >= 0:
+                    raise StructuralTagError("lone surrogate in a key, which no UTF-8 text holds", path=where)
+                todo.append((sub, where))
+        elif isinstance(value, (list, tuple)):
+            todo.extend((sub, f"{path}[{i}]") for i, sub in reversed(list(enumerate(value))))
 
 
 def _unwrap(spec: Mapping[str, Any]) -> tuple[Any, str]:

@@ -16,7 +16,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ..errors import LogitgateError
+from ..errors import LogitgateError, _surrogate_at
+from ..generation import _SEED_MAX, _SEED_MIN
 
 __all__ = [
     "ApiError",
@@ -90,7 +91,7 @@ class _Sampling(_Body):
     temperature: float | None = Field(default=None, ge=0, le=2)
     top_p: float | None = Field(default=None, ge=0, le=1)
     n: int = Field(default=1, ge=1, le=16)
-    seed: int | None = None
+    seed: int | None = Field(default=None, ge=_SEED_MIN, le=_SEED_MAX)  # what torch's generator takes
     stop: str | list[str] | None = None
     stream: bool = False
     stream_options: dict[str, Any] | None = None
@@ -161,12 +162,43 @@ def parse_body(raw: bytes, model: type[_Body]) -> Any:
         raise ApiError(400, "the request body is nested too deeply", code="invalid_json") from None
     if not isinstance(data, dict):
         raise ApiError(400, "the request body must be a JSON object", code="invalid_json")
+    _check_text(data)
     try:
         return model.model_validate(data)
     except ValidationError as e:
         first = e.errors()[0]
         where = ".".join(str(x) for x in first["loc"])
         raise ApiError(400, f"{where}: {first['msg']}", code="invalid_value", param=where or None) from None
+
+
+def _check_text(data: dict[str, Any]) -> None:
+    """Refuses a lone surrogate anywhere in the body, naming where (``messages[0].content``).
+    JSON's ``"\\ud800"`` decodes to one, but no UTF-8 text holds it: tokenizers, compilers and
+    logs downstream take text, so the body is checked once here rather than at each of them."""
+    try:
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+        return  # (the common case, checked in C)
+    except (UnicodeEncodeError, RecursionError):
+        pass
+    todo: list[tuple[Any, str]] = [(data, "")]
+    while todo:
+        value, path = todo.pop()
+        if isinstance(value, str):
+            if _surrogate_at(value) >= 0:
+                raise ApiError(400, f"{path}: {_LONE_SURROGATE}", code="invalid_value", param=path)
+        elif isinstance(value, dict):
+            for key, sub in reversed(value.items()):
+                where = f"{path}.{key}" if path else key
+                if _surrogate_at(key) >= 0:  # (named by its object, the key itself being unprintable)
+                    raise ApiError(
+                        400, f"{path or 'the body'}: a key {_LONE_SURROGATE}", code="invalid_value", param=path or None
+                    )
+                todo.append((sub, where))
+        elif isinstance(value, list):
+            todo.extend((sub, f"{path}[{i}]") for i, sub in reversed(list(enumerate(value))))
+
+
+_LONE_SURROGATE = "holds a lone surrogate (a \\uD800-\\uDFFF escape outside a pair), which is not valid Unicode text"
 
 
 def new_id(prefix: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 from logitgate.errors import LimitExceeded
@@ -22,6 +23,11 @@ from .facts import _Facts
 from .members import MemberPositions
 from .rules import RuleTable
 from .values import _plain_json_text
+
+# A high surrogate then a low one, two code points of a Python str: JSON has no spelling of
+# them (``"\ud83d\ude00"`` reads back as the one character they pair to), so a string holding
+# them is no JSON value's. (A lone surrogate has one: its lowercase ``\u`` escape.)
+_SPLIT_PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
 
 
 class LiteralEmitter:
@@ -111,6 +117,8 @@ class LiteralEmitter:
         """The content (between the quotes) of the JSON string ``s``, both serializations."""
         if _plain_json_text(s):
             return Literal(s.encode())
+        if _SPLIT_PAIR.search(s):
+            return _EMPTY_LANG
         forms = {json.dumps(s)[1:-1]}
         try:
             forms.add(json.dumps(s, ensure_ascii=False)[1:-1].encode("utf-8").decode("utf-8"))
@@ -122,6 +130,8 @@ class LiteralEmitter:
         """The JSON string ``s``: its raw UTF-8 form and its ensure_ascii form."""
         if _plain_json_text(s):
             return Literal(b'"' + s.encode() + b'"')
+        if _SPLIT_PAIR.search(s):
+            return _EMPTY_LANG
         forms = {json.dumps(s)}
         try:
             forms.add(json.dumps(s, ensure_ascii=False).encode("utf-8").decode("utf-8"))
