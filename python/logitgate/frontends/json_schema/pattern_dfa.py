@@ -5,9 +5,10 @@ a length counter: one rule per (NFA state, length), so a position of the string 
 head per active NFA state, each its own tail-calling rule, and the mask walk stepped a web of
 them through the vocabulary trie (o21456's email body: 5,253 rules, 3-12 ms masks on Llama 3).
 Here the pattern is determinized (subset construction over disjoint code point intervals),
-intersected with the other patterns' DFAs, minimized, and trimmed of states that cannot accept;
-the product with the counter keeps only (state, length) pairs that are reachable and can still
-reach an accepting pair, so a position has exactly one live rule and no rule is a dead end.
+intersected with the other patterns' DFAs, trimmed of states that cannot accept and minimized
+(Hopcroft); the product with the counter keeps only (state, length) pairs that are reachable and
+can still reach an accepting pair, so a position has exactly one live rule and no rule is a dead
+end. Each step has a cap (caps.py); past one the caller falls back to the NFA product.
 """
 
 from __future__ import annotations
@@ -23,10 +24,6 @@ Ranges = tuple[tuple[int, int], ...]
 Edges = tuple[tuple[Ranges, int], ...]
 
 
-class _DfaTooLarge(Exception):
-    pass
-
-
 @dataclass(frozen=True)
 class Dfa:
     """A deterministic automaton over code points: state 0 starts; ``edges[q]``'s ranges are
@@ -36,6 +33,7 @@ class Dfa:
     accepting: tuple[bool, ...]
 
     def accepts(self, text: str) -> bool:
+        """Whether ``text`` is in the language (a linear scan of the moves: for tests)."""
         q = 0
         for ch in text:
             c = ord(ch)
