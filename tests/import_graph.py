@@ -21,7 +21,18 @@ REPO = Path(__file__).resolve().parents[1]
 DEFAULT = REPO / "python" / "logitgate" / "frontends" / "json_schema"
 # The JSON Schema frontend's layers, bottom first: a module imports from its own layer or below.
 LAYERS: dict[str, tuple[str, ...]] = {
-    "data": ("caps", "formats", "synthetic", "patterns", "values", "keywords", "facts", "diagnostics", "rules"),
+    "data": (
+        "caps",
+        "formats",
+        "synthetic",
+        "patterns",
+        "pattern_dfa",
+        "values",
+        "keywords",
+        "facts",
+        "diagnostics",
+        "rules",
+    ),
     "resolution": ("resolve",),
     "algebra": ("negation", "expand", "merge", "decide"),
     "emitters": ("numbers", "strings", "members", "literals", "arrays", "objects"),

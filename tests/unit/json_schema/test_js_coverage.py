@@ -199,9 +199,16 @@ def test_format_with_max_length_instances(tl: TokenLevel) -> None:
     )
     g = tl.compiler.compile_json_schema({"type": "string", "format": "uri", "maxLength": 2000})
     assert not tl.accepts(g, json.dumps("not a uri"))  # (jsonschema checks uri only with rfc3987)
-    # A minLength the format's shortest text does not meet besides: still refused, typed.
+    # A minLength the format's shortest text does not meet besides: exact where the format's
+    # minimal DFA times the length fits (pattern_dfa.py), else still refused, typed.
+    check(
+        tl,
+        {"type": "string", "format": "email", "minLength": 8, "maxLength": 30},
+        ["abc@d.ef", "x" * 20 + "@" + "h" * 5 + ".org"],
+        ["a@b.cd", "x" * 21 + "@" + "h" * 5 + ".org", "abcdefgh"],
+    )
     with pytest.raises(lg.UnsupportedSchemaError) as e:
-        tl.compiler.compile_json_schema({"type": "string", "format": "email", "minLength": 8, "maxLength": 30})
+        tl.compiler.compile_json_schema({"type": "string", "format": "email", "minLength": 8, "maxLength": 60})
     assert (e.value.keyword, e.value.pointer) == ("maxLength", "/format")
     check(tl, {"type": "string", "format": "email", "minLength": 3, "maxLength": 30}, ["a@b"], ["a" * 30 + "@b.c"])
 

@@ -66,6 +66,10 @@ _FRAC_DIGITS = 40
 
 _DERIVATIVE_TUPLES = 256  # most derivative tuples intersect_by_derivatives visits
 _NFA_PRODUCT_RULES = 4000  # most (NFA states, length) rules one pattern-with-length product may build
+_DFA_STATES = 2000  # subsets of a pattern's determinization, or tuples of a DFA product (more: the NFA product)
+_MINIMIZE_WORK = 200_000  # predecessor entries one DFA minimization walks (more: left unminimized)
+_DFA_LENGTH_RULES = 12_000  # most (DFA state, length) rules a pattern-with-length product builds (more: NFA product)
+_LENGTH_PRODUCT_RULES_TOTAL = 36_000  # most rules one lowering's pattern-with-length products (DFA or NFA) build
 _NFA_STATES = 3000  # Thompson NFA states of one pattern product (more: built another way or refused)
 _DISJOINT_DEPTH = 16  # oneOf disjointness re-entered through nested oneOfs (deeper: not provably disjoint)
 _DISJOINT_CALLS = 5000  # oneOf disjointness questions one compile may ask (more: not provably disjoint)

@@ -306,7 +306,7 @@ class ObjectEmitter:
             exclusion = _strings_except(matched)
             encoded = self.strs.intersect_by_derivatives([cp_node, exclusion])
             if encoded is None:
-                encoded = self.strs.nfa_with_length([cp_node, exclusion], 0, None)
+                encoded = self.strs.with_length([cp_node, exclusion], 0, None)
         if encoded is None:
             self.diag.unsupported(
                 "patternProperties",

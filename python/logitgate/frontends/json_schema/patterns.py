@@ -183,14 +183,14 @@ class _NfaTooLarge(Exception):
     pass
 
 
-def _length_product_size(nfa: _Nfa, hi: int | None, cap: int) -> int:
+def _length_product_size(nfa: _Nfa, hi: int | None, cap: int, budget: int = _NFA_PRODUCT_RULES) -> int:
     """How many (state, length) pairs ``nfa_with_length`` would reach for one NFA, counted
-    with plain sets and stopping once past the budget, so a product that cannot fit fails in
+    with plain sets and stopping once past ``budget``, so a product that cannot fit fails in
     a few ms instead of after building thousands of rules."""
     layer = {nfa.start}
     seen: set[tuple[int, int]] = {(nfa.start, 0)}
     k = 0
-    while layer and (hi is None or k < hi) and len(seen) <= _NFA_PRODUCT_RULES:
+    while layer and (hi is None or k < hi) and len(seen) <= budget:
         k2 = min(k + 1, cap) if hi is None else k + 1
         nxt = {t for q in layer for x in nfa.closure(q) for _, t in nfa.moves[x]}
         layer = {t for t in nxt if (t, k2) not in seen}

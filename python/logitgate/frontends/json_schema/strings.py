@@ -37,11 +37,22 @@ from logitgate.grammar.json_text import positive_ranges as _positive_ranges
 from logitgate.grammar.json_text import seq as _seq
 from logitgate.limits import Limits
 
-from .caps import _BLOCK, _BLOCKS_MAX, _DERIVATIVE_TUPLES, _LONGEST, _NFA_PRODUCT_RULES, _UNROLLED_MAX
+from .caps import (
+    _BLOCK,
+    _BLOCKS_MAX,
+    _DERIVATIVE_TUPLES,
+    _DFA_LENGTH_RULES,
+    _LENGTH_PRODUCT_RULES_TOTAL,
+    _LONGEST,
+    _NFA_PRODUCT_RULES,
+    _UNROLLED_MAX,
+)
 from .decide import Decider
 from .diagnostics import Diagnostics
 from .facts import _Facts
 from .formats import _FORMATS, _format_node
+from .pattern_dfa import Dfa, minimal_dfa
+from .pattern_dfa import with_length as dfa_with_length
 from .patterns import _fit_length, _length_product_size, _map_leaves, _Nfa, _restrict_length
 from .rules import RuleTable
 
@@ -61,6 +72,10 @@ class StringEmitter:
         # and parsing one is the costly part of the objects and strings that use it.
         self.pattern_memo: dict[str, Node] = {}
         self.encoded_memo: dict[str, Node] = {}
+        # Minimal DFAs per intersected nodes (a format recurs under several length bounds), and
+        # the rules this lowering's length products (DFA or NFA) hold.
+        self.dfa_memo: dict[tuple[Node, ...], Dfa | None] = {}
+        self.product_rules = 0
 
     def bounded(self, item: Ref, lo: int, hi: int | None) -> Node:
         """``item{lo,hi}``. Up to _UNROLLED_MAX, plain repetition: ``item`` is a rule, so each
@@ -229,7 +244,7 @@ class StringEmitter:
             if f.min_len == 0 and f.max_len is None:
                 encoded = self.intersect_by_derivatives(nodes)
             if encoded is None:
-                encoded = self.nfa_with_length(nodes, f.min_len, f.max_len)
+                encoded = self.with_length(nodes, f.min_len, f.max_len)
             if encoded is None:
                 _, kw2, ptr2 = contents[1]
                 self.diag.unsupported(kw2, "several patterns/formats on one string: intersection too large", ptr2)
@@ -241,7 +256,7 @@ class StringEmitter:
                     e.limit, e.value, f"minLength {_int_text(f.min_len)} with this {kw}", pointer=f.min_len_ptr
                 ) from None
             if restricted is None:
-                encoded = self.nfa_with_length([node], f.min_len, f.max_len)
+                encoded = self.with_length([node], f.min_len, f.max_len)
             if restricted is None and encoded is None and kw == "format" and f.max_len is not None:
                 # Too large to intersect exactly: the format narrowed to fit (a departure).
                 try:
@@ -329,6 +344,42 @@ class StringEmitter:
         self.table.rules.update(rules)
         return Ref(first)
 
+    def with_length(self, nodes: list[Node], lo: int, hi: int | None) -> Node | None:
+        """Encoded content of ``nodes[0] ∩ nodes[1] ∩ ...`` ∩ strings of [lo, hi] code points: the
+        minimal DFA's length product (pattern_dfa.py: one live rule per position), or the NFA
+        product where that is too large; None when both are. The DFA is not built for a node
+        whose Thompson NFA's own length product is past _DFA_LENGTH_RULES (a count of a few ms,
+        where determinizing and minimizing it would not pay), nor once this lowering's DFA
+        products hold _LENGTH_PRODUCT_RULES_TOTAL rules."""
+        nfas = []
+        for node in nodes:
+            nfa = _Nfa.build(node, self.limits)
+            if nfa is None:
+                return None
+            nfas.append(nfa)
+        cap = hi if hi is not None else lo
+        product = None
+        if all(_length_product_size(n, hi, cap, _DFA_LENGTH_RULES) <= _DFA_LENGTH_RULES for n in nfas):
+            key = tuple(nodes)
+            if key not in self.dfa_memo:
+                self.dfa_memo[key] = minimal_dfa(nfas)
+            dfa = self.dfa_memo[key]
+            left = _LENGTH_PRODUCT_RULES_TOTAL - self.product_rules
+            product = None if dfa is None else dfa_with_length(dfa, lo, hi, min(_DFA_LENGTH_RULES, left))
+        if product is None:
+            return self.nfa_with_length(nodes, lo, hi)
+        if not product.pairs:
+            return _EMPTY_LANG
+        self.product_rules += len(product.pairs)
+        base = f"dl{len(self.table.rules)}_"
+        rules: dict[str, Node] = {}
+        for (q, k), (accepts, moves) in product.pairs.items():
+            alts: list[Node] = [EMPTY] if accepts else []
+            alts.extend(_seq([self.encode_class(CharClass(r)), Ref(f"{base}{t}_{k2}")]) for r, (t, k2) in moves)
+            rules[f"{base}{q}_{k}"] = _alt(alts)  # (a kept pair accepts or moves to a kept pair)
+        self.table.rules.update(rules)
+        return Ref(f"{base}0_0")
+
     def nfa_with_length(self, nodes: list[Node], lo: int, hi: int | None) -> Node | None:
         """Encoded content of ``nodes[0] ∩ nodes[1] ∩ ...`` ∩ strings of [lo, hi] code points: the
         product of Thompson NFAs of the nodes with a length counter, one rule per reachable
@@ -380,7 +431,7 @@ class StringEmitter:
 
         while work:
             qs, k = work.pop()
-            if len(made) > _NFA_PRODUCT_RULES:
+            if len(made) > min(_NFA_PRODUCT_RULES, _LENGTH_PRODUCT_RULES_TOTAL - self.product_rules):
                 return None
             found = moves(qs)
             if found is None:
@@ -397,5 +448,6 @@ class StringEmitter:
                         work.append((targets, k2))
                     alts.append(_seq([label, Ref(name(targets, k2))]))
             rules[name(qs, k)] = _alt(alts) if alts else _EMPTY_LANG
+        self.product_rules += len(rules)
         self.table.rules.update(rules)
         return Ref(name(start, 0))
