@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from typing import Any
 
 import httpx
 import openai
@@ -217,3 +218,31 @@ def test_unknown_model(client: openai.OpenAI) -> None:
         client.chat.completions.create(model="gpt-9", messages=[{"role": "user", "content": "hi"}], max_tokens=4)
     assert info.value.body["code"] == "model_not_found"  # type: ignore[index]
     _serves(client)
+
+
+def test_logit_bias_moves_the_sampled_token(client: openai.OpenAI, smollm2_vocab: Any) -> None:
+    """A +100 bias makes a token the greedy choice; a token past the vocabulary, a key that is
+    not a token id or a bias past ±100 is a 400 on ``logit_bias``."""
+    word = next(i for i in range(smollm2_vocab.size) if smollm2_vocab.token_bytes(i) == b" banana")
+    messages = [{"role": "user", "content": "Say hello."}]
+    reply = client.chat.completions.create(
+        model=MODEL, messages=messages, max_tokens=1, temperature=0, logit_bias={str(word): 100}
+    )
+    assert reply.choices[0].message.content == " banana"
+    for bias, says in [({"99999999": 1}, "not in the vocabulary"), ({"x": 1}, "token ids"), ({"5": 101}, "-100")]:
+        with pytest.raises(openai.BadRequestError) as info:
+            client.chat.completions.create(model=MODEL, messages=messages, max_tokens=1, logit_bias=bias)
+        assert info.value.body["param"] == "logit_bias" and says in info.value.body["message"]  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("functions", [{"name": "f", "parameters": {}}]), ("echo", True), ("best_of", 2), ("top_k", 5), ("min_tokens", 3)],
+)
+def test_parameters_that_would_change_the_output_are_refused(server: str, field: str, value: Any) -> None:
+    """A parameter the server does not implement is a 400 naming it, not silently ignored."""
+    body = {"model": MODEL, "prompt": "hi", "max_tokens": 2, field: value}
+    r = httpx.post(f"{server}/v1/completions", json=body, timeout=60)
+    assert r.status_code == 400
+    err = r.json()["error"]
+    assert (err["code"], err["param"]) == ("unsupported_parameter", field)

@@ -345,7 +345,23 @@ def _params(req: Any, max_tokens: int, state: _State, prompt_len: int) -> Sampli
         frequency_penalty=req.frequency_penalty,
         presence_penalty=req.presence_penalty,
         repetition_penalty=req.repetition_penalty,
+        logit_bias=_logit_bias(req, state),
     )
+
+
+def _logit_bias(req: Any, state: _State) -> tuple[tuple[int, float], ...]:
+    """``logit_bias`` as (token id, bias) pairs; an id past the model's logits is a 400."""
+    width = state.vocab.size
+    pairs = tuple(sorted((int(k), float(v)) for k, v in (req.logit_bias or {}).items()))
+    for tok, _ in pairs:
+        if tok >= width:
+            raise p.ApiError(
+                400,
+                f"logit_bias: token id {tok} is not in the vocabulary ({width} ids)",
+                code="invalid_value",
+                param="logit_bias",
+            )
+    return pairs
 
 
 def _share_events(seqs: list[Sequence]) -> None:

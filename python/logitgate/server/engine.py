@@ -71,6 +71,7 @@ class SamplingParams:
     frequency_penalty: float = 0.0
     presence_penalty: float = 0.0
     repetition_penalty: float = 1.0
+    logit_bias: tuple[tuple[int, float], ...] = ()  # (token id, added to its logit before the mask)
 
 
 @dataclass
@@ -385,8 +386,12 @@ class Engine:
         self._drop_finished()
 
     def _masked(self, rows: list[_Row], logits: torch.Tensor) -> np.ndarray:
-        """Applies each row's penalties and grammar mask to its logits (in place); the masks."""
+        """Applies each row's logit bias, penalties and grammar mask to its logits (in place);
+        the masks."""
         for i, row in enumerate(rows):
+            if row.req.params.logit_bias:
+                ids, biases = zip(*row.req.params.logit_bias, strict=True)
+                logits[i, list(ids)] += torch.tensor(biases, dtype=logits.dtype)
             if row.repetition.active:
                 row.repetition.apply(logits[i], row.out)
             if row.tracer is not None:

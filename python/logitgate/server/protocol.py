@@ -100,6 +100,17 @@ class _Sampling(_Body):
     repetition_penalty: float = Field(default=1.0, gt=0)
     structured_outputs: dict[str, Any] | None = None
     logprobs: bool | int | None = None
+    logit_bias: dict[str, float] | None = None
+
+    @field_validator("logit_bias")
+    @classmethod
+    def _biases(cls, v: dict[str, float] | None) -> dict[str, float] | None:
+        for key, bias in (v or {}).items():
+            if not key.isdigit():
+                raise ValueError(f"keys are token ids, got {key!r}")
+            if not -100 <= bias <= 100:
+                raise ValueError(f"token {key}: a bias between -100 and 100, got {bias}")
+        return v
 
     @field_validator("stop")
     @classmethod
@@ -146,7 +157,28 @@ class ChatCompletionRequest(_Sampling):
 class CompletionRequest(_Sampling):
     prompt: str | list[str]
     max_tokens: int | None = Field(default=16, ge=1)
-    echo: bool = False
+
+
+#: Body fields that would change the output and that this server does not implement, with what
+#: their neutral value is: present with another value, the request is refused (400
+#: ``unsupported_parameter``) rather than answered as if they were absent.
+UNSUPPORTED_PARAMETERS: dict[str, tuple[Any, str]] = {
+    "functions": (None, "use tools"),
+    "function_call": (None, "use tool_choice"),
+    "echo": (False, "the prompt is not echoed"),
+    "suffix": (None, "insertion is not supported"),
+    "best_of": (1, "best_of is not supported"),
+    "top_k": (-1, "top_k is not supported"),
+    "min_p": (0.0, "min_p is not supported"),
+    "min_tokens": (0, "min_tokens is not supported"),
+    "ignore_eos": (False, "ignore_eos is not supported"),
+}
+
+
+def _refuse_unsupported(data: dict[str, Any]) -> None:
+    for name, (neutral, why) in UNSUPPORTED_PARAMETERS.items():
+        if data.get(name, neutral) not in (neutral, None):
+            raise ApiError(400, f"{name} is not supported: {why}", code="unsupported_parameter", param=name)
 
 
 def parse_body(raw: bytes, model: type[_Body]) -> Any:
@@ -163,6 +195,7 @@ def parse_body(raw: bytes, model: type[_Body]) -> Any:
     if not isinstance(data, dict):
         raise ApiError(400, "the request body must be a JSON object", code="invalid_json")
     _check_text(data)
+    _refuse_unsupported(data)
     try:
         return model.model_validate(data)
     except ValidationError as e:
