@@ -246,3 +246,8 @@ def test_parameters_that_would_change_the_output_are_refused(server: str, field:
     assert r.status_code == 400
     err = r.json()["error"]
     assert (err["code"], err["param"]) == ("unsupported_parameter", field)
+
+
+def test_parameters_at_their_neutral_value_are_accepted(server: str) -> None:
+    body = {"model": MODEL, "prompt": "hi", "max_tokens": 2, "echo": False, "best_of": 1, "top_k": -1, "min_p": 0.0}
+    assert httpx.post(f"{server}/v1/completions", json=body, timeout=60).status_code == 200

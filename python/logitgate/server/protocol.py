@@ -159,26 +159,27 @@ class CompletionRequest(_Sampling):
     max_tokens: int | None = Field(default=16, ge=1)
 
 
-#: Body fields that would change the output and that this server does not implement, with what
-#: their neutral value is: present with another value, the request is refused (400
+#: Body fields that would change the output and that this server does not implement, with
+#: their neutral values: present with another value, the request is refused (400
 #: ``unsupported_parameter``) rather than answered as if they were absent.
-UNSUPPORTED_PARAMETERS: dict[str, tuple[Any, str]] = {
-    "functions": (None, "use tools"),
-    "function_call": (None, "use tool_choice"),
-    "echo": (False, "the prompt is not echoed"),
-    "suffix": (None, "insertion is not supported"),
-    "best_of": (1, "best_of is not supported"),
-    "top_k": (-1, "top_k is not supported"),
-    "min_p": (0.0, "min_p is not supported"),
-    "min_tokens": (0, "min_tokens is not supported"),
-    "ignore_eos": (False, "ignore_eos is not supported"),
+UNSUPPORTED_PARAMETERS: dict[str, tuple[tuple[Any, ...], str]] = {
+    "functions": ((None,), "use tools"),
+    "function_call": ((None,), "use tool_choice"),
+    "echo": ((None, False), "the prompt is not echoed"),
+    "suffix": ((None, ""), "insertion is not supported"),
+    "best_of": ((None, 1), "one sequence per choice"),
+    "top_k": ((None, 0, -1), "only top_p"),
+    "min_p": ((None, 0), "only top_p"),
+    "min_tokens": ((None, 0), "budgets are max_tokens only"),
+    "ignore_eos": ((None, False), "the model's end of sequence always ends a choice"),
 }
 
 
 def _refuse_unsupported(data: dict[str, Any]) -> None:
     for name, (neutral, why) in UNSUPPORTED_PARAMETERS.items():
-        if data.get(name, neutral) not in (neutral, None):
-            raise ApiError(400, f"{name} is not supported: {why}", code="unsupported_parameter", param=name)
+        value = data.get(name)
+        if not any(value == v and isinstance(value, bool) == isinstance(v, bool) for v in neutral):
+            raise ApiError(400, f"{name} is not supported ({why})", code="unsupported_parameter", param=name)
 
 
 def parse_body(raw: bytes, model: type[_Body]) -> Any:
