@@ -49,9 +49,9 @@ def test_length_product_count_is_the_rules_built(pattern: str, lo: int, hi: int 
         lenient=False,
         oneof="exact",
     )
-    assert lowering.strs.nfa_with_length([node], lo, hi) is not None
-    built = [n for n in lowering.table.rules if n.startswith("nl")]  # its rules; encoded classes add others
     nfa = patterns._Nfa.build(node, limits)
     assert nfa is not None
+    assert lowering.strs.nfa_with_length([nfa], lo, hi) is not None
+    built = [n for n in lowering.table.rules if n.startswith("nl")]  # its rules; encoded classes add others
     cap = hi if hi is not None else lo
     assert patterns._length_product_size(nfa, hi, cap) == len(built)

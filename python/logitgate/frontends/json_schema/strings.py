@@ -351,12 +351,9 @@ class StringEmitter:
         whose Thompson NFA's own length product is past _DFA_LENGTH_RULES (a count of a few ms,
         where determinizing and minimizing it would not pay), nor once this lowering's DFA
         products hold _LENGTH_PRODUCT_RULES_TOTAL rules."""
-        nfas = []
-        for node in nodes:
-            nfa = _Nfa.build(node, self.limits)
-            if nfa is None:
-                return None
-            nfas.append(nfa)
+        nfas = self._nfas(nodes)
+        if nfas is None:
+            return None
         cap = hi if hi is not None else lo
         product = None
         if all(_length_product_size(n, hi, cap, _DFA_LENGTH_RULES) <= _DFA_LENGTH_RULES for n in nfas):
@@ -367,7 +364,7 @@ class StringEmitter:
             left = _LENGTH_PRODUCT_RULES_TOTAL - self.product_rules
             product = None if dfa is None else dfa_with_length(dfa, lo, hi, min(_DFA_LENGTH_RULES, left))
         if product is None:
-            return self.nfa_with_length(nodes, lo, hi)
+            return self.nfa_with_length(nfas, lo, hi)
         if not product.pairs:
             return _EMPTY_LANG
         self.product_rules += len(product.pairs)
@@ -380,16 +377,20 @@ class StringEmitter:
         self.table.rules.update(rules)
         return Ref(f"{base}0_0")
 
-    def nfa_with_length(self, nodes: list[Node], lo: int, hi: int | None) -> Node | None:
-        """Encoded content of ``nodes[0] ∩ nodes[1] ∩ ...`` ∩ strings of [lo, hi] code points: the
-        product of Thompson NFAs of the nodes with a length counter, one rule per reachable
-        (states, length). None when the product would exceed a few thousand rules."""
+    def _nfas(self, nodes: list[Node]) -> list[_Nfa] | None:
+        """Thompson NFAs of ``nodes``; None when one is too large to build."""
         nfas = []
         for node in nodes:
             nfa = _Nfa.build(node, self.limits)
             if nfa is None:
                 return None
             nfas.append(nfa)
+        return nfas
+
+    def nfa_with_length(self, nfas: list[_Nfa], lo: int, hi: int | None) -> Node | None:
+        """Encoded content of ``nfas[0] ∩ nfas[1] ∩ ...`` ∩ strings of [lo, hi] code points: the
+        product of the NFAs with a length counter, one rule per reachable (states, length). None
+        when the product would exceed a few thousand rules."""
         cap = hi if hi is not None else lo  # lengths above lo are equivalent when hi is open
         if len(nfas) == 1 and _length_product_size(nfas[0], hi, cap) > _NFA_PRODUCT_RULES:
             return None  # known too large before a rule is built (labels never meet empty here)
