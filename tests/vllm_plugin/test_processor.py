@@ -156,6 +156,9 @@ def test_json_text_spec_as_vllm_xargs_carries_it(proc: Any) -> None:
         ({"json_schema": {"type": "nonsense"}}, "json_schema"),
         ({"json_schema": {"type": "string"}, "whitespace": "wide"}, "whitespace"),
         ({"json_schema": "{bad"}, "not valid JSON"),
+        ('{"regex": ' + "9" * 5000 + "}", "past what Python reads"),
+        ({"json_schema": '{"const": ' + "9" * 5000 + "}"}, "past what Python reads"),
+        ({"json_schema": "[" * 100_000 + "]" * 100_000}, "past what Python reads"),
     ],
 )
 def test_validate_params_rejects(spec: Any, message: str) -> None:

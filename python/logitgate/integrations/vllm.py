@@ -115,6 +115,10 @@ def request_structure(params: SamplingParams) -> RequestStructure | None:
             spec = json.loads(spec)
         except json.JSONDecodeError as e:
             raise ValueError(f"extra_args.logitgate is not valid JSON: {e}") from None
+        except (ValueError, RecursionError):  # an integer past 4,300 digits; nesting past the parser
+            raise ValueError(
+                "extra_args.logitgate is JSON past what Python reads (a huge integer or deep nesting)"
+            ) from None
     if not isinstance(spec, dict):
         raise ValueError(f"extra_args.logitgate must be an object (or its JSON text), got {type(spec).__name__}")
     kinds = [k for k in spec if k in _KIND_OPTIONS]
@@ -139,6 +143,10 @@ def request_structure(params: SamplingParams) -> RequestStructure | None:
             value = json.loads(value)
         except json.JSONDecodeError as e:
             raise ValueError(f"extra_args.logitgate.json_schema is not valid JSON: {e}") from None
+        except (ValueError, RecursionError):
+            raise ValueError(
+                "extra_args.logitgate.json_schema is JSON past what Python reads (a huge integer or deep nesting)"
+            ) from None
     if "root" in options and not isinstance(options["root"], str):
         raise ValueError("extra_args.logitgate.root must be a string")
     return RequestStructure(kind, value, options)
