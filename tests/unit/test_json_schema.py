@@ -1586,3 +1586,16 @@ def test_any_order_property_counts_are_bounded(compiler: lg.Compiler) -> None:
     with pytest.raises(lg.UnsupportedSchemaError) as e:
         compiler.compile_json_schema(opened, property_order="any", strict=True)
     assert "maxProperties" in str(e.value)
+
+
+def test_max_properties_past_counting_is_reported_where_it_is_written(compiler: lg.Compiler) -> None:
+    # The refusal named the object (#, /properties/a), not the keyword; of several maxProperties
+    # the tightest is the one counted, and named.
+    for schema, pointer in [
+        ({"type": "object", "maxProperties": 2**64}, "/maxProperties"),
+        ({"properties": {"a": {"type": "object", "maxProperties": 2**64}}}, "/properties/a/maxProperties"),
+        ({"allOf": [{"maxProperties": 10**9}, {"maxProperties": 10**8}]}, "/allOf/1/maxProperties"),
+    ]:
+        with pytest.raises(lg.UnsupportedSchemaError) as e:
+            compiler.compile_json_schema(schema)
+        assert (e.value.keyword, e.value.pointer) == ("maxProperties", pointer)

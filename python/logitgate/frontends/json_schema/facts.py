@@ -49,6 +49,7 @@ class _Facts:
     min_props: int = 0
     min_props_ptr: str = ""  # pointer of the minProperties that set min_props
     max_props: int | None = None
+    max_props_ptr: str = ""  # pointer of the maxProperties that set max_props
     arrs: list[_ArrPart] = field(default_factory=list)
     min_items: int = 0
     min_items_ptr: str = ""  # pointer of the minItems that set min_items (for errors)

@@ -163,8 +163,8 @@ class Merger:
         if cv is not None and cv > f.min_props:
             f.min_props, f.min_props_ptr = cv, _ptr_join(ptr, "minProperties")
         cv = _count_keyword(d, "maxProperties", ptr)
-        if cv is not None:
-            f.max_props = cv if f.max_props is None else min(f.max_props, cv)
+        if cv is not None and (f.max_props is None or cv < f.max_props):
+            f.max_props, f.max_props_ptr = cv, _ptr_join(ptr, "maxProperties")
         for kw in ("unevaluatedProperties", "unevaluatedItems"):
             if kw in d and d[kw] is not True:
                 self.diag.unsupported(kw, "unevaluated* keywords are not lowered", _ptr_join(ptr, kw))

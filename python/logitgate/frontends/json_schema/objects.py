@@ -172,11 +172,11 @@ class ObjectEmitter:
                 # A closed object holds at most n keys: counts past n + 1 are never reached.
                 cap = min(cap, n + 1)
             if counting and (1 << n) * (cap + 1) > 20000:
-                self.diag.unsupported("maxProperties", "property counting state space too large", "")
+                self.diag.unsupported("maxProperties", "property counting state space too large", f.max_props_ptr)
                 counting = False
             return self.members.object_any_order(members, other, lo, hi, cap if counting else 0)
         if counting and (n + 1) * (cap + 1) > 20000:
-            self.diag.unsupported("maxProperties", "property counting state space too large", "")
+            self.diag.unsupported("maxProperties", "property counting state space too large", f.max_props_ptr)
             counting = False
         return self.members.object_in_order(members, idents, other, lo, hi, cap, counting)
 
