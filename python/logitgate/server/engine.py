@@ -9,8 +9,8 @@ grammar masks of all constrained rows with :func:`~logitgate.fill_masks` (the co
 pool, GIL released) and samples each row. Rows that finish, fail or are cancelled leave between
 steps.
 
-A model whose attention cannot be packed (a sliding window, an attention without custom 4D
-masks; :func:`~.packed.packing_supported`) is batched padded (:mod:`.kv`): the joining prompts
+A model that cannot be packed (a sliding window, an attention other than a Llama-like ``sdpa``
+or ``eager``; :func:`~.packed.packing_supported`) is batched padded (:mod:`.kv`): the joining prompts
 are prefilled left-padded in passes of similar lengths (:func:`prefill_groups`), their cache
 rows stacked under the batch's, then every active row decodes in one pass. The asyncio side never waits on
 the model: requests come in through a thread-safe queue, and each request's events go back to
@@ -138,6 +138,7 @@ class _Row:
     pending: list[int]
     out: list[int] = field(default_factory=list)
     seq: int = -1  # its sequence in the packed cache
+    bias: tuple[torch.Tensor, torch.Tensor] | None = None  # logit_bias as (ids, values), made once
     stop_cut: int | None = None
     finish: Literal["stop", "length"] | None = None
     tracer: TraceRecorder | None = None
@@ -269,6 +270,9 @@ class Engine:
         stream = _TextStream(functools.partial(req.emit, "text"), p.stop) if req.stream else None
         rep = RepetitionControl(p.repetition_penalty, p.frequency_penalty, p.presence_penalty)
         row = _Row(req, step, rep, stream, pending=[])
+        if p.logit_bias:
+            ids, values = zip(*p.logit_bias, strict=True)
+            row.bias = torch.tensor(ids, dtype=torch.long), torch.tensor(values, dtype=torch.float32)
         if req.trace:
             row.tracer = TraceRecorder(self.vocab.table, p.temperature, frozenset(self._eos))
         row.out += step.start()  # forced bytes at the start (an object's "{" and first key)
@@ -389,9 +393,8 @@ class Engine:
         """Applies each row's logit bias, penalties and grammar mask to its logits (in place);
         the masks."""
         for i, row in enumerate(rows):
-            if row.req.params.logit_bias:
-                ids, biases = zip(*row.req.params.logit_bias, strict=True)
-                logits[i, list(ids)] += torch.tensor(biases, dtype=logits.dtype)
+            if row.bias is not None:
+                logits[i].index_add_(0, row.bias[0], row.bias[1].to(logits.dtype))
             if row.repetition.active:
                 row.repetition.apply(logits[i], row.out)
             if row.tracer is not None:
