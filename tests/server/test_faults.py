@@ -114,7 +114,7 @@ def test_malformed_json(client: openai.OpenAI, server: str) -> None:
     ("body", "says"),
     [
         (b'{"model": "m", "messages": [], "max_tokens": ' + b"9" * 5000 + b"}", "4,300 digits"),
-        (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+        (b"[" * 100_000 + b"]" * 100_000, "nested deeper than"),
     ],
     ids=["huge-integer", "deep-nesting"],
 )

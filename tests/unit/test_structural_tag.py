@@ -296,6 +296,13 @@ def test_not_json(compiler: lg.Compiler) -> None:
     assert e.value.path == "$"
 
 
+def test_structural_tag_nesting_is_malformed_not_a_limit(compiler: lg.Compiler) -> None:
+    with pytest.raises(lg.StructuralTagError) as e:
+        compiler.compile_structural_tag("[" * 100_000 + "]" * 100_000)
+    assert (e.value.path, e.value.code) == ("$", "structural-tag")
+    assert "nested deeper than" in str(e.value)
+
+
 def test_qwen_xml_arguments(compiler: lg.Compiler) -> None:
     """qwen_xml: properties in order as <parameter=NAME>VALUE</parameter>; a string raw up to
     the first </parameter>, other values JSON; required ones present, no others."""

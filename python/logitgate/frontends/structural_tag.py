@@ -34,6 +34,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .._json_reader import JsonTextError, read_json
 from ..errors import LogitgateError, StructuralTagError, _surrogate_at
 from ..grammar.ir import (
     EMPTY,
@@ -146,13 +147,10 @@ def lower_structural_tag(
 
             raise LimitExceeded("max_source_bytes", limits.max_source_bytes, "structural tag text")
         try:
-            spec = json.loads(spec)
-        except (json.JSONDecodeError, RecursionError) as e:
-            raise StructuralTagError(f"not valid JSON: {e}", path="$") from None
-        except ValueError:  # valid JSON, but an integer past Python's 4,300 digits
-            raise StructuralTagError(
-                "an integer of more than 4,300 digits", path="$", code="structural-tag-limit"
-            ) from None
+            spec = read_json(spec)
+        except JsonTextError as e:
+            code = "structural-tag-limit" if e.problem == "digits" else "structural-tag"
+            raise StructuralTagError(f"the text {e.reason}", path="$", code=code) from None
     if not isinstance(spec, Mapping):
         raise StructuralTagError(f"a structural tag is an object, not {type(spec).__name__}", path="$")
     _check_text(spec)

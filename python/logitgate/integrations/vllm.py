@@ -52,6 +52,7 @@ import torch
 from vllm.sampling_params import SamplingParams
 from vllm.v1.sample.logits_processor import BatchUpdate, LogitsProcessor, MoveDirectionality
 
+from .._json_reader import JsonTextError, read_json
 from ..compiler import CompiledGrammar, Compiler
 from ..errors import LogitgateError
 from ..limits import DEFAULT_LIMITS
@@ -112,13 +113,9 @@ def request_structure(params: SamplingParams) -> RequestStructure | None:
     spec = extra[EXTRA_ARGS_KEY]
     if isinstance(spec, str):
         try:
-            spec = json.loads(spec)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"extra_args.logitgate is not valid JSON: {e}") from None
-        except (ValueError, RecursionError):  # an integer past 4,300 digits; nesting past the parser
-            raise ValueError(
-                "extra_args.logitgate is JSON past what Python reads (a huge integer or deep nesting)"
-            ) from None
+            spec = read_json(spec)
+        except JsonTextError as e:
+            raise ValueError(f"extra_args.logitgate {e.reason}") from None
     if not isinstance(spec, dict):
         raise ValueError(f"extra_args.logitgate must be an object (or its JSON text), got {type(spec).__name__}")
     kinds = [k for k in spec if k in _KIND_OPTIONS]
@@ -140,13 +137,9 @@ def request_structure(params: SamplingParams) -> RequestStructure | None:
             raise ValueError(f"extra_args.logitgate.{kind} must be a string, got {type(value).__name__}")
     elif kind == "json_schema" and isinstance(value, str):
         try:
-            value = json.loads(value)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"extra_args.logitgate.json_schema is not valid JSON: {e}") from None
-        except (ValueError, RecursionError):
-            raise ValueError(
-                "extra_args.logitgate.json_schema is JSON past what Python reads (a huge integer or deep nesting)"
-            ) from None
+            value = read_json(value)
+        except JsonTextError as e:
+            raise ValueError(f"extra_args.logitgate.json_schema {e.reason}") from None
     if "root" in options and not isinstance(options["root"], str):
         raise ValueError("extra_args.logitgate.root must be a string")
     return RequestStructure(kind, value, options)

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from .._json_reader import JsonTextError, read_json
 from ..errors import LogitgateError, _surrogate_at
 from ..generation import _SEED_MAX, _SEED_MIN
 
@@ -185,14 +186,9 @@ def _refuse_unsupported(data: dict[str, Any]) -> None:
 def parse_body(raw: bytes, model: type[_Body]) -> Any:
     """The request body as ``model``; malformed JSON or a field out of range is a 400 naming it."""
     try:
-        data = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ApiError(400, f"the request body is not valid JSON: {e}", code="invalid_json") from None
-    except ValueError:  # valid JSON, but an integer past Python's 4,300 digits
-        why = "the request body holds an integer of more than 4,300 digits"
-        raise ApiError(400, why, code="invalid_json") from None
-    except RecursionError:
-        raise ApiError(400, "the request body is nested too deeply", code="invalid_json") from None
+        data = read_json(raw)
+    except JsonTextError as e:
+        raise ApiError(400, f"the request body {e.reason}", code="invalid_json") from None
     if not isinstance(data, dict):
         raise ApiError(400, "the request body must be a JSON object", code="invalid_json")
     _check_text(data)

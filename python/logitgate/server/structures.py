@@ -26,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from .._json_reader import JsonTextError, read_json
 from ..cancel import CancelToken, interrupt_scope
 from ..compiler import CompiledGrammar, Compiler
 from ..errors import CompileCancelled, CompileTimeout, LogitgateError
@@ -65,12 +66,9 @@ def _schema_spec(schema: Any, strict: bool, param: str) -> StructureSpec:
         raise ApiError(400, f"{param} must be a JSON Schema object", code="invalid_schema", param=param)
     if isinstance(schema, str):
         try:
-            schema = json.loads(schema)
-        except json.JSONDecodeError as e:
-            raise ApiError(400, f"{param} is not valid JSON: {e}", code="invalid_schema", param=param) from None
-        except (ValueError, RecursionError):  # an integer past 4,300 digits; nesting past Python's parser
-            why = f"{param} is JSON past what the server reads (an integer of over 4,300 digits, or too deeply nested)"
-            raise ApiError(400, why, code="invalid_schema", param=param) from None
+            schema = read_json(schema)
+        except JsonTextError as e:
+            raise ApiError(400, f"{param} {e.reason}", code="invalid_schema", param=param) from None
     return StructureSpec("json_schema", _canonical(schema), strict, param, refusal=is_refusal_schema(schema))
 
 

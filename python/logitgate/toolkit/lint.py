@@ -3,9 +3,9 @@ logitgate's own compiler) and against the design rules, before anything is deplo
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any, Literal
 
+from .._json_reader import JsonTextError, read_json
 from ..errors import SchemaError, UnsupportedSchemaError, UsageError
 from .compiled import LenientCompile, compile_lenient
 from .findings import SEVERITIES, Finding
@@ -25,9 +25,9 @@ TARGETS: tuple[Target, ...] = ("openai", "anthropic", "logitgate")
 
 def _parse(text: str | bytes) -> Any:
     try:
-        return json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
-        raise SchemaError(f"schema is not valid JSON: {e}", pointer="", code="schema-json") from None
+        return read_json(text)
+    except JsonTextError as e:
+        raise SchemaError(f"schema {e.reason}", pointer="", code="schema-json") from None
 
 
 def schema_document(schema: Any) -> Any:

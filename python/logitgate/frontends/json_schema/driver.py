@@ -8,6 +8,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from logitgate._json_reader import JsonTextError, read_json, text_nesting
 from logitgate.cancel import checkpoint, discard_later
 from logitgate.errors import (
     CompileCancelled,
@@ -87,14 +88,14 @@ def schema_to_grammar(
         if len(text.encode("utf-8", "surrogatepass")) > limits.max_source_bytes:
             raise LimitExceeded("max_source_bytes", limits.max_source_bytes, "schema text")
         try:
-            schema = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise SchemaError(f"schema is not valid JSON: {e}", pointer="", code="schema-json") from None
-        except ValueError:  # valid JSON, but an integer past Python's 4,300 digits
-            raise DECIMAL_DIGITS.exceeded("schema text holds an integer of more than 4,300 digits") from None
-        except RecursionError:
+            schema = read_json(text)
+        except JsonTextError as e:
+            if e.problem == "digits":
+                raise DECIMAL_DIGITS.exceeded(f"schema text {e.reason}") from None
+            if e.problem == "syntax":
+                raise SchemaError(f"schema {e.reason}", pointer="", code="schema-json") from None
             # Valid JSON nested deeper than Python's parser recurses: a depth problem, not a syntax one.
-            depth = _text_nesting(text)
+            depth = text_nesting(text)
             if depth > limits.max_nesting:
                 why = f"schema text nested {depth} levels deep"
                 raise LimitExceeded("max_nesting", limits.max_nesting, why) from None
@@ -139,29 +140,6 @@ def schema_to_grammar(
         pointer, what = found
         raise SchemaError(f"the schema holds {what}, which is not JSON data", pointer=pointer) from None
     return grammar, list(low.diag.dropped)
-
-
-def _text_nesting(text: str) -> int:
-    """The deepest nesting of arrays and objects in JSON ``text`` (brackets inside strings do
-    not count)."""
-    depth = deepest = 0
-    in_string = escaped = False
-    for ch in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif ch in "]}":
-            depth -= 1
-    return deepest
 
 
 def _non_json_value(schema: Any) -> tuple[str, str] | None:
