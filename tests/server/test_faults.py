@@ -213,6 +213,15 @@ def test_invalid_field(client: openai.OpenAI) -> None:
     _serves(client)
 
 
+def test_invalid_field_in_a_list_is_named_with_its_index(client: openai.OpenAI) -> None:
+    """Validation errors name list items as every other error does: ``messages[1].role``."""
+    messages: Any = [{"role": "user", "content": "hi"}, {"role": "wizard", "content": "hi"}]
+    with pytest.raises(openai.BadRequestError) as info:
+        client.chat.completions.create(model=MODEL, messages=messages, max_tokens=4)
+    assert info.value.body["param"] == "messages[1].role"  # type: ignore[index]
+    _serves(client)
+
+
 def test_unknown_model(client: openai.OpenAI) -> None:
     with pytest.raises(openai.NotFoundError) as info:
         client.chat.completions.create(model="gpt-9", messages=[{"role": "user", "content": "hi"}], max_tokens=4)

@@ -197,8 +197,14 @@ def parse_body(raw: bytes, model: type[_Body]) -> Any:
         return model.model_validate(data)
     except ValidationError as e:
         first = e.errors()[0]
-        where = ".".join(str(x) for x in first["loc"])
+        where = _param_path(first["loc"])
         raise ApiError(400, f"{where}: {first['msg']}", code="invalid_value", param=where or None) from None
+
+
+def _param_path(loc: tuple[int | str, ...]) -> str:
+    """A validation error's location as the server names params everywhere:
+    ``messages[0].content`` (pydantic's own is ``messages.0.content``)."""
+    return "".join(f"[{x}]" if isinstance(x, int) else f".{x}" if i else str(x) for i, x in enumerate(loc))
 
 
 def _check_text(data: dict[str, Any]) -> None:
