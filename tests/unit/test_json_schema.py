@@ -665,6 +665,11 @@ CONTAINS_ONE: dict[str, Any] = {"type": "array", "contains": {"const": 1}}
         ({"type": "object", "propertyNames": {"minLength": 2**64}}, "/propertyNames/minLength", "minLength"),
         # (printed by size: Python refuses to print an int of more than 4,300 digits)
         ({"type": "array", "maxItems": 2**20000}, "/maxItems", "maxItems an integer of about 6020 digits"),
+        # A complement's count points at the keyword it complements (was /not/minItems, unwritten).
+        ({"not": {"maxItems": 2**64}}, "/not/maxItems", "minItems 18446744073709551617"),
+        ({"not": {"minItems": 2**64}}, "/not/minItems", "maxItems 18446744073709551615"),
+        ({"not": {"maxLength": 2**64}}, "/not/maxLength", "minLength 18446744073709551617"),
+        ({"not": {**CONTAINS_ONE, "maxContains": 2**64}}, "/not/maxContains", "minContains 18446744073709551617"),
     ],
 )
 def test_counts_past_max_repeat_are_limits_naming_the_keyword(
@@ -1599,3 +1604,34 @@ def test_max_properties_past_counting_is_reported_where_it_is_written(compiler: 
         with pytest.raises(lg.UnsupportedSchemaError) as e:
             compiler.compile_json_schema(schema)
         assert (e.value.keyword, e.value.pointer) == ("maxProperties", pointer)
+
+
+@pytest.mark.parametrize(
+    ("schema", "keyword", "pointer"),
+    [
+        ({**CONTAINS_ONE, "maxContains": 10**6}, "maxContains", "/maxContains"),  # was 'contains' at /contains
+        ({"not": {"maxProperties": 2**64}}, "minProperties", "/not/maxProperties"),
+        ({"not": {"minProperties": 2**64}}, "maxProperties", "/not/minProperties"),
+    ],
+)
+def test_counts_past_counting_are_refused_where_they_are_written(
+    compiler: lg.Compiler, schema: Any, keyword: str, pointer: str
+) -> None:
+    with pytest.raises(lg.UnsupportedSchemaError) as e:
+        compiler.compile_json_schema(schema)
+    assert (e.value.keyword, e.value.pointer) == (keyword, pointer)
+
+
+def test_min_properties_past_a_closed_objects_members_is_empty(compiler: lg.Compiler) -> None:
+    """A closed object with more minProperties than names was a counting refusal at # (past the
+    count cap) or an empty language without a reason; it is a contradiction naming the keyword."""
+    two = {"type": "object", "properties": {"a": {}, "b": {}}, "additionalProperties": False}
+    for n in (3, 10**6):
+        with pytest.raises(lg.SchemaError) as e:
+            compiler.compile_json_schema({**two, "minProperties": n})
+        assert (e.value.code, e.value.pointer) == ("schema-empty", "/minProperties")
+        assert f"minProperties {n}, but the object allows only 2 properties" in str(e.value)
+    g = compiler.compile_json_schema({**two, "minProperties": 2})
+    assert accepts(g, '{"a": 1, "b": 2}') and not accepts(g, '{"a": 1}')
+    g = compiler.compile_json_schema({"properties": {"a": {}}, "additionalProperties": False, "minProperties": 2})
+    assert accepts(g, "[]") and not accepts(g, '{"a": 1}')  # only the object branch is empty

@@ -23,6 +23,7 @@ from logitgate.grammar.json_text import opt as _opt
 from logitgate.grammar.json_text import seq as _seq
 from logitgate.limits import Limits
 
+from .caps import _COUNT_STATES
 from .decide import Decider
 from .diagnostics import Diagnostics
 from .facts import _Facts
@@ -164,30 +165,36 @@ class ArrayEmitter:
         conts = f.contains
         if not positions and rest is None:
             return (
-                _EMPTY_LANG if any(c[1] > 0 for c in conts) else _seq([Literal(b"["), self.table.ws(), Literal(b"]")])
+                _EMPTY_LANG if any(c.min > 0 for c in conts) else _seq([Literal(b"["), self.table.ws(), Literal(b"]")])
             )
-        if any(cmax is not None and cmax < cmin for _, cmin, cmax, _ in conts):
+        if any(c.max is not None and c.max < c.min for c in conts):
             return _EMPTY_LANG
-        for _, cmin, _, cptr in conts:
+        for c in conts:
             # An array holds at least minContains items: past maxItems that is empty, past
             # max_repeat a count the grammar cannot hold (as minItems would be).
-            if hi is not None and cmin > hi:
-                self.diag.contradiction(f, "", "minContains > maxItems")
+            if hi is not None and c.min > hi:
+                self.diag.contradiction(f, c.min_ptr, "minContains > maxItems")
                 return _EMPTY_LANG
-            if cmin - 1 > self.limits.max_repeat:
-                at = cptr.rsplit("/", 1)[0] + "/minContains"  # (cptr is the contains' pointer)
-                raise LimitExceeded("max_repeat", self.limits.max_repeat, f"minContains {_int_text(cmin)}", pointer=at)
-        ptr = conts[0][3]
-        caps = [cmin if cmax is None else cmax + 1 for _, cmin, cmax, _ in conts]
+            if c.min - 1 > self.limits.max_repeat:
+                what = f"minContains {_int_text(c.min)}"
+                raise LimitExceeded("max_repeat", self.limits.max_repeat, what, pointer=c.min_ptr)
+        caps = [c.min if c.max is None else c.max + 1 for c in conts]
         need_n = hi if hi is not None else max(lo, len(positions))
         choices = 1 << len(conts)
-        if math.prod(c + 1 for c in caps) * (need_n + 1) * choices > 20000 * 2:
-            self.diag.unsupported("contains", "counting state space too large", ptr)
+        if math.prod(c + 1 for c in caps) * (need_n + 1) * choices > _COUNT_STATES * 2:
+            # Named by the largest count, when a count of its own sets it (maxContains, minContains).
+            big = conts[max(range(len(conts)), key=lambda i: caps[i])]
+            kw, at = "contains", big.ptr
+            if big.max is not None:
+                kw, at = "maxContains", big.max_ptr
+            elif big.min > 1:
+                kw, at = "minContains", big.min_ptr
+            self.diag.unsupported(kw, "counting state space too large (the whole contains is refused)", at)
             return self.emit_array(replace(f, contains=[]))
         ws = self.table.ws()
         sep = self.table.comma()
         base = f"ct{len(self.table.rules)}_"
-        negated = [self.index.not_atom(atom, cptr, "") if cmax is not None else 0 for atom, _, cmax, cptr in conts]
+        negated = [self.index.not_atom(c.atom, c.ptr, "") if c.max is not None else 0 for c in conts]
         items: dict[tuple[int, int], Node] = {}
 
         def item(n: int, chosen: int) -> Node | None:
@@ -197,7 +204,7 @@ class ArrayEmitter:
                 return None
             key = (min(n, len(positions)), chosen)
             if key not in items:
-                picked = {conts[j][0] if chosen >> j & 1 else negated[j] for j in range(len(conts))}
+                picked = {conts[j].atom if chosen >> j & 1 else negated[j] for j in range(len(conts))}
                 items[key] = self.ref(at | picked)
             return items[key]
 
@@ -209,17 +216,14 @@ class ArrayEmitter:
                 for s in (False, True):
                     alts: list[Node] = []
                     if n >= lo and all(
-                        c >= cmin and (cmax is None or c <= cmax)
-                        for c, (_, cmin, cmax, _) in zip(cs, conts, strict=True)
+                        k >= c.min and (c.max is None or k <= c.max) for k, c in zip(cs, conts, strict=True)
                     ):
                         alts.append(_seq([ws, Literal(b"]")]))
                     if hi is None or n < hi:
                         lead = sep if s else ws
                         for chosen in range(choices - 1, -1, -1):
                             bumped = [c + (chosen >> j & 1) for j, c in enumerate(cs)]
-                            if any(
-                                b > cmax for b, (_, _, cmax, _) in zip(bumped, conts, strict=True) if cmax is not None
-                            ):
+                            if any(b > c.max for b, c in zip(bumped, conts, strict=True) if c.max is not None):
                                 continue
                             node = item(n, chosen)
                             if node is None:

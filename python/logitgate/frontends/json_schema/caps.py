@@ -76,4 +76,7 @@ _DISJOINT_CALLS = 5000  # oneOf disjointness questions one compile may ask (more
 _NEGATABLE_DEPTH = 16  # sub-schemas looked into for a complement (deeper: not complementable)
 _ANY_ORDER_LITERAL = 6  # const/enum objects of up to this many members accept any member order
 _EXCEPT_WORD_MAX = 100  # longest listed name a patternProperties pattern is intersected without
+# States of one object's property count (members x counts) or of an array's contains counts
+# (counts x items x contains choices, twice this); more: the counting keyword is refused.
+_COUNT_STATES = 20_000
 _FIT_COPIES = 4  # copies of an unbounded-width repeated part kept when a format is fitted to maxLength

@@ -230,9 +230,9 @@ class Decider:
                 atoms = self.position_atoms(f, i)
                 if atoms is None or not self.check_atoms(item, atoms, depth + 1):
                     return False
-            for atom, cmin, cmax, _ in f.contains:
-                k = sum(1 for item in value if self.check_atoms(item, frozenset({atom}), depth + 1))
-                if k < cmin or (cmax is not None and k > cmax):
+            for c in f.contains:
+                k = sum(1 for item in value if self.check_atoms(item, frozenset({c.atom}), depth + 1))
+                if k < c.min or (c.max is not None and k > c.max):
                     return False
             if f.unique is not None:
                 for i in range(n):

@@ -27,6 +27,19 @@ class _ArrPart:
     items: int | None  # applies at positions >= len(prefix); None: absent (any)
 
 
+@dataclass(frozen=True)
+class _Contains:
+    """One ``contains`` and its counts, with where each was written (for errors: a count a
+    complement made points at the keyword it complements)."""
+
+    atom: int
+    min: int
+    max: int | None
+    ptr: str  # the contains keyword's pointer
+    min_ptr: str
+    max_ptr: str
+
+
 @dataclass
 class _Facts:
     types: set[str] = field(default_factory=lambda: set(_ALL_TYPES))
@@ -55,6 +68,6 @@ class _Facts:
     min_items_ptr: str = ""  # pointer of the minItems that set min_items (for errors)
     max_items: int | None = None
     max_items_ptr: str = ""
-    contains: list[tuple[int, int, int | None, str]] = field(default_factory=list)  # atom, min, max, ptr
+    contains: list[_Contains] = field(default_factory=list)
     unique: str | None = None  # pointer of uniqueItems: true
     empty_reason: tuple[str, str] | None = None  # (pointer, message) when a contradiction was seen

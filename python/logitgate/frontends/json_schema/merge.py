@@ -3,13 +3,14 @@ values checked on the way."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
 from logitgate.errors import SchemaError
 
 from .diagnostics import Diagnostics
-from .facts import _ArrPart, _Facts, _ObjPart
+from .facts import _ArrPart, _Contains, _Facts, _ObjPart
 from .formats import _FORMATS, _UNSUPPORTED_FORMATS
 from .keywords import _ARRAY_KEYWORDS, _NUMBER_KEYWORDS, _OBJECT_KEYWORDS, _STRING_KEYWORDS, _narrow_types
 from .resolve import _Index
@@ -55,12 +56,17 @@ class Merger:
         keys = d.keys()
         if not keys.isdisjoint(_NUMBER_KEYWORDS):
             self._merge_numbers(f, d, ptr)
+        origin = syn.origin if syn is not None and syn.origin else {}
+
+        def at(kw: str) -> str:  # where keyword kw of d was written
+            return origin.get(kw) or _ptr_join(ptr, kw)
+
         if not keys.isdisjoint(_STRING_KEYWORDS):
-            self._merge_strings(f, d, ptr)
+            self._merge_strings(f, d, ptr, at)
         if not keys.isdisjoint(_OBJECT_KEYWORDS):
-            self._merge_objects(f, d, ptr, base)
+            self._merge_objects(f, d, ptr, base, at)
         if not keys.isdisjoint(_ARRAY_KEYWORDS):
-            self._merge_arrays(f, d, ptr, base)
+            self._merge_arrays(f, d, ptr, base, at)
 
     def _merge_numbers(self, f: _Facts, d: dict[str, Any], ptr: str) -> None:
         lo, hi = _number_keyword(d, "minimum", ptr), _number_keyword(d, "maximum", ptr)
@@ -91,13 +97,13 @@ class Merger:
                 raise SchemaError("multipleOf must be > 0", pointer=_ptr_join(ptr, "multipleOf"))
             f.multiple.append((m, _ptr_join(ptr, "multipleOf")))
 
-    def _merge_strings(self, f: _Facts, d: dict[str, Any], ptr: str) -> None:
+    def _merge_strings(self, f: _Facts, d: dict[str, Any], ptr: str, at: Callable[[str], str]) -> None:
         cv = _count_keyword(d, "minLength", ptr)
         if cv is not None and cv > f.min_len:
-            f.min_len, f.min_len_ptr = cv, _ptr_join(ptr, "minLength")
+            f.min_len, f.min_len_ptr = cv, at("minLength")
         cv = _count_keyword(d, "maxLength", ptr)
         if cv is not None and (f.max_len is None or cv < f.max_len):
-            f.max_len, f.max_len_ptr = cv, _ptr_join(ptr, "maxLength")
+            f.max_len, f.max_len_ptr = cv, at("maxLength")
         if "pattern" in d:
             if not isinstance(d["pattern"], str):
                 raise SchemaError("pattern must be a string", pointer=_ptr_join(ptr, "pattern"))
@@ -113,7 +119,7 @@ class Merger:
             elif fmt in _UNSUPPORTED_FORMATS:
                 self.diag.unsupported("format", f"format {fmt!r} is not lowered", _ptr_join(ptr, "format"))
 
-    def _merge_objects(self, f: _Facts, d: dict[str, Any], ptr: str, base: str) -> None:
+    def _merge_objects(self, f: _Facts, d: dict[str, Any], ptr: str, base: str, at: Callable[[str], str]) -> None:
         props = d.get("properties", {})
         if not isinstance(props, dict):
             raise SchemaError("properties must be an object", pointer=_ptr_join(ptr, "properties"))
@@ -161,15 +167,15 @@ class Merger:
             f.names.append(self.index.sub(d["propertyNames"], _ptr_join(ptr, "propertyNames"), base))
         cv = _count_keyword(d, "minProperties", ptr)
         if cv is not None and cv > f.min_props:
-            f.min_props, f.min_props_ptr = cv, _ptr_join(ptr, "minProperties")
+            f.min_props, f.min_props_ptr = cv, at("minProperties")
         cv = _count_keyword(d, "maxProperties", ptr)
         if cv is not None and (f.max_props is None or cv < f.max_props):
-            f.max_props, f.max_props_ptr = cv, _ptr_join(ptr, "maxProperties")
+            f.max_props, f.max_props_ptr = cv, at("maxProperties")
         for kw in ("unevaluatedProperties", "unevaluatedItems"):
             if kw in d and d[kw] is not True:
                 self.diag.unsupported(kw, "unevaluated* keywords are not lowered", _ptr_join(ptr, kw))
 
-    def _merge_arrays(self, f: _Facts, d: dict[str, Any], ptr: str, base: str) -> None:
+    def _merge_arrays(self, f: _Facts, d: dict[str, Any], ptr: str, base: str, at: Callable[[str], str]) -> None:
         items = d.get("items")
         prefix = d.get("prefixItems")
         if isinstance(items, list):  # draft-04..2019: items as array = prefixItems
@@ -189,19 +195,21 @@ class Merger:
             )
         cv = _count_keyword(d, "minItems", ptr)
         if cv is not None and cv > f.min_items:
-            f.min_items, f.min_items_ptr = cv, _ptr_join(ptr, "minItems")
+            f.min_items, f.min_items_ptr = cv, at("minItems")
         cv = _count_keyword(d, "maxItems", ptr)
         if cv is not None and (f.max_items is None or cv < f.max_items):
-            f.max_items, f.max_items_ptr = cv, _ptr_join(ptr, "maxItems")
+            f.max_items, f.max_items_ptr = cv, at("maxItems")
         if "contains" in d:
             cmin = _count_keyword(d, "minContains", ptr)
             cmax = _count_keyword(d, "maxContains", ptr)
             f.contains.append(
-                (
+                _Contains(
                     self.index.sub(d["contains"], _ptr_join(ptr, "contains"), base),
                     1 if cmin is None else cmin,
                     cmax,
                     _ptr_join(ptr, "contains"),
+                    at("minContains"),
+                    at("maxContains"),
                 )
             )
         if d.get("uniqueItems") is True:

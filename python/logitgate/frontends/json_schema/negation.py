@@ -23,9 +23,18 @@ class Negator:
         self.index = index
         self.diag = diag
 
-    def _typed(self, key: tuple[Any, ...], types: list[str], schema: dict[str, Any], ptr: str, base: str) -> int:
-        """The synthetic atom of ``schema`` restricted to the internal type tokens ``types``."""
-        return self.index.synth(key, schema, ptr, base, Synthetic(types=tuple(types)))
+    def _typed(
+        self,
+        key: tuple[Any, ...],
+        types: list[str],
+        schema: dict[str, Any],
+        ptr: str,
+        base: str,
+        origin: dict[str, str] | None = None,
+    ) -> int:
+        """The synthetic atom of ``schema`` restricted to the internal type tokens ``types``;
+        ``origin``: see :attr:`Synthetic.origin`."""
+        return self.index.synth(key, schema, ptr, base, Synthetic(types=tuple(types), origin=origin))
 
     def negation(self, inner: int, ptr: str, base: str) -> list[list[int]] | None:
         """Alternatives (each a conjunction of atoms) whose union is ¬inner; None if dropped."""
@@ -130,12 +139,13 @@ class Negator:
                 inside = self._typed(("nb", key, kw), ["integer", "fraction"], {other: v}, ptr, base)
                 return [[inside]]
             n = math.ceil(v) if kw.startswith("min") else math.floor(v)
+            written = {other: _ptr_join(sptr, kw)}
             if kw.startswith("min"):
                 if n <= 0:
                     return []
-                inside = self._typed(("nb", key, kw), [ty], {other: n - 1}, ptr, base)
+                inside = self._typed(("nb", key, kw), [ty], {other: n - 1}, ptr, base, written)
             else:
-                inside = self._typed(("nb", key, kw), [ty], {other: n + 1}, ptr, base)
+                inside = self._typed(("nb", key, kw), [ty], {other: n + 1}, ptr, base, written)
             return [[inside]]
         if kw == "properties":
             if "patternProperties" in s or s.get("additionalProperties", True) is not True:
@@ -191,10 +201,12 @@ class Negator:
                 alts.append([self._typed(("ncont", key), ["array"], {"items": self.index.embed(na)}, ptr, base)])
             elif cmin > 1:
                 fewer = {"contains": contains, "minContains": 0, "maxContains": cmin - 1}
-                alts.append([self._typed(("ncont<", key), ["array"], fewer, ptr, base)])
+                written = {"maxContains": _ptr_join(sptr, "minContains")}
+                alts.append([self._typed(("ncont<", key), ["array"], fewer, ptr, base, written)])
             if cmax is not None:
                 more = {"contains": contains, "minContains": cmax + 1}
-                alts.append([self._typed(("ncont>", key), ["array"], more, ptr, base)])
+                written = {"minContains": _ptr_join(sptr, "maxContains")}
+                alts.append([self._typed(("ncont>", key), ["array"], more, ptr, base, written)])
             return alts
         if kw == "if":
             if "if" not in s or ("then" not in s and "else" not in s):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from logitgate.errors import GrammarError, LimitExceeded
+from logitgate.errors import GrammarError, LimitExceeded, _int_text
 from logitgate.frontends.regex import ANY_STRING as _ANY_STRING
 from logitgate.grammar.ir import (
     Literal,
@@ -20,7 +20,7 @@ from logitgate.grammar.json_text import is_empty_language as _is_empty
 from logitgate.grammar.json_text import seq as _seq
 from logitgate.limits import Limits
 
-from .caps import _EXCEPT_WORD_MAX, _MAX_ORDER_ANY
+from .caps import _COUNT_STATES, _EXCEPT_WORD_MAX, _MAX_ORDER_ANY
 from .decide import Decider
 from .diagnostics import Diagnostics
 from .expand import Expander
@@ -136,11 +136,16 @@ class ObjectEmitter:
             other = Ref(oname)
         lo, hi = f.min_props, f.max_props
         if hi is not None and lo > hi:
-            self.diag.contradiction(f, "", "minProperties > maxProperties")
+            self.diag.contradiction(f, f.min_props_ptr, "minProperties > maxProperties")
             return _EMPTY_LANG
         n_req = sum(1 for _, _, r in members if r)
         if hi is not None and n_req > hi:
-            self.diag.contradiction(f, "", "more required properties than maxProperties")
+            self.diag.contradiction(f, f.max_props_ptr, "more required properties than maxProperties")
+            return _EMPTY_LANG
+        if other is None and lo > len(members):
+            n_allowed = f"{len(members)} propert{'y' if len(members) == 1 else 'ies'}"
+            why = f"minProperties {_int_text(lo)}, but the object allows only {n_allowed}"
+            self.diag.contradiction(f, f.min_props_ptr, why)
             return _EMPTY_LANG
         # Other keys may repeat a name, and the grammar counts occurrences: an upper bound on
         # distinct keys, so maxProperties stays exact. minProperties is exact while it asks for
@@ -167,16 +172,20 @@ class ObjectEmitter:
             sources = {first_part.get(k, -1) for k, _, _ in members}
             mixed = len(sources) > 1 or -1 in sources
         n = len(members)
+        # The keyword the count serves, for a refusal: maxProperties when there is one.
+        count_kw, count_at = "maxProperties", f.max_props_ptr
+        if hi is None:
+            count_kw, count_at = "minProperties", f.min_props_ptr
         if (self.order_any or mixed) and 1 < n <= _MAX_ORDER_ANY:
             if other is None:
                 # A closed object holds at most n keys: counts past n + 1 are never reached.
                 cap = min(cap, n + 1)
-            if counting and (1 << n) * (cap + 1) > 20000:
-                self.diag.unsupported("maxProperties", "property counting state space too large", f.max_props_ptr)
+            if counting and (1 << n) * (cap + 1) > _COUNT_STATES:
+                self.diag.unsupported(count_kw, "property counting state space too large", count_at)
                 counting = False
             return self.members.object_any_order(members, other, lo, hi, cap if counting else 0)
-        if counting and (n + 1) * (cap + 1) > 20000:
-            self.diag.unsupported("maxProperties", "property counting state space too large", f.max_props_ptr)
+        if counting and (n + 1) * (cap + 1) > _COUNT_STATES:
+            self.diag.unsupported(count_kw, "property counting state space too large", count_at)
             counting = False
         return self.members.object_in_order(members, idents, other, lo, hi, cap, counting)
 

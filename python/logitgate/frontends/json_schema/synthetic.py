@@ -17,3 +17,6 @@ class Synthetic:
     types: tuple[str, ...] | None = None  # the internal type tokens allowed (keywords._ALL_TYPES)
     not_enum: list[Any] | None = None  # values excluded (under JSON equality)
     negates: int | None = None  # the atom whose complement this atom is (its schema object is empty)
+    # For a keyword of its schema object that complements one the user wrote (not maxItems 3 is
+    # minItems 4), that keyword's pointer: errors about the count point at what was written.
+    origin: dict[str, str] | None = None
