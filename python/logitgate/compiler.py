@@ -670,6 +670,7 @@ class Compiler:
                 json_schema=json_schema,
                 special_texts=self.vocab.special_texts(),
                 json_schemas=json_schemas,
+                vocab_size=self.vocab.size,
             )
 
         with interrupt_scope(timeout, cancel):

@@ -73,7 +73,12 @@ def reasoning_grammar(spec: Reasoning, structure: Grammar | None, vocab: Vocabul
         "elements": [{"type": "tag", "begin": spec.begin, "content": {"type": "any_text"}, "end": spec.end}, after],
     }
     span = lower_structural_tag(
-        tag, limits=limits, token_id=vocab.token_id, json_schema=no_schema, special_texts=vocab.special_texts()
+        tag,
+        limits=limits,
+        token_id=vocab.token_id,
+        json_schema=no_schema,
+        special_texts=vocab.special_texts(),
+        vocab_size=vocab.size,
     )
     if structure is None:
         return span

@@ -276,12 +276,18 @@ def test_tool_parameters_past_max_repeat_name_the_tag(compiler: lg.Compiler) -> 
     assert "minItems 18446744073709551616 at /properties/xs/minItems" in str(e.value)
 
 
-@pytest.mark.parametrize("token", [2**31, 2**64])
-def test_token_ids_past_int32_are_unknown(compiler: lg.Compiler, token: int) -> None:
-    for fmt in ({"type": "token", "token": token}, {"type": "exclude_token", "exclude_tokens": [token]}):
-        with pytest.raises(lg.GrammarError) as e:
+@pytest.mark.parametrize("token", [len(TOKENS), 2**31, 2**64])
+def test_token_ids_past_the_vocabulary_are_named_at_their_path(compiler: lg.Compiler, token: int) -> None:
+    """Past the vocabulary (past int32 included) as a token name is: a StructuralTagError at the
+    id's path (was the core's GrammarError 'unknown-token', with no path)."""
+    for fmt, path in (
+        ({"type": "token", "token": token}, "$.token"),
+        ({"type": "exclude_token", "exclude_tokens": [3, token]}, "$.exclude_tokens[1]"),
+    ):
+        with pytest.raises(lg.StructuralTagError) as e:
             compiler.compile_structural_tag(fmt)
-        assert e.value.code == "unknown-token"
+        assert (e.value.code, e.value.path) == ("structural-tag-token", path)
+        assert "not in the vocabulary" in str(e.value)
 
 
 def test_integer_past_python_digits(compiler: lg.Compiler) -> None:

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._json_reader import JsonTextError, read_json
-from ..errors import LogitgateError, StructuralTagError, _surrogate_at
+from ..errors import LogitgateError, StructuralTagError, _int_text, _surrogate_at
 from ..grammar.ir import (
     EMPTY,
     Alt,
@@ -132,8 +132,10 @@ def lower_structural_tag(
     json_schema: Callable[[Any, str, dict[str, Any]], Grammar],
     special_texts: Mapping[str, int] | None = None,
     json_schemas: Callable[[list[Any], dict[str, Any]], tuple[Grammar, list[str | None]] | None] | None = None,
+    vocab_size: int | None = None,
 ) -> Grammar:
-    """The grammar of a structural tag. ``token_id`` resolves token names; ``json_schema``
+    """The grammar of a structural tag. ``token_id`` resolves token names, and a token id at or
+    past ``vocab_size`` (when given) is refused at its path; ``json_schema``
     lowers a schema (its arguments: the schema, its path, the options) to a grammar;
     ``special_texts`` maps the text of each special token to its id: a delimiter (a tag's
     begin or end, a trigger, a separator) holding that text also accepts the token there.
@@ -154,7 +156,7 @@ def lower_structural_tag(
     if not isinstance(spec, Mapping):
         raise StructuralTagError(f"a structural tag is an object, not {type(spec).__name__}", path="$")
     _check_text(spec)
-    lowering = _Lowering(limits, token_id, json_schema, dict(special_texts or {}))
+    lowering = _Lowering(limits, token_id, json_schema, dict(special_texts or {}), vocab_size)
     fmt, path = _unwrap(spec)
     if json_schemas is not None:
         lowering.prelower_schemas(fmt, json_schemas)
@@ -236,10 +238,12 @@ class _Lowering:
         token_id: Callable[[str], int | None],
         json_schema: Callable[[Any, str, dict[str, Any]], Grammar],
         special_texts: dict[str, int],
+        vocab_size: int | None = None,
     ) -> None:
         self.special_texts = special_texts
         self.limits = limits
         self.token_id = token_id
+        self.vocab_size = vocab_size
         self.json_schema = json_schema
         self.rules: dict[str, Node] = {}
         self.shared: dict[Node, str] = {}  # embedded rule bodies -> their names (embed)
@@ -376,6 +380,9 @@ class _Lowering:
         if isinstance(value, int):
             if value < 0:
                 raise StructuralTagError(f"token id {value} is negative", path=path)
+            if self.vocab_size is not None and value >= self.vocab_size:
+                why = f"token id {_int_text(value)} is not in the vocabulary (of {self.vocab_size} tokens)"
+                raise StructuralTagError(why, path=path, code="structural-tag-token")
             return value
         resolved = self.token_id(value)
         if resolved is None:
