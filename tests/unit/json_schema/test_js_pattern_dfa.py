@@ -10,6 +10,7 @@ import itertools
 import json
 import random
 import re
+from collections.abc import Callable
 
 import pytest
 
@@ -201,20 +202,9 @@ def test_o21456_rule_counts() -> None:
     assert counts[O21456_TO] == (1761, 6, 1251)
 
 
-def _lowering() -> driver.Lowering:
-    return driver.Lowering(
-        {},
-        limits=DEFAULT_LIMITS,
-        whitespace="flexible",
-        max_whitespace=None,
-        property_order="schema",
-        strict=False,
-        lenient=False,
-        oneof="exact",
-    )
-
-
-def test_frontend_uses_the_dfa_and_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_frontend_uses_the_dfa_and_falls_back(
+    monkeypatch: pytest.MonkeyPatch, new_lowering: Callable[..., driver.Lowering]
+) -> None:
     from logitgate.frontends.json_schema import strings
 
     schema = {"type": "string", "pattern": O21456_TO, "minLength": 5, "maxLength": 40}
@@ -224,7 +214,7 @@ def test_frontend_uses_the_dfa_and_falls_back(monkeypatch: pytest.MonkeyPatch) -
     rules = schema_to_grammar(schema, limits=DEFAULT_LIMITS)[0].rules
     assert any(n.startswith("nl") for n in rules) and not any(n.startswith("dl") for n in rules)
     node = _node(O21456_TO, True)
-    assert _lowering().strs.with_length([node], 5, 40) is not None
+    assert new_lowering().strs.with_length([node], 5, 40) is not None
 
 
 @pytest.fixture(scope="module")

@@ -4,10 +4,12 @@ disjointness and the NFA length product's pre-count."""
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 import pytest
 
 import logitgate as lg
+from logitgate.frontends.json_schema import driver
 
 
 def test_overlapping_patterns_by_prefix() -> None:
@@ -31,24 +33,17 @@ def test_overlapping_patterns_by_prefix() -> None:
     ("pattern", "lo", "hi"),
     [("^[a-z]+(\\.[a-z]+)*$", 3, 5), ("^(ab|c)*d?$", 2, None), ("^(?:\\S+\\s+){0,3}\\S+$", 0, 12)],
 )
-def test_length_product_count_is_the_rules_built(pattern: str, lo: int, hi: int | None) -> None:
+def test_length_product_count_is_the_rules_built(
+    pattern: str, lo: int, hi: int | None, new_lowering: Callable[..., driver.Lowering]
+) -> None:
     # The pre-count decides whether the product is built at all: it must count exactly the
     # (state, length) rules the product builds, or a fitting product would be refused.
-    from logitgate.frontends.json_schema import driver, patterns
+    from logitgate.frontends.json_schema import patterns
     from logitgate.frontends.regex import regex_to_node
 
     limits = lg.Limits()
     node, _ = regex_to_node(pattern, limits, anchored_search=True)
-    lowering = driver.Lowering(
-        {},
-        limits=limits,
-        whitespace="flexible",
-        max_whitespace=None,
-        property_order="schema",
-        strict=False,
-        lenient=False,
-        oneof="exact",
-    )
+    lowering = new_lowering(limits)
     nfa = patterns._Nfa.build(node, limits)
     assert nfa is not None
     assert lowering.strs.nfa_with_length([nfa], lo, hi) is not None
