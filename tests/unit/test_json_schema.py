@@ -1635,3 +1635,12 @@ def test_min_properties_past_a_closed_objects_members_is_empty(compiler: lg.Comp
     assert accepts(g, '{"a": 1, "b": 2}') and not accepts(g, '{"a": 1}')
     g = compiler.compile_json_schema({"properties": {"a": {}}, "additionalProperties": False, "minProperties": 2})
     assert accepts(g, "[]") and not accepts(g, '{"a": 1}')  # only the object branch is empty
+
+
+def test_max_properties_past_a_closed_objects_members_is_vacuous(compiler: lg.Compiler) -> None:
+    """A closed object counts at most its names: maxProperties 10**6 over two names was refused
+    as too many counting states in schema order (any order already stopped at the names)."""
+    two = {"type": "object", "properties": {"a": {}, "b": {}}, "additionalProperties": False}
+    for order in ("schema", "any"):
+        g = compiler.compile_json_schema({**two, "maxProperties": 10**6, "minProperties": 1}, property_order=order)
+        assert accepts(g, '{"a": 1, "b": 2}') and accepts(g, '{"b": 2}') and not accepts(g, "{}")

@@ -176,10 +176,9 @@ class ObjectEmitter:
         count_kw, count_at = "maxProperties", f.max_props_ptr
         if hi is None:
             count_kw, count_at = "minProperties", f.min_props_ptr
+        if other is None:
+            cap = min(cap, n + 1)  # a closed object holds at most n keys: counts past n + 1 are never reached
         if (self.order_any or mixed) and 1 < n <= _MAX_ORDER_ANY:
-            if other is None:
-                # A closed object holds at most n keys: counts past n + 1 are never reached.
-                cap = min(cap, n + 1)
             if counting and (1 << n) * (cap + 1) > _COUNT_STATES:
                 self.diag.unsupported(count_kw, "property counting state space too large", count_at)
                 counting = False
