@@ -205,9 +205,9 @@ class MemberPositions:
         counts = range(cap + 1) if counting else range(1)
         # 2^n positions of about n alternatives each: what repeats across them is built once.
         # Each member after either lead is a rule of its own, called from the 2^(n-1)
-        # positions that offer it (inline, every position had its own copy of the member's key
-        # and value call: Github_hard/o90832's automaton 2.5x larger, its core compile 11.8
-        # against 4.7 ms; the masks are the same); each position is referenced once.
+        # positions that offer it (inlined, every position would hold its own copy of the
+        # member's key and value call: a larger automaton for the same masks); each position
+        # is referenced once.
         leads = (ws, sep_ws)
         member_after = []
         for i, (_, member, _) in enumerate(members):
