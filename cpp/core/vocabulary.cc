@@ -99,7 +99,7 @@ Vocabulary::Vocabulary(std::vector<std::string> tokens, std::vector<bool> has_by
     const auto b1 = static_cast<uint8_t>(tokens_[i][0]);
     ++first_byte_tokens_[b1];
     if (tokens_[i].size() >= 2) ++pair_tokens_[b1 << 8 | static_cast<uint8_t>(tokens_[i][1])];
-    AsciiToken t{i, {0, 0}};
+    AsciiToken t{i, static_cast<int32_t>(tokens_[i].size()), {0, 0}};
     bool ascii = true;
     for (unsigned char b : tokens_[i]) {
       ascii = ascii && b < 0x80;
@@ -482,15 +482,41 @@ void Vocabulary::BuildRestTrie() {
   // The quote nodes: the path's ASCII bytes per depth (and whether a byte past 0x7F is on it).
   std::vector<std::array<uint64_t, 2>> path(static_cast<size_t>(max_token_length_) + 1, {0, 0});
   std::vector<uint8_t> wide(static_cast<size_t>(max_token_length_) + 1, 0);
+  std::vector<uint16_t> signature(static_cast<size_t>(max_token_length_) + 1, 0);  // the path's byte groups
+  std::vector<std::pair<uint64_t, SplitNode>> candidates;  // by (byte, path signature, node)
   quote_nodes_.clear();
   for (int32_t i = 0; i < n; ++i) {
     const TrieNode& at = trie_nodes_[i];
     const size_t d = at.depth;
     if ((at.byte == '"' || at.byte == '\\') && !wide[d - 1]) quote_nodes_.push_back({i, {path[d - 1][0], path[d - 1][1]}});
+    if (at.byte < 0x80 && !wide[d - 1]) {
+      const uint64_t order =
+          static_cast<uint64_t>(at.byte) << 48 | static_cast<uint64_t>(signature[d - 1]) << 32 | static_cast<uint32_t>(i);
+      candidates.push_back({order, {{path[d - 1][0], path[d - 1][1]}, i, static_cast<int32_t>(d)}});
+    }
     path[d] = path[d - 1];
     wide[d] = wide[d - 1] || at.byte >= 0x80;
-    if (at.byte < 0x80) path[d][at.byte >> 6] |= 1ull << (at.byte & 63);
+    signature[d] = signature[d - 1];
+    if (at.byte < 0x80) {
+      path[d][at.byte >> 6] |= 1ull << (at.byte & 63);
+      signature[d] = static_cast<uint16_t>(signature[d] | 1u << ByteGroup(at.byte));
+    }
   }
+  std::sort(candidates.begin(), candidates.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  split_nodes_.clear();
+  split_runs_.clear();
+  split_nodes_.reserve(candidates.size());
+  split_run_begin_.fill(0);
+  for (size_t k = 0; k < candidates.size(); ++k) {
+    const uint64_t c = candidates[k].first;
+    if (k == 0 || c >> 32 != candidates[k - 1].first >> 32) {
+      split_runs_.push_back({static_cast<uint16_t>(c >> 32), static_cast<int32_t>(k)});
+      ++split_run_begin_[(c >> 48) + 1];
+    }
+    split_nodes_.push_back(candidates[k].second);
+  }
+  split_runs_.push_back({0, static_cast<int32_t>(split_nodes_.size())});  // the sentinel
+  for (int b = 0; b < 128; ++b) split_run_begin_[b + 1] += split_run_begin_[b];
 }
 
 void Vocabulary::BuildAsciiGroups() {
@@ -513,11 +539,13 @@ void Vocabulary::BuildAsciiGroups() {
   ascii_group_masks_.clear();
   const auto n = static_cast<int32_t>(order.size());
   for (int32_t k = 0; k < n; ++k) {
-    if (k == 0 || order[k].first != order[k - 1].first) ascii_groups_.push_back({order[k].first, k, -1});
+    if (k == 0 || order[k].first != order[k - 1].first) ascii_groups_.push_back({order[k].first, k, -1, 0});
     sorted.push_back(ascii_tokens_[order[k].second]);
     ascii_ids_.push_back(sorted.back().id);
+    int32_t& longest = ascii_groups_.back().max_length;
+    longest = std::max(longest, sorted.back().length);
   }
-  ascii_groups_.push_back({0, n, -1});  // the sentinel
+  ascii_groups_.push_back({0, n, -1, 0});  // the sentinel
   ascii_tokens_ = std::move(sorted);
   // A group of more tokens than a mask has words is taken faster as a mask (a few of them).
   const size_t n_words = static_cast<size_t>(mask_words());
@@ -531,23 +559,20 @@ void Vocabulary::BuildAsciiGroups() {
   }
 }
 
-const uint32_t* Vocabulary::alphabet_mask(const uint64_t* alphabet, bool compute) const {
-  if (alphabet[2] != 0 || alphabet[3] != 0) return nullptr;
-  const std::array<uint64_t, 4> key{alphabet[0], alphabet[1], 0, 0};
-  std::lock_guard<std::mutex> lock(alphabet_mu_);
-  auto it = alphabet_masks_.find(key);
-  if (it != alphabet_masks_.end()) return it->second->data();
-  if (!compute || alphabet_masks_.size() >= kMaxAlphabetMasks) return nullptr;
-  const size_t n_words = static_cast<size_t>(mask_words());
-  auto mask = std::make_unique<std::vector<uint32_t>>(n_words, 0);
-  uint32_t* m = mask->data();
-  // The byte groups the alphabet has a byte of, and those it holds entirely.
-  uint32_t touched = 0, whole = 0;
+void Vocabulary::ByteGroupsOf(const uint64_t* bytes, uint32_t& touched, uint32_t& whole) const {
+  touched = whole = 0;
   for (int g = 0; g < kByteGroups; ++g) {
     const std::array<uint64_t, 2>& gb = byte_group_bytes_[g];
-    if ((gb[0] & key[0]) != 0 || (gb[1] & key[1]) != 0) touched |= 1u << g;
-    if ((gb[0] & ~key[0]) == 0 && (gb[1] & ~key[1]) == 0) whole |= 1u << g;
+    if ((gb[0] & bytes[0]) != 0 || (gb[1] & bytes[1]) != 0) touched |= 1u << g;
+    if ((gb[0] & ~bytes[0]) == 0 && (gb[1] & ~bytes[1]) == 0) whole |= 1u << g;
   }
+}
+
+int32_t Vocabulary::FillAlphabetMask(const uint64_t* alphabet, uint32_t* m) const {
+  const size_t n_words = static_cast<size_t>(mask_words());
+  uint32_t touched = 0, whole = 0;
+  ByteGroupsOf(alphabet, touched, whole);
+  int32_t longest = 0;
   for (size_t k = 0; k + 1 < ascii_groups_.size(); ++k) {
     const AsciiGroup& g = ascii_groups_[k];
     if ((g.signature & ~touched) != 0) continue;  // each token has a byte outside the alphabet
@@ -559,13 +584,29 @@ const uint32_t* Vocabulary::alphabet_mask(const uint64_t* alphabet, bool compute
       } else {
         for (int32_t j = g.begin; j < end; ++j) m[ascii_ids_[j] >> 5] |= 1u << (ascii_ids_[j] & 31);
       }
+      longest = std::max(longest, g.max_length);
       continue;
     }
     for (int32_t j = g.begin; j < end; ++j) {
       const AsciiToken& t = ascii_tokens_[j];
-      if ((t.bytes[0] & ~key[0]) == 0 && (t.bytes[1] & ~key[1]) == 0) m[t.id >> 5] |= 1u << (t.id & 31);
+      if ((t.bytes[0] & ~alphabet[0]) == 0 && (t.bytes[1] & ~alphabet[1]) == 0) {
+        m[t.id >> 5] |= 1u << (t.id & 31);
+        longest = std::max(longest, t.length);
+      }
     }
   }
+  return longest;
+}
+
+const uint32_t* Vocabulary::alphabet_mask(const uint64_t* alphabet, bool compute) const {
+  if (alphabet[2] != 0 || alphabet[3] != 0) return nullptr;
+  const std::array<uint64_t, 4> key{alphabet[0], alphabet[1], 0, 0};
+  std::lock_guard<std::mutex> lock(alphabet_mu_);
+  auto it = alphabet_masks_.find(key);
+  if (it != alphabet_masks_.end()) return it->second->data();
+  if (!compute || alphabet_masks_.size() >= kMaxAlphabetMasks) return nullptr;
+  auto mask = std::make_unique<std::vector<uint32_t>>(static_cast<size_t>(mask_words()), 0);
+  FillAlphabetMask(key.data(), mask->data());
   const uint32_t* out = mask->data();
   alphabet_masks_.emplace(key, std::move(mask));
   return out;
@@ -585,6 +626,40 @@ const Vocabulary::LoopSplit* Vocabulary::loop_split(const uint64_t* ascii, bool 
     for (int32_t k = from; k < to; ++k) mask[ids[k] >> 5] |= 1u << (ids[k] & 31);
   };
   auto set_tokens = [&](int32_t from, int32_t to) { set_ids(trie_tokens_, from, to); };
+  auto in_set = [&key](uint8_t b) { return b < 128 && (key[b >> 6] >> (b & 63) & 1); };
+  std::vector<int32_t> count(256, 0);
+  std::vector<int32_t> found;
+  if (first < 0) {
+    // The tokens of L's bytes only, and the nodes on a byte outside L below a path of L's bytes:
+    // a run of candidates whose path's byte groups L holds whole is taken whole, one whose path
+    // has a group L has no byte of is skipped, the others are checked node by node.
+    split->max_token = FillAlphabetMask(key.data(), mask.data());
+    uint32_t touched = 0, whole = 0;
+    ByteGroupsOf(key.data(), touched, whole);
+    int32_t deepest = 0;  // the deepest boundary node
+    for (int b = 0; b < 128; ++b) {
+      if (in_set(static_cast<uint8_t>(b))) continue;
+      const size_t from = found.size();
+      for (int32_t k = split_run_begin_[b]; k < split_run_begin_[b + 1]; ++k) {
+        const SplitRun& run = split_runs_[k];
+        if ((run.signature & ~touched) != 0) continue;
+        const int32_t run_end = split_runs_[k + 1].begin;
+        const bool all = (run.signature & ~whole) == 0;
+        for (int32_t j = run.begin; j < run_end; ++j) {
+          const SplitNode& c = split_nodes_[j];
+          if (all || ((c.above[0] & ~key[0]) | (c.above[1] & ~key[1])) == 0) {
+            found.push_back(c.node);
+            deepest = std::max(deepest, c.depth);
+          }
+        }
+      }
+      std::sort(found.begin() + static_cast<std::ptrdiff_t>(from), found.end());  // node order
+      count[b] = static_cast<int32_t>(found.size() - from);
+    }
+    // A chain must reach each boundary node's parent and the mask's longest token.
+    split->max_depth = std::max(split->max_token, deepest - 1);
+    begin = end;  // no scan
+  }
   if (first >= 0) {
     // Below the first byte's node, which belongs to every path whatever its byte. (Past 0x7F
     // no configuration a split serves follows it: see below.)
@@ -595,17 +670,14 @@ const Vocabulary::LoopSplit* Vocabulary::loop_split(const uint64_t* ascii, bool 
     begin = root + 1;
     end = trie_nodes_[root].subtree_end;
   }
-  // Preorder scan: a node is reached only through nodes of L's bytes (a skipped subtree
-  // resumes at its next sibling or an ancestor's), so a node on another byte is a boundary,
-  // and the tokens of the nodes on L's bytes are the mask's. A subtree is skipped once no
-  // ASCII byte outside L is below: its ASCII tokens are L's (set from the ASCII tokens in node
-  // order), the others hold a byte past 0x7F. Boundary nodes past 0x7F are not kept: a split
-  // serves only configurations whose chains read no such byte (Matcher::SetChain), where they
-  // are dead.
-  auto in_set = [&key](uint8_t b) { return b < 128 && (key[b >> 6] >> (b & 63) & 1); };
+  // A first byte's split: a preorder scan of its subtree. A node is reached only through nodes
+  // of L's bytes (a skipped subtree resumes at its next sibling or an ancestor's), so a node on
+  // another byte is a boundary, and the tokens of the nodes on L's bytes are the mask's. A
+  // subtree is skipped once no ASCII byte outside L is below: its ASCII tokens are L's (set
+  // from the ASCII tokens in node order), the others hold a byte past 0x7F. Boundary nodes
+  // past 0x7F are not kept: a split serves only configurations whose chains read no such byte
+  // (Matcher::SetChain), where they are dead.
   constexpr int32_t kScanSmallSubtree = 4;
-  std::vector<int32_t> count(256, 0);
-  std::vector<int32_t> found;
   for (int32_t i = begin; i < end;) {
     const TrieNode& at = trie_nodes_[i];
     // The scan goes on at the next sibling or the first child (a sentinel ends the nodes),

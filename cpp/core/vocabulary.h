@@ -223,11 +223,14 @@ class Vocabulary {
   // tokens of such bytes only, and boundary nodes have depth 2 or more.
   // Only boundary nodes on ASCII bytes are kept: a split serves configurations whose chains
   // read no byte past 0x7F (Matcher::SetChain checks), where the others are dead.
-  // Computed on first use per set and first byte (one scan of the trie, or the subtree, that
-  // skips a subtree once no ASCII byte outside L is below it, taking its ASCII tokens from
-  // trie_ascii_tokens_: 0.1-0.8 ms on Gemma 3's 262k vocabulary, cold) and kept, at most
-  // kMaxLoopSplits of them (nullptr once full, and when not computed yet and `compute` is
-  // false). Thread-safe.
+  // Computed on first use per set and first byte, and kept, at most kMaxLoopSplits of them
+  // (nullptr once full, and when not computed yet and `compute` is false). Thread-safe. A
+  // root split (no `first` byte) is built from indexes, with no trie walk: its mask as
+  // alphabet_mask(L) is, its boundary nodes from the split candidates (split_nodes_) of the
+  // bytes outside L whose path's byte groups L holds (tens of µs where a scan of the trie took
+  // 130 µs on Llama 3 for a URL's class, cold). A first byte's split scans the byte's subtree,
+  // skipping a subtree once no ASCII byte outside L is below it and taking its ASCII tokens
+  // from trie_ascii_tokens_.
   struct LoopSplit {
     std::vector<uint32_t> mask;
     std::vector<int32_t> boundary;
@@ -308,6 +311,7 @@ class Vocabulary {
   std::vector<uint32_t> first_byte_masks_;
   struct AsciiToken {
     int32_t id;
+    int32_t length;  // in bytes
     uint64_t bytes[2];
   };
   std::vector<AsciiToken> ascii_tokens_;  // text tokens of ASCII bytes only, with their byte sets
@@ -321,14 +325,38 @@ class Vocabulary {
   static constexpr int kByteGroups = 16;
   struct AsciiGroup {
     uint16_t signature;
-    int32_t begin;  // its tokens: ascii_tokens_[begin, next group's begin)
-    int32_t mask;   // its mask's index in ascii_group_masks_ (mask_words() words each), or -1
+    int32_t begin;       // its tokens: ascii_tokens_[begin, next group's begin)
+    int32_t mask;        // its mask's index in ascii_group_masks_ (mask_words() words each), or -1
+    int32_t max_length;  // its longest token, in bytes
   };
   std::vector<AsciiGroup> ascii_groups_;
   std::vector<int32_t> ascii_ids_;  // ascii_tokens_' ids, in the same order
   std::vector<uint32_t> ascii_group_masks_;
   std::array<std::array<uint64_t, 2>, kByteGroups> byte_group_bytes_{};  // each group's ASCII bytes
   void BuildAsciiGroups();
+  // The byte groups an ASCII byte set (2 words) has a byte of, and those it holds entirely.
+  void ByteGroupsOf(const uint64_t* bytes, uint32_t& touched, uint32_t& whole) const;
+  // ORs into m (mask_words() words) the text tokens whose every byte is in the ASCII set
+  // `alphabet` (2 words); returns the longest one's length in bytes (0: none).
+  int32_t FillAlphabetMask(const uint64_t* alphabet, uint32_t* m) const;
+  // The candidates for a root split's boundary nodes: every trie node on an ASCII byte below
+  // a path of ASCII bytes only (depth 1 included: an empty path), with the path's bytes (so
+  // that a split reads no token's bytes, cold, to check it), grouped by the node's byte, then
+  // by the path's signature (its bytes' byte groups), in node order within a run. Byte b's
+  // runs are split_runs_[split_run_begin_[b], split_run_begin_[b + 1]); run k's nodes
+  // split_nodes_[split_runs_[k].begin, split_runs_[k + 1].begin) (a sentinel run ends them).
+  struct SplitNode {
+    uint64_t above[2];
+    int32_t node;
+    int32_t depth;
+  };
+  struct SplitRun {
+    uint16_t signature;
+    int32_t begin;
+  };
+  std::vector<SplitNode> split_nodes_;
+  std::vector<SplitRun> split_runs_;
+  std::array<int32_t, 129> split_run_begin_{};
   std::vector<int32_t> lead_tokens_;      // by lead byte (see lead_tokens)
   std::array<int32_t, 65> lead_begin_{};  // lead b's at [lead_begin_[b - 0xC0], [b - 0xC0 + 1])
   std::vector<int32_t> ascii_byte_tokens_;  // by plain ASCII byte (see ascii_tokens)
