@@ -227,10 +227,10 @@ class Vocabulary {
   // (nullptr once full, and when not computed yet and `compute` is false). Thread-safe. A
   // root split (no `first` byte) is built from indexes, with no trie walk: its mask as
   // alphabet_mask(L) is, its boundary nodes from the split candidates (split_nodes_) of the
-  // bytes outside L whose path's byte groups L holds (tens of µs where a scan of the trie took
-  // 130 µs on Llama 3 for a URL's class, cold). A first byte's split scans the byte's subtree,
-  // skipping a subtree once no ASCII byte outside L is below it and taking its ASCII tokens
-  // from trie_ascii_tokens_.
+  // bytes outside L whose path's byte groups L holds (reading no token's bytes and no trie
+  // node but the boundary's, where a scan walks most of the trie). A first byte's split scans
+  // the byte's subtree, skipping a subtree once no ASCII byte outside L is below it and taking
+  // its ASCII tokens from trie_ascii_tokens_.
   struct LoopSplit {
     std::vector<uint32_t> mask;
     std::vector<int32_t> boundary;
