@@ -351,6 +351,7 @@ void Automaton::Build(const std::vector<int32_t>& program) {
     int64_t& inline_budget;
     const std::vector<int32_t>& program_;
     ClassPlans& class_plans;
+    std::vector<std::pair<size_t, int32_t>> entry_scan_{};  // EntryFree's scratch
 
     Utf8Plan PlanClass(size_t pos) {
       const bool negated = rd.At(pos + 1) != 0;
@@ -412,14 +413,26 @@ void Automaton::Build(const std::vector<int32_t>& program) {
     // alternative's start, a bounded repetition's copy where the previous one ended) instead of
     // at an entry state of its own, which would only be a state and an epsilon edge more. A
     // repetition may loop back to where it starts (a repetition of one class does, below), so
-    // it keeps its entry; an inlined rule's body is looked through.
-    bool EntryFree(size_t pos) const {
+    // it keeps its entry; so does a sequence whose first items emit nothing (an empty literal,
+    // an inlined empty rule) before one: the repetition starts at the sequence's state. An
+    // inlined rule's body is looked through.
+    bool EntryFree(size_t pos) {
+      // The sequences open around `pos`: each one's current item and how many items are left
+      // from it (one per level of nesting, bounded as Emit's recursion is).
+      std::vector<std::pair<size_t, int32_t>>& open = entry_scan_;
+      open.clear();
       for (;;) {
         switch (rd.At(pos)) {
           case kOpSeq:
-            if (rd.At(pos + 1) <= 0) return true;
-            pos += 2;  // its first item
-            continue;
+            if (rd.At(pos + 1) > 0) {
+              open.push_back({pos + 2, rd.At(pos + 1)});
+              pos += 2;  // its first item
+              continue;
+            }
+            break;  // emits nothing
+          case kOpLiteral:
+            if (rd.At(pos + 1) > 0) return true;
+            break;  // emits nothing
           case kOpRef: {
             const int32_t r = rd.At(pos + 1);
             if (r < 0 || r >= static_cast<int32_t>(shapes.size()) || !shapes[r].inlinable) return true;
@@ -428,6 +441,18 @@ void Automaton::Build(const std::vector<int32_t>& program) {
           }
           case kOpRepeat: return false;
           default: return true;
+        }
+        // The node at `pos` emits nothing: the next item of the innermost open sequence starts
+        // at the same state (a sequence whose items are all done emits nothing either).
+        for (;;) {
+          if (open.empty()) return true;
+          auto& [item, left] = open.back();
+          if (--left > 0) {
+            item = skip_fn(item);
+            pos = item;
+            break;
+          }
+          open.pop_back();
         }
       }
     }
