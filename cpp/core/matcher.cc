@@ -393,18 +393,23 @@ bool Matcher::FirstByteSplit(uint8_t first, bool clear, uint32_t* words) {
 Matcher::SplitUse Matcher::SplitWalk(int32_t config, uint32_t* words, bool may_compute) {
   const Vocabulary& v = *grammar_->vocab;
   uint64_t set[2];
-  if (!SplitSet(config, set)) return SplitUse::kNotApplicable;
+  // (WideSplitWalk and QuoteLoopWalk serve configurations that read ASCII bytes only.)
+  const bool ascii_reads = SplitSet(config, set);
+  if (!ascii_reads && !SplitSet(config, set, true)) return SplitUse::kNotApplicable;
   // Worth a split only where the set's bytes start a good part of the vocabulary (else the
   // walk below them is short anyway).
   if (8 * v.tokens_with_first_byte_in(set, 2) < v.num_text_tokens()) return SplitUse::kNotApplicable;
-  const SplitUse wide = WideSplitWalk(config, set, words, may_compute);
-  if (wide != SplitUse::kNotApplicable) return wide;
+  if (ascii_reads) {
+    const SplitUse wide = WideSplitWalk(config, set, words, may_compute);
+    if (wide != SplitUse::kNotApplicable) return wide;
+  }
   const Vocabulary::LoopSplit* split = v.loop_split(set, false);
-  if (split == nullptr && QuoteLoopWalk(config, set, words)) return SplitUse::kDone;
+  if (split == nullptr && ascii_reads && QuoteLoopWalk(config, set, words)) return SplitUse::kDone;
   if (split == nullptr && may_compute) split = v.loop_split(set, true);
   // (Once the vocabulary keeps no more splits, a walk would give up only to walk again.)
   if (split == nullptr) return may_compute || v.loop_splits_full() ? SplitUse::kNotApplicable : SplitUse::kNotComputed;
-  if (!SetChain(config, set, split->max_depth, split_chain_, split_end_)) return SplitUse::kNotApplicable;
+  if (!SetChain(config, set, split->max_depth, split_chain_, split_end_, !ascii_reads)) return SplitUse::kNotApplicable;
+  if (!ascii_reads && !FewBoundaryNodes(*split, set)) return SplitUse::kNotApplicable;
   const size_t n_words = static_cast<size_t>(v.mask_words());
   if (split_end_ >= split->max_token) {
     std::memcpy(words, split->mask.data(), n_words * sizeof(uint32_t));
@@ -419,6 +424,21 @@ Matcher::SplitUse Matcher::SplitWalk(int32_t config, uint32_t* words, bool may_c
   // A boundary node at depth d has d - 1 of the set's bytes above it.
   WalkBoundaries(*split, set, split_chain_, split_end_, 1, words);
   return SplitUse::kDone;
+}
+
+bool Matcher::FewBoundaryNodes(const Vocabulary::LoopSplit& split, const uint64_t* set) {
+  const Vocabulary& v = *grammar_->vocab;
+  const uint64_t* live = parser_->LiveBytes(split_chain_[0]);
+  // The boundary nodes on the ASCII bytes the chain's head reads outside the set, each the
+  // start of a walk, against a 64th of the trie.
+  int64_t walks = 0;
+  for (int q = 0; q < 2; ++q) {
+    for (uint64_t w = live[q] & ~set[q]; w != 0; w &= w - 1) {
+      const int b = 64 * q + __builtin_ctzll(w);
+      walks += split.begin[b + 1] - split.begin[b];
+    }
+  }
+  return 64 * walks <= v.trie_size();
 }
 
 Matcher::SplitUse Matcher::WideSplitWalk(int32_t config, const uint64_t* set, uint32_t* words, bool may_compute) {
@@ -468,13 +488,13 @@ Matcher::SplitUse Matcher::WideSplitWalk(int32_t config, const uint64_t* set, ui
   return SplitUse::kDone;
 }
 
-bool Matcher::SplitSet(int32_t config, uint64_t* set) {
+bool Matcher::SplitSet(int32_t config, uint64_t* set, bool wide_reads) {
   Parser& parser = *parser_;
   const uint64_t* live = parser.LiveBytes(config);
-  // Only configurations that read no multi-byte character: every token holding one is then
-  // dead at its first non-ASCII byte, a boundary node skipped unvisited (a loop that reads
-  // them has boundary nodes all over the vocabulary, and the clearing walk serves it better).
-  if ((live[2] | live[3]) != 0 || __builtin_popcountll(live[0]) + __builtin_popcountll(live[1]) < 16) return false;
+  // Unless `wide_reads`, only configurations that read no multi-byte character: every token
+  // holding one is then dead at its first non-ASCII byte, a boundary node skipped unvisited.
+  if (!wide_reads && (live[2] | live[3]) != 0) return false;
+  if (__builtin_popcountll(live[0]) + __builtin_popcountll(live[1]) < 16) return false;
   const Parser::StepSet step = parser.Steps(config, false);
   if (step.successor == Parser::kDead) return false;
   set[0] = step.bytes[0];  // ASCII bytes b: Next(config, b) == successor
@@ -564,10 +584,13 @@ bool Matcher::SkippedBelow(int32_t j) const {
   return false;
 }
 
-bool Matcher::SetChain(int32_t config, const uint64_t* set, int32_t reach, std::vector<int32_t>& chain, int32_t& end) {
+bool Matcher::SetChain(int32_t config, const uint64_t* set, int32_t reach, std::vector<int32_t>& chain, int32_t& end,
+                       bool wide_reads) {
   Parser& parser = *parser_;
-  // Every position must read ASCII bytes only: the split keeps no boundary node past 0x7F.
-  auto ascii_only = [&parser](int32_t c) {
+  // Unless `wide_reads`, every position must read ASCII bytes only: a first byte's split
+  // keeps no boundary node past 0x7F.
+  auto ascii_only = [&parser, wide_reads](int32_t c) {
+    if (wide_reads) return true;
     const uint64_t* live = parser.LiveBytes(c);
     return (live[2] | live[3]) == 0;
   };

@@ -146,7 +146,9 @@ class Matcher {
   // repetition of it, a UUID's hex digits, an e-mail address's first character then its
   // loop): its set's loop split (Vocabulary::loop_split), the split's mask cut to the chain's
   // length, and the boundary nodes on bytes the chain can read walked from where their
-  // prefix leads. kNotComputed: it would apply but the set's split is not computed,
+  // prefix leads. A configuration that also reads multi-byte characters (an e-mail address's
+  // `[^@\s]`) is served by the root split alone, whose boundary nodes include those on bytes
+  // past 0x7F below paths of the set. kNotComputed: it would apply but the set's split is not computed,
   // `may_compute` is false and the vocabulary has room for it. Nothing is written unless kDone.
   enum class SplitUse { kDone, kNotApplicable, kNotComputed };
   SplitUse SplitWalk(int32_t config, uint32_t* words, bool may_compute);
@@ -157,6 +159,11 @@ class Matcher {
   // Boundary nodes below those first bytes are skipped (wide_skip_, SkippedBelow).
   SplitUse WideSplitWalk(int32_t config, const uint64_t* set, uint32_t* words, bool may_compute);
   bool SkippedBelow(int32_t j) const;
+  // For a chain that reads multi-byte characters (whose walk the split does not shorten where
+  // they start a token): true when the boundary nodes the chain's head reads are few enough
+  // for the split to pay over a walk (a searched hex digit's are on most of the vocabulary's
+  // letters).
+  bool FewBoundaryNodes(const Vocabulary::LoopSplit& split, const uint64_t* set);
   // SplitWalk for a loop over `set` whose split is not computed and which reads no byte outside
   // the set but '"' and '\\' (a string body of a pattern's class): the set's alphabet mask and
   // the subtrees of the vocabulary's quote nodes below paths of the set (Vocabulary::quote_nodes).
@@ -175,8 +182,10 @@ class Matcher {
   // would not pay.
   bool FirstByteSplit(uint8_t first, bool clear, uint32_t* words);
   // The set a split of `config` would be over (its step set's ASCII bytes, 2 words): false
-  // when `config` reads a multi-byte character or too few bytes for a split to pay.
-  bool SplitSet(int32_t config, uint64_t* set);
+  // when `config` reads too few bytes for a split to pay, or (unless `wide_reads`) a
+  // multi-byte character. Only root splits keep boundary nodes on bytes past 0x7F, so only
+  // they serve configurations that read such bytes (`wide_reads`).
+  bool SplitSet(int32_t config, uint64_t* set, bool wide_reads = false);
   // Walks `split`'s boundary nodes on the bytes outside `set` that the chain (up to `end`)
   // reads, a node at depth d from chain position d - shift: its prefix is shift - 1 fixed
   // bytes (none for a split of the trie's root, the first byte for a first byte's) and then
@@ -186,8 +195,10 @@ class Matcher {
   // Follows the chain of `config` on the ASCII set `set` (chain[m]: after m bytes of it) for
   // up to `reach` bytes: false when some position steps the set's bytes to different
   // configurations (or only some of them), else `end` is the position where every byte of
-  // the set dies (`reach` when none does within reach: a loop is followed to `reach`).
-  bool SetChain(int32_t config, const uint64_t* set, int32_t reach, std::vector<int32_t>& chain, int32_t& end);
+  // the set dies (`reach` when none does within reach: a loop is followed to `reach`). Unless
+  // `wide_reads`, also false when some position reads a byte past 0x7F.
+  bool SetChain(int32_t config, const uint64_t* set, int32_t reach, std::vector<int32_t>& chain, int32_t& end,
+                bool wide_reads = false);
   // Walks the depth-1 trie node on byte `first` from walk_config_[0]: set word by word from
   // the byte's precomputed mask and walked in clearing mode where most of its tokens may be
   // allowed, walked in setting mode otherwise.

@@ -489,7 +489,7 @@ void Vocabulary::BuildRestTrie() {
     const TrieNode& at = trie_nodes_[i];
     const size_t d = at.depth;
     if ((at.byte == '"' || at.byte == '\\') && !wide[d - 1]) quote_nodes_.push_back({i, {path[d - 1][0], path[d - 1][1]}});
-    if (at.byte < 0x80 && !wide[d - 1]) {
+    if (!wide[d - 1]) {
       const uint64_t order =
           static_cast<uint64_t>(at.byte) << 48 | static_cast<uint64_t>(signature[d - 1]) << 32 | static_cast<uint32_t>(i);
       candidates.push_back({order, {{path[d - 1][0], path[d - 1][1]}, i, static_cast<int32_t>(d)}});
@@ -516,7 +516,7 @@ void Vocabulary::BuildRestTrie() {
     split_nodes_.push_back(candidates[k].second);
   }
   split_runs_.push_back({0, static_cast<int32_t>(split_nodes_.size())});  // the sentinel
-  for (int b = 0; b < 128; ++b) split_run_begin_[b + 1] += split_run_begin_[b];
+  for (int b = 0; b < 256; ++b) split_run_begin_[b + 1] += split_run_begin_[b];
 }
 
 void Vocabulary::BuildAsciiGroups() {
@@ -637,7 +637,7 @@ const Vocabulary::LoopSplit* Vocabulary::loop_split(const uint64_t* ascii, bool 
     uint32_t touched = 0, whole = 0;
     ByteGroupsOf(key.data(), touched, whole);
     int32_t deepest = 0;  // the deepest boundary node
-    for (int b = 0; b < 128; ++b) {
+    for (int b = 0; b < 256; ++b) {
       if (in_set(static_cast<uint8_t>(b))) continue;
       const size_t from = found.size();
       for (int32_t k = split_run_begin_[b]; k < split_run_begin_[b + 1]; ++k) {

@@ -221,8 +221,9 @@ class Vocabulary {
   // With a `first` byte (0-255), the split of that byte's subtree, for the configuration its
   // first byte leads to: paths are that byte then L's bytes, the mask holds the subtree's
   // tokens of such bytes only, and boundary nodes have depth 2 or more.
-  // Only boundary nodes on ASCII bytes are kept: a split serves configurations whose chains
-  // read no byte past 0x7F (Matcher::SetChain checks), where the others are dead.
+  // A first byte's split keeps only boundary nodes on ASCII bytes: it serves configurations
+  // whose chains read no byte past 0x7F (Matcher::SetChain checks), where the others are dead.
+  // A root split keeps them all.
   // Computed on first use per set and first byte, and kept, at most kMaxLoopSplits of them
   // (nullptr once full, and when not computed yet and `compute` is false). Thread-safe. A
   // root split (no `first` byte) is built from indexes, with no trie walk: its mask as
@@ -339,8 +340,8 @@ class Vocabulary {
   // ORs into m (mask_words() words) the text tokens whose every byte is in the ASCII set
   // `alphabet` (2 words); returns the longest one's length in bytes (0: none).
   int32_t FillAlphabetMask(const uint64_t* alphabet, uint32_t* m) const;
-  // The candidates for a root split's boundary nodes: every trie node on an ASCII byte below
-  // a path of ASCII bytes only (depth 1 included: an empty path), with the path's bytes (so
+  // The candidates for a root split's boundary nodes: every trie node below a path of ASCII
+  // bytes only (depth 1 included: an empty path), with the path's bytes (so
   // that a split reads no token's bytes, cold, to check it), grouped by the node's byte, then
   // by the path's signature (its bytes' byte groups), in node order within a run. Byte b's
   // runs are split_runs_[split_run_begin_[b], split_run_begin_[b + 1]); run k's nodes
@@ -356,7 +357,7 @@ class Vocabulary {
   };
   std::vector<SplitNode> split_nodes_;
   std::vector<SplitRun> split_runs_;
-  std::array<int32_t, 129> split_run_begin_{};
+  std::array<int32_t, 257> split_run_begin_{};
   std::vector<int32_t> lead_tokens_;      // by lead byte (see lead_tokens)
   std::array<int32_t, 65> lead_begin_{};  // lead b's at [lead_begin_[b - 0xC0], [b - 0xC0 + 1])
   std::vector<int32_t> ascii_byte_tokens_;  // by plain ASCII byte (see ascii_tokens)

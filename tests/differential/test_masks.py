@@ -170,10 +170,16 @@ SPLIT_PATTERNS = [
     r"( [a-zA-Z]{1,6})+\.",
     r"( [a-z]{1,8}[A-M][a-z]*)+;",
     # multi-byte characters after the set: behind an ASCII boundary byte (walked from the
-    # boundary node), and at a later position of the chain (no split: its boundary nodes past
-    # 0x7F are not kept)
+    # boundary node), and at a later position of the chain (the root split's boundary nodes
+    # past 0x7F)
     r"[a-z]+[:=][^\x00-\x7f]+",
     r"[a-z]{2,8}(é|ü|日)[a-z]*\.",
+    # multi-byte characters read at every position of a loop or chain (an e-mail address's
+    # `[^@\s]`): the root split over the ASCII bytes, its boundary nodes past 0x7F below paths
+    # of the set, the subtrees of non-ASCII first bytes walked
+    r"[^@\s]{1,30}@[^@.\s]{1,20}(\.[^@.\s]+)*",
+    r"[^@^\s]+@[^@^.\s]+(\.[^@^.\s]*)*.gov.uk",
+    r"([^<\s]|<[a-z])*>",
     # a first step into a loop over a wider set (the wide split): letters but a keyword's
     # first ones start an identifier that then reads every letter and digit
     r"((if|for|while)\(|[a-eg-hj-vx-z_][a-zA-Z0-9_]*[ =(])+",
