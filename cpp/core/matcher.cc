@@ -935,6 +935,17 @@ void Matcher::WalkSubtree(int32_t begin, int32_t end, int32_t config, uint32_t* 
   const uint64_t* alphabet = parser.automaton().alphabet();
   const bool skip_unread = !kClear || clear_from_alphabet_;
   const bool full_alphabet = !skip_unread || parser.automaton().full_alphabet();
+  // walk_config_[top ..] hold this walk's path (those above `begin` were set by the caller).
+  const int32_t top = begin < end ? node[begin].depth - 1 : 0;
+  // The node's byte may end a multi-byte character read from a configuration k bytes up
+  // (k = 2..4); if that configuration stepped along its chain, the subtree may stay on it.
+  auto after_character_step = [&](int32_t c, int32_t d, uint8_t byte) {
+    if (byte < 0x80 || byte >= 0xC0) return false;
+    for (int32_t k = 2; k <= 4 && d - k >= top; ++k) {
+      if (c == StepSuccessor(walk_config_[d - k])) return true;
+    }
+    return false;
+  };
   for (int32_t i = begin; i < end; ++walk_nodes_) {
     if (walk_nodes_ > walk_budget_) return;  // Walk gives up on this walk (see there)
     const Vocabulary::TrieNode& at = node[i];
@@ -988,7 +999,8 @@ void Matcher::WalkSubtree(int32_t begin, int32_t end, int32_t config, uint32_t* 
       }
       if ((capacity > 0 && v.trie_height(i) <= capacity && PlainOnly(below) && Utf8Below(v, i, below)) ||
           (chain_candidate &&
-           (c == parent || c == config || (d == 1 ? c == RootSuccessor() : c == StepSuccessor(parent))) &&
+           (c == parent || c == config || (d == 1 ? c == RootSuccessor() : c == StepSuccessor(parent)) ||
+            after_character_step(c, d, at.byte)) &&
            SubtreeAllowed(c, i, below, c == parent))) {
         if (!kClear) walk_nodes_ += SetSubtreeBits(v, i, words);  // the bits cost like nodes
         i = at.subtree_end;
