@@ -388,6 +388,11 @@ def _masks(ctx: FuzzContext, data: bytes) -> None:
         if "reference state too large" not in str(e):
             raise
         ctx.outcomes["reference-skip:large"] += 1
+    except lg.LimitExceeded as e:
+        # A runtime limit reached by the matcher (`max_parse_heads` where the grammar is this
+        # ambiguous, docs/limits.md): its typed error, counted as the other targets' walks count it.
+        str(e).encode("utf-8")
+        ctx.outcomes[f"LimitExceeded:{e.limit}"] += 1
 
 
 def _mask_walk(ctx: FuzzContext, compiled: Any, ref: Any, fdp: atheris.FuzzedDataProvider, source: str) -> None:
