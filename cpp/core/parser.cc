@@ -1,6 +1,7 @@
 #include "parser.h"
 
 #include <algorithm>
+#include <array>
 
 #include "heap_bytes.h"
 #include "plain_text.h"
@@ -83,7 +84,7 @@ int64_t Parser::memory_bytes() const {
   n += HeapBytes(frames_) + HeapBytes(frame_shortest_) + HeapBytes(frame_index_) + HeapBytes(heads_) +
        HeapBytes(config_heads_);
   n += HeapBytes(config_table_) + HeapBytes(config_hash_) + HeapBytes(config_live_classes_);
-  n += HeapBytes(out_) + HeapBytes(work_) + HeapBytes(group_events_) + HeapBytes(group_active_);
+  n += HeapBytes(out_) + HeapBytes(work_) + HeapBytes(group_events_) + HeapBytes(group_active_) + HeapBytes(group_position_) + HeapBytes(group_stamp_);
   n += HeapBytes(group_pairs_) + HeapBytes(group_hashes_) + HeapBytes(group_begin_) + HeapBytes(group_leaders_);
   n += HeapBytes(token_next_);
   return n + visited_.memory_bytes();
@@ -381,49 +382,103 @@ int32_t Parser::TransitionLocked(int32_t config, uint8_t b) {
 void Parser::GroupClassesLocked(int32_t config) {
   const Automaton& a = *automaton_;
   const auto [offset, count] = config_heads_[config];
-  // Edge events: at byte lo pair (i, j) enters, after byte hi it leaves.
-  group_events_.clear();
+  // Edge events, bucketed by byte (a counting sort over the bytes where events happen): at
+  // byte lo the edge's pair enters, after byte hi it leaves. A pair is its edge's index in the
+  // heads' edges, in order. After the fill, byte b's events end at events_end[b] and number
+  // events_at[b].
+  std::array<uint32_t, 256> events_at{}, events_end;
+  uint64_t event_bytes[4] = {0, 0, 0, 0};  // the bytes where some pair enters or leaves
+  uint32_t n_pairs = 0;
   for (uint32_t i = 0; i < count; ++i) {
-    const EdgeList<ByteEdge>& edges = a.bytes(StateOf(heads_[offset + i]));
-    for (size_t j = 0; j < edges.size(); ++j) {
-      const uint64_t pair = static_cast<uint64_t>(i) << 32 | j;
-      group_events_.push_back({edges[j].lo, pair, true});
-      if (edges[j].hi < 255) group_events_.push_back({edges[j].hi + 1, pair, false});
+    for (const ByteEdge& e : a.bytes(StateOf(heads_[offset + i]))) {
+      ++events_at[e.lo];
+      event_bytes[e.lo >> 6] |= 1ull << (e.lo & 63);
+      if (e.hi < 255) {
+        ++events_at[e.hi + 1];
+        event_bytes[(e.hi + 1) >> 6] |= 1ull << ((e.hi + 1) & 63);
+      }
+      ++n_pairs;
     }
   }
-  std::sort(group_events_.begin(), group_events_.end(),
-            [](const Event& x, const Event& y) { return x.at < y.at; });
+  uint32_t n_events = 0;
+  for (int q = 0; q < 4; ++q) {
+    for (uint64_t w = event_bytes[q]; w != 0; w &= w - 1) {
+      const int at = 64 * q + __builtin_ctzll(w);
+      events_end[at] = n_events;  // its events' start, until the fill moves it to their end
+      n_events += events_at[at];
+    }
+  }
+  group_events_.resize(n_events);
+  {
+    uint32_t pair = 0;
+    for (uint32_t i = 0; i < count; ++i) {
+      for (const ByteEdge& e : a.bytes(StateOf(heads_[offset + i]))) {
+        group_events_[events_end[e.lo]++] = {pair, true};
+        if (e.hi < 255) group_events_[events_end[e.hi + 1]++] = {pair, false};
+        ++pair;
+      }
+    }
+  }
+  // The active pairs, each with its position in group_active_ (removal swaps in the last).
   group_active_.clear();
+  group_position_.resize(n_pairs);
+  if (group_stamp_.size() < n_pairs) group_stamp_.resize(n_pairs, 0);
+  // (Stamps of earlier calls are below the current epoch; past its wrap they are reset.)
+  if (group_epoch_ > UINT32_MAX - 256) {
+    std::fill(group_stamp_.begin(), group_stamp_.end(), 0);
+    group_epoch_ = 0;
+  }
   group_leaders_.clear();  // per group: its leader's representative byte, the set's hash and pairs
   group_hashes_.clear();
   group_pairs_.clear();
   group_begin_.assign(1, 0);
   uint64_t hash = 0;  // sum of the active pairs' mixes: order-free, updated as pairs come and go
   auto mix = [](uint64_t pair) { return (pair + 0x9E3779B97F4A7C15ull) * 0xBF58476D1CE4E5B9ull ^ (pair >> 7); };
-  size_t e = 0;
   int32_t current = -1;  // the group of the previous interval, while it is adjacent
+  // The first byte at or after `from` where events happen (256: none).
+  auto next_event = [&event_bytes](int from) {
+    for (int q = from >> 6; q < 4; ++q) {
+      const uint64_t w = event_bytes[q] & (q == from >> 6 ? ~0ull << (from & 63) : ~0ull);
+      if (w != 0) return 64 * q + __builtin_ctzll(w);
+    }
+    return 256;
+  };
   for (int lo = 0; lo < 256;) {
-    while (e < group_events_.size() && group_events_[e].at == lo) {
-      const Event& ev = group_events_[e++];
-      if (ev.enter) {
-        group_active_.push_back(ev.pair);
-        hash += mix(ev.pair);
-      } else {
-        group_active_.erase(std::find(group_active_.begin(), group_active_.end(), ev.pair));
-        hash -= mix(ev.pair);
+    if (event_bytes[lo >> 6] >> (lo & 63) & 1) {
+      for (uint32_t k = events_end[lo] - events_at[lo]; k < events_end[lo]; ++k) {
+        const Event& ev = group_events_[k];
+        if (ev.enter) {
+          group_position_[ev.pair] = static_cast<uint32_t>(group_active_.size());
+          group_active_.push_back(ev.pair);
+          hash += mix(ev.pair);
+        } else {
+          const uint32_t at = group_position_[ev.pair];
+          group_active_[at] = group_active_.back();
+          group_position_[group_active_[at]] = at;
+          group_active_.pop_back();
+          hash -= mix(ev.pair);
+        }
       }
       current = -1;
     }
-    const int hi = e < group_events_.size() ? group_events_[e].at - 1 : 255;
+    const int hi = lo < 255 ? next_event(lo + 1) - 1 : 255;
     if (!group_active_.empty()) {
       if (current < 0) {
-        std::sort(group_active_.begin(), group_active_.end());
+        // A group whose set has this hash and size is compared pair by pair: the active pairs
+        // are stamped, then the group's looked up.
+        bool stamped = false;
         for (size_t g = 0; g < group_hashes_.size() && current < 0; ++g) {
-          if (group_hashes_[g] == hash && group_begin_[g + 1] - group_begin_[g] == group_active_.size() &&
-              std::equal(group_active_.begin(), group_active_.end(),
-                         group_pairs_.begin() + static_cast<std::ptrdiff_t>(group_begin_[g]))) {
-            current = static_cast<int32_t>(g);
+          if (group_hashes_[g] != hash || group_begin_[g + 1] - group_begin_[g] != group_active_.size()) continue;
+          if (!stamped) {
+            ++group_epoch_;
+            for (uint32_t pair : group_active_) group_stamp_[pair] = group_epoch_;
+            stamped = true;
           }
+          bool same = true;
+          for (size_t k = group_begin_[g]; k < group_begin_[g + 1] && same; ++k) {
+            same = group_stamp_[group_pairs_[k]] == group_epoch_;
+          }
+          if (same) current = static_cast<int32_t>(g);
         }
         if (current < 0) {
           current = static_cast<int32_t>(group_hashes_.size());

@@ -262,14 +262,15 @@ class Parser {
   std::vector<uint64_t> out_, work_;
   // GroupClassesLocked scratch.
   struct Event {
-    int at;         // the byte where the pair enters, or the byte after its edge
-    uint64_t pair;  // head index << 32 | edge index
-    bool enter;
+    uint32_t pair;  // the edge's index among the heads' edges
+    bool enter;     // at its first byte, else after its last
   };
   std::unordered_map<uint64_t, int32_t> token_next_;  // NextToken's memo: config << 32 | token
-  std::vector<Event> group_events_;
-  std::vector<uint64_t> group_active_, group_pairs_, group_hashes_;
+  std::vector<Event> group_events_;  // by byte
+  std::vector<uint32_t> group_active_, group_position_, group_stamp_, group_pairs_;
+  std::vector<uint64_t> group_hashes_;
   std::vector<size_t> group_begin_, group_leaders_;
+  uint32_t group_epoch_ = 0;  // group_stamp_'s current stamp
   StampSet visited_;
   bool accepting_scratch_ = false;
 };
