@@ -110,6 +110,7 @@ Automaton::Automaton(const std::vector<int32_t>& program, std::vector<std::strin
     ComputeUniversal();
     CheckInterrupt();
     ComputePlainCapacity();
+    IndexCharacterRules();
     ComputeByteClasses();
   } catch (const CoreError& e) {
     if (e.kind == ErrorKind::kInterrupted) DiscardStatesLater();
@@ -1325,6 +1326,13 @@ void Automaton::ComputeCharacterRules() {
   }
 }
 
+void Automaton::IndexCharacterRules() {
+  char_rule_at_.assign(static_cast<size_t>(num_states()), -1);
+  for (int32_t r = 0; r < static_cast<int32_t>(rule_start_.size()); ++r) {
+    if ((char_ascii_[r][0] | char_ascii_[r][1]) != 0 || char_utf8_[r]) char_rule_at_[rule_start_[r]] = r;
+  }
+}
+
 bool Automaton::ReadsOnePlainCharacter(int32_t r) const {
   return HasAllPlainAscii(char_ascii_[r].data()) && char_utf8_[r];
 }
@@ -1490,25 +1498,60 @@ void Automaton::ComputePlainCapacity() {
     if (HasAllPlainAscii(char_ascii_[r].data()) && char_utf8_near_[r]) near_single_start_[rule_start_[r]] = true;
   }
   // succ[s]: the states after one plain character (all of them, when s reads every plain
-  // character), and full[s] says whether it does; via[s]: return states of single-rule calls.
+  // character), and full[s] says whether it does; via[s]: return states of single-rule calls;
+  // tails[s]: the start states of the rules s tail-calls (what is viable from a callee's start
+  // is from s: the call pushes no frame, so the stack limit does not cut it short).
   Arena scratch;
   std::vector<EdgeList<int32_t>> succ = ArenaLists(static_cast<size_t>(n), &scratch);
   std::vector<EdgeList<int32_t>> via = ArenaLists(static_cast<size_t>(n), &scratch);
+  std::vector<EdgeList<int32_t>> tails = ArenaLists(static_cast<size_t>(n), &scratch);
   Flags full(n, false);
   for (int32_t s = 0; s < n; ++s) {
     PollInterrupt();
+    // Calls of rules that read one character of a class and may then end (a pattern's class in
+    // a JSON string: its characters, and the others' class beside it): together with the
+    // state's own edges they may read every plain character.
+    uint64_t call_ascii[2] = {0, 0};
+    bool call_utf8 = false;
+    bool char_calls = false;
     for (const CallEdge& c : calls_[s]) {
       if (single[c.rule]) via[s].push_back(c.ret);
+      if (c.tail) tails[s].push_back(rule_start_[c.rule]);
+      const auto& ascii = char_ascii_[c.rule];
+      if (!single[c.rule] && (ascii[0] | ascii[1] | static_cast<uint64_t>(char_utf8_[c.rule])) != 0) {
+        call_ascii[0] |= ascii[0];
+        call_ascii[1] |= ascii[1];
+        call_utf8 = call_utf8 || char_utf8_[c.rule];
+        char_calls = true;
+      }
     }
-    if (universal_[s] || !deterministic_[s] || bytes_[s].empty()) continue;
+    if (universal_[s] || !deterministic_[s] || (bytes_[s].empty() && !char_calls)) continue;
     EdgeList<int32_t>& out = succ[s];
     auto collect = [&](int32_t t) {
       out.push_back(t);
       return true;
     };
     bool ok = true;
-    for (const Range& range : kPlainAscii) ok = ok && Covers(bytes_[s], range, collect);
-    ok = ok && EveryPlainUtf8(s, collect, Utf8Part::kAll);
+    if (!char_calls) {
+      for (const Range& range : kPlainAscii) ok = ok && Covers(bytes_[s], range, collect);
+      ok = ok && EveryPlainUtf8(s, collect, Utf8Part::kAll);
+    } else {
+      // Each plain ASCII byte no call reads must have an edge; the characters past 0x7F are
+      // read by a call or all by the edges. The calls' return states are successors too.
+      for (const Range& range : kPlainAscii) {
+        for (int b = range.lo; b <= range.hi && ok; ++b) {
+          if (call_ascii[b >> 6] >> (b & 63) & 1) continue;
+          const int32_t t = ByteTarget(s, static_cast<uint8_t>(b));
+          ok = t >= 0;
+          if (ok) out.push_back(t);
+        }
+      }
+      ok = ok && (call_utf8 || EveryPlainUtf8(s, collect, Utf8Part::kAll));
+      for (const CallEdge& c : calls_[s]) {
+        const auto& ascii = char_ascii_[c.rule];
+        if ((ascii[0] | ascii[1] | static_cast<uint64_t>(char_utf8_[c.rule])) != 0) out.push_back(c.ret);
+      }
+    }
     full[s] = ok;
     if (!ok) {
       out.clear();
@@ -1524,9 +1567,10 @@ void Automaton::ComputePlainCapacity() {
   PostOrder(
       n, mark,
       [&](int32_t s, size_t k) {
-        const size_t n_succ = succ[s].size();
+        const size_t n_succ = succ[s].size(), n_via = via[s].size();
         if (k < n_succ) return succ[s][k];
-        return k < n_succ + via[s].size() ? via[s][k - n_succ] : kNoMoreEdges;
+        if (k < n_succ + n_via) return via[s][k - n_succ];
+        return k < n_succ + n_via + tails[s].size() ? tails[s][k - n_succ - n_via] : kNoMoreEdges;
       },
       [](const auto&, int32_t) {},
       [&](int32_t s) {
@@ -1540,6 +1584,7 @@ void Automaton::ComputePlainCapacity() {
             cap = std::max<int64_t>(cap, 1 + least);
           }
           for (int32_t t : via[s]) cap = std::max<int64_t>(cap, 1 + capacity_[t]);
+          for (int32_t t : tails[s]) cap = std::max<int64_t>(cap, capacity_[t]);
         }
         capacity_[s] = static_cast<int32_t>(std::min<int64_t>(cap, kUnbounded));
       });
@@ -1580,7 +1625,7 @@ int64_t Automaton::memory_bytes() const {
   n += HeapBytes(rule_names_) + HeapBytes(rule_start_) + HeapBytes(rule_final_) + HeapBytes(state_rule_);
   n += HeapBytes(bytes_) + HeapBytes(eps_) + HeapBytes(calls_);
   n += HeapBytes(final_) + HeapBytes(deterministic_) + HeapBytes(universal_) + HeapBytes(capacity_);
-  n += HeapBytes(single_start_) + HeapBytes(char_ascii_) + HeapBytes(char_utf8_);
+  n += HeapBytes(single_start_) + HeapBytes(char_ascii_) + HeapBytes(char_utf8_) + HeapBytes(char_rule_at_);
   n += HeapBytes(near_universal_) + HeapBytes(near_single_start_) + HeapBytes(char_utf8_near_);
   n += HeapBytes(kernel_offset_) + HeapBytes(kernel_) + HeapBytes(plan_states_) + HeapBytes(token_read_);
   for (const TokenSet& t : token_sets_) n += static_cast<int64_t>(sizeof(t)) + HeapBytes(t.ids);

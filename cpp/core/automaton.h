@@ -115,6 +115,14 @@ class Automaton {
   bool starts_plain_character(int32_t s) const { return single_start_[s]; }
   // Likewise for every plain character but those of the kNearLeads lead bytes.
   bool starts_near_plain_character(int32_t s) const { return near_single_start_[s]; }
+  // The rule s starts when that rule reads one character of a class and may then end (a
+  // pattern's class, or the others' class beside it, in a JSON string), else -1; which
+  // characters: char_ascii (plain ASCII bytes, 2 words) and char_utf8 (every valid UTF-8
+  // character). Heads at such starts that together read every plain character give their
+  // configuration a capacity of 1 + the least of their return states' (Parser).
+  int32_t char_rule_at(int32_t s) const { return char_rule_at_[s]; }
+  const uint64_t* char_ascii(int32_t r) const { return char_ascii_[r].data(); }
+  bool char_utf8(int32_t r) const { return char_utf8_[r]; }
   // Per state s, the fewest frames a run from s must push, at the deepest point, to end s's
   // rule (0 when it can end without calling a rule that pushes a frame); kNoStackNeed for
   // states no run lands on. A head at s whose frame is at depth d can complete within
@@ -202,6 +210,7 @@ class Automaton {
   void ComputeKernels();
   void MarkTailCalls();
   void ComputeStackNeedBound();  // from the calls' tail flags
+  void IndexCharacterRules();    // char_rule_at_, from rule_start_, char_ascii_ and char_utf8_
   void ComputeStackNeed() const;
   void ComputeCharacterRules();
   void ComputeUniversal();
@@ -252,6 +261,7 @@ class Automaton {
   std::vector<std::array<uint64_t, 2>> char_ascii_;
   Flags char_utf8_;
   Flags char_utf8_near_;  // every one but those of kNearLeads' leads
+  std::vector<int32_t> char_rule_at_;  // derived from the above (IndexCharacterRules)
   std::vector<int32_t> kernel_offset_, kernel_;
   int32_t stack_need_bound_ = 0;
   mutable std::once_flag stack_need_once_;

@@ -272,6 +272,11 @@ int32_t Parser::Intern(bool accepting) {
   }
   int32_t capacity = 0;
   bool near_universal = false;
+  // Heads at the starts of character rules (a string position's classes, each called): the
+  // characters they read together, and the least capacity they return to.
+  uint64_t class_ascii[2] = {0, 0};
+  bool class_utf8 = false;
+  int64_t class_least = -1;
   for (uint32_t i = 0; i < count; ++i) {
     const int32_t state = StateOf(out_[i]), frame = FrameOf(out_[i]);
     // The automaton's capacities assume that no head on the way is dropped for its depth:
@@ -282,9 +287,22 @@ int32_t Parser::Intern(bool accepting) {
       const int64_t through = 1 + static_cast<int64_t>(automaton_->plain_capacity(frames_[frame].ret));
       capacity = static_cast<int32_t>(std::max<int64_t>(capacity, std::min<int64_t>(through, Automaton::kUnbounded)));
     }
+    if (const int32_t r = frame != 0 ? automaton_->char_rule_at(state) : -1; r >= 0) {
+      const uint64_t* ascii = automaton_->char_ascii(r);
+      class_ascii[0] |= ascii[0];
+      class_ascii[1] |= ascii[1];
+      class_utf8 = class_utf8 || automaton_->char_utf8(r);
+      const int64_t after = automaton_->plain_capacity(frames_[frame].ret);
+      class_least = class_least < 0 ? after : std::min(class_least, after);
+    }
     near_universal = near_universal || automaton_->is_near_universal(state) ||
                      (frame != 0 && automaton_->starts_near_plain_character(state) &&
                       automaton_->is_near_universal(frames_[frame].ret));
+  }
+  if (class_least >= 0 && class_utf8 && HasAllPlainAscii(class_ascii)) {
+    // Every plain character is read by one of those rules, each then returning to at least
+    // class_least.
+    capacity = static_cast<int32_t>(std::max<int64_t>(capacity, std::min<int64_t>(1 + class_least, Automaton::kUnbounded)));
   }
   near_universal = near_universal || capacity >= Automaton::kUnbounded;
   block->capacity[id & kBlockMask].store(capacity, std::memory_order_relaxed);

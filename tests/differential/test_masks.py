@@ -261,6 +261,12 @@ TEXT_HEAD_CASES: list[tuple[str, str]] = [
     ("json", '{"type": "object", "properties": {"s": {"type": "string", "pattern": "^([a-z]|[ ])*$"}}}'),
     # a pattern's `.` (no U+2028, U+2029) before a suffix: near universal string bodies
     ("json", '{"type": "object", "properties": {"name": {"type": "string", "pattern": "^.*.txt$"}}}'),
+    # a searched class under length bounds: each position calls the class's rule and the other
+    # characters' rule (their heads together read every character: a capacity) and tail-calls
+    # the next position; an e-mail address whose classes read multi-byte characters
+    ("json", '{"type": "string", "pattern": "[0-9a-fA-F]+", "minLength": 12, "maxLength": 12}'),
+    ("json", '{"type": "string", "pattern": "[a-zA-Z0-9_.-]+", "minLength": 3, "maxLength": 40}'),
+    ("json", '{"type": "string", "pattern": "^[^@^\\\\s]+@[^@^.\\\\s]+$", "minLength": 5, "maxLength": 30}'),
 ]
 
 
