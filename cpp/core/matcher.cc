@@ -408,7 +408,21 @@ Matcher::SplitUse Matcher::SplitWalk(int32_t config, uint32_t* words, bool may_c
   if (split == nullptr && may_compute) split = v.loop_split(set, true);
   // (Once the vocabulary keeps no more splits, a walk would give up only to walk again.)
   if (split == nullptr) return may_compute || v.loop_splits_full() ? SplitUse::kNotApplicable : SplitUse::kNotComputed;
-  if (!SetChain(config, set, split->max_depth, split_chain_, split_end_, !ascii_reads)) return SplitUse::kNotApplicable;
+  // A later position may step only part of the set along (an e-mail address's local part reads
+  // `@` as its first character, then as the separator): the set narrowed to the bytes that
+  // position steps along, and its own split, at most twice.
+  for (int narrowed = 0; !SetChain(config, set, split->max_depth, split_chain_, split_end_, !ascii_reads); ++narrowed) {
+    const Parser::StepSet step = parser_->Steps(split_chain_.back(), false);
+    const uint64_t narrow[2] = {set[0] & step.bytes[0], set[1] & step.bytes[1]};
+    if (narrowed == 2 || (narrow[0] == set[0] && narrow[1] == set[1]) ||
+        __builtin_popcountll(narrow[0]) + __builtin_popcountll(narrow[1]) < 8) {
+      return SplitUse::kNotApplicable;
+    }
+    set[0] = narrow[0];
+    set[1] = narrow[1];
+    split = v.loop_split(set, may_compute);
+    if (split == nullptr) return may_compute || v.loop_splits_full() ? SplitUse::kNotApplicable : SplitUse::kNotComputed;
+  }
   if (!ascii_reads && !FewBoundaryNodes(*split, set)) return SplitUse::kNotApplicable;
   const size_t n_words = static_cast<size_t>(v.mask_words());
   if (split_end_ >= split->max_token) {
@@ -530,7 +544,9 @@ void Matcher::WalkBoundaries(const Vocabulary::LoopSplit& split, const uint64_t*
         const int32_t parent = chain[std::min(d - shift, last)];
         if (!(parser.LiveBytes(parent)[q] >> (b & 63) & 1)) continue;
         if (d == 1) {  // a root split's first byte outside its set
-          WalkFirstByte(static_cast<uint8_t>(b), words);
+          if (b < 0xC2 || b > 0xF4 || !WideFirstByte(static_cast<uint8_t>(b), chain, end, words)) {
+            WalkFirstByte(static_cast<uint8_t>(b), words);
+          }
           continue;
         }
         walk_config_[d - 1] = parent;
@@ -540,6 +556,34 @@ void Matcher::WalkBoundaries(const Vocabulary::LoopSplit& split, const uint64_t*
       }
     }
   }
+}
+
+bool Matcher::WideFirstByte(uint8_t lead, const std::vector<int32_t>& chain, int32_t end, uint32_t* words) {
+  const Vocabulary& v = *grammar_->vocab;
+  Parser& parser = *parser_;
+  const auto bit = 1ull << (lead - 0xC0);
+  // wide_ok_[c]: the leads whose every character steps along positions 0 .. c - 1 of the chain
+  // (past its last position, a loop's, the last's step set again).
+  const auto last = static_cast<int32_t>(chain.size()) - 1;
+  const int32_t reach = std::min(end, Vocabulary::kMultibytePlainReach);
+  wide_ok_.assign(1, ~0ull);
+  for (int32_t m = 0; m < reach; ++m) {
+    const Parser::StepSet step = parser.Steps(chain[std::min(m, last)], true);
+    wide_ok_.push_back(wide_ok_.back() & step.bytes[3]);
+    if (m == 0 && !(wide_ok_.back() & bit)) return false;  // not even the first character: walk
+  }
+  if (reach == 0) return false;
+  // A token of whole characters of those leads, no more of them than the chain steps, is
+  // allowed; every other token is decided by its bytes.
+  const Vocabulary::WideToken* tokens = v.wide_tokens(lead);
+  for (int32_t k = 0, n = v.num_wide_tokens(lead); k < n; ++k) {
+    const Vocabulary::WideToken& t = tokens[k];
+    const bool along = t.chars > 0 && t.chars <= reach && (t.leads & ~wide_ok_[static_cast<size_t>(t.chars)]) == 0;
+    if (along || Advance(chain[0], v.bytes(t.id)) != Parser::kDead) words[t.id >> 5] |= 1u << (t.id & 31);
+    walk_nodes_ += along ? 0 : t.chars + 1;
+  }
+  walk_nodes_ += v.num_wide_tokens(lead) / 16;  // bits cost like nodes, a word at a time
+  return true;
 }
 
 bool Matcher::QuoteLoopWalk(int32_t config, const uint64_t* set, uint32_t* words) {

@@ -159,6 +159,12 @@ class Matcher {
   // Boundary nodes below those first bytes are skipped (wide_skip_, SkippedBelow).
   SplitUse WideSplitWalk(int32_t config, const uint64_t* set, uint32_t* words, bool may_compute);
   bool SkippedBelow(int32_t j) const;
+  // A root split's first byte `lead` (0xC2-0xF4) below a chain (SplitWalk, up to `end`) that
+  // reads multi-byte characters: its tokens of whole characters that step along the chain are
+  // allowed by their counts (Vocabulary::wide_tokens), the others decided by their bytes,
+  // instead of a walk of the byte's subtree. False (nothing written) where the first
+  // character of the lead does not step along.
+  bool WideFirstByte(uint8_t lead, const std::vector<int32_t>& chain, int32_t end, uint32_t* words);
   // For a chain that reads multi-byte characters (whose walk the split does not shorten where
   // they start a token): true when the boundary nodes the chain's head reads are few enough
   // for the split to pay over a walk (a searched hex digit's are on most of the vocabulary's
@@ -244,6 +250,7 @@ class Matcher {
   int32_t chain_shift_ = 0;             // positions before chain_[0] (see WalkSuffixes)
   uint64_t except_leads_ = 0;           // AllowMissingLeads' (bit b - 192 for lead b)
   std::vector<uint32_t> first_bytes_mask_;  // PlainFirstStep's cut
+  std::vector<uint64_t> wide_ok_;            // WideFirstByte's leads per character count
   std::vector<int32_t> wide_skip_;          // WideSplitWalk's first bytes (their trie nodes)
   bool clear_from_alphabet_ = false;     // this clearing walk started from the alphabet's mask
   std::vector<int32_t> split_chain_;      // SplitWalk's chain and its end (SetChain)

@@ -131,6 +131,45 @@ Vocabulary::Vocabulary(std::vector<std::string> tokens, std::vector<bool> has_by
     }
   }
   {
+    // The tokens of each first lead byte, with their characters when they are whole multi-byte
+    // characters only: a count, then a fill.
+    auto wide_of = [](const std::string& token) {
+      WideToken t{0, 0, 0};
+      for (size_t k = 0; k < token.size();) {
+        const auto lead = static_cast<uint8_t>(token[k]);
+        const Utf8Lead shape = Utf8LeadOf(lead);
+        bool whole = shape.continuations > 0 && k + static_cast<size_t>(shape.continuations) < token.size();
+        for (int c = 1; whole && c <= shape.continuations; ++c) {
+          const auto b = static_cast<uint8_t>(token[k + static_cast<size_t>(c)]);
+          whole = c == 1 ? b >= shape.lo && b <= shape.hi : b >= 0x80 && b <= 0xBF;
+        }
+        if (!whole) return WideToken{0, 0, 0};
+        t.leads |= 1ull << (lead - 0xC0);
+        ++t.chars;
+        k += 1 + static_cast<size_t>(shape.continuations);
+      }
+      return t;
+    };
+    auto first_lead = [&](int32_t i) {
+      const auto b = tokens_[i].empty() ? 0 : static_cast<uint8_t>(tokens_[i][0]);
+      return text_[i] && b >= 0xC2 && b <= 0xF4 ? b - 0xC0 : -1;
+    };
+    std::array<int32_t, 65> next{};
+    for (int32_t i = 0; i < width; ++i) {
+      if (const int k = first_lead(i); k >= 0) ++next[k + 1];
+    }
+    for (int k = 0; k < 64; ++k) next[k + 1] += next[k];
+    wide_begin_ = next;
+    wide_tokens_.resize(static_cast<size_t>(next[64]));
+    for (int32_t i = 0; i < width; ++i) {
+      const int k = first_lead(i);
+      if (k < 0) continue;
+      WideToken t = wide_of(tokens_[i]);
+      t.id = i;
+      wide_tokens_[next[k]++] = t;
+    }
+  }
+  {
     // The tokens of each rare plain ASCII byte: a count of every byte's tokens, then a fill of
     // the kept bytes' (each token's distinct bytes).
     auto plain_ascii_of = [](const std::string& token, uint64_t* set) {

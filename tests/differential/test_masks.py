@@ -606,6 +606,15 @@ GEMMA_CASES: dict[str, Callable[[Any], Any]] = {
     "c.gbnf": lambda c: c.compile_ebnf((CORPORA_DIR / "gbnf" / "c.gbnf").read_text(encoding="utf-8")),
     "regex-identifiers": lambda c: c.compile_regex(r"([A-Za-z_][A-Za-z0-9_]*(\(|, | = ))+"),
     "choice-unicode": lambda c: c.compile_choice(CHOICES["unicode"]),
+    # e-mail addresses under length bounds: chains that read multi-byte characters (the root
+    # split, the tokens of whole characters by their counts), a set narrowed where `@` changes
+    # role, a searched suffix whose unescaped dots make each position's set its own
+    "email-bounded": lambda c: c.compile_json_schema(
+        {"type": "string", "pattern": "^\\S+@\\S+$", "minLength": 5, "maxLength": 255}
+    ),
+    "email-gov-uk": lambda c: c.compile_json_schema(
+        {"type": "string", "pattern": "^[^@^\\s]+@[^@^\\.^\\s]+(\\.[^@^\\.^\\s]*)*.gov.uk", "maxLength": 254}
+    ),
 }
 
 
