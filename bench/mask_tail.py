@@ -20,6 +20,7 @@ Per schema: the max of each pass and where it was (instance, position, the text 
 class: key start, string start, string body, other); over the corpus: mask count, mean, p99, p99.9 and max of
 all masks of each pass. Writes `summary.md` (the worst 50 schemas by their max, with the position and a cause
 class, and the `--before` run's numbers beside them) and `summary.json` (every schema's row) into `--out`.
+A whole-corpus run is committed with `summary.json.gz` (`gzip -n`) instead, which `--before` reads too.
 
 Each schema runs in a worker process with a per-schema timeout (a hang or crash costs one schema). Single
 thread. The first mask of each grammar is included (unlike bench/run.py's mask statistics): this is the tail.
@@ -33,6 +34,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import gc
+import gzip
 import json
 import os
 import random
@@ -51,6 +53,15 @@ pin_threads()
 CORPUS = SHARED / "corpora/jsonschemabench"
 WORST = 50
 HIST_US = 100  # masks under this many µs are counted per µs, the others kept one by one
+
+
+def _read_summary(folder: Path) -> dict[str, Any]:
+    """A run's summary.json, or the summary.json.gz a whole-corpus run is committed as."""
+    plain = folder / "summary.json"
+    if plain.exists():
+        return json.loads(plain.read_text(encoding="utf-8"))
+    with gzip.open(folder / "summary.json.gz", "rt", encoding="utf-8") as f:
+        return json.load(f)
 
 
 def _histogram(times: list[float]) -> list[int]:
@@ -513,7 +524,7 @@ def main(argv: list[str] | None = None) -> int:
     summary = summarize(args, rows, time.monotonic() - t0)
     before: dict[str, dict[str, Any]] = {}
     if args.before:
-        for r in json.loads((Path(args.before) / "summary.json").read_text())["rows"]:
+        for r in _read_summary(Path(args.before))["rows"]:
             before[r["key"]] = r
     if args.verbose:
         for r in rows:
