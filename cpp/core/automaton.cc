@@ -986,8 +986,11 @@ struct IntVecHash {
 // byte edges go, per maximal byte interval, to the closure of every member's targets; its
 // calls are grouped by callee, returning to the closure of the members' return states. Each
 // member is live, so every DFA state is live too. A rule whose DFA would outgrow
-// 4x its NFA (+64) states, or 16x (+4096) NFA states summed over its sets, is copied
-// unchanged; the parser handles both forms alike.
+// 4x its NFA (+64) states, or 64x (+4096; past 20k NFA states, 16x + 1M) NFA states summed
+// over its sets, is copied unchanged; the parser handles both forms alike. (A searched
+// counted repetition, `.*[0-9a-f]{40}`, has sets of every count up to the one reached: the
+// sum grows with the square of the count, and only a DFA has the universal states its masks
+// need.)
 void Automaton::Determinize() {
   const int32_t n = num_states();
   const int32_t n_rules = static_cast<int32_t>(rule_start_.size());
@@ -1108,7 +1111,8 @@ void Automaton::Determinize() {
     const size_t base = out_bytes.size();
     const int64_t room = limits_.max_automaton_states - static_cast<int64_t>(base);
     const int64_t cap = std::min<int64_t>(4 * static_cast<int64_t>(states_of[r].size()) + 64, room);
-    const int64_t pool_cap = 16 * static_cast<int64_t>(states_of[r].size()) + 4096;
+    const auto nfa_states = static_cast<int64_t>(states_of[r].size());
+    const int64_t pool_cap = std::min(64 * nfa_states + 4096, 16 * nfa_states + (int64_t{1} << 20));
     pool.clear();
     span.assign(1, 0);
     set_hash.clear();
