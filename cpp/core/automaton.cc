@@ -1330,10 +1330,14 @@ void Automaton::ComputeCharacterRules() {
   }
 }
 
+bool Automaton::ReadsSomeCharacter(int32_t r) const {
+  return (char_ascii_[r][0] | char_ascii_[r][1]) != 0 || char_utf8_[r];
+}
+
 void Automaton::IndexCharacterRules() {
   char_rule_at_.assign(static_cast<size_t>(num_states()), -1);
   for (int32_t r = 0; r < static_cast<int32_t>(rule_start_.size()); ++r) {
-    if ((char_ascii_[r][0] | char_ascii_[r][1]) != 0 || char_utf8_[r]) char_rule_at_[rule_start_[r]] = r;
+    if (ReadsSomeCharacter(r)) char_rule_at_[rule_start_[r]] = r;
   }
 }
 
@@ -1521,10 +1525,9 @@ void Automaton::ComputePlainCapacity() {
     for (const CallEdge& c : calls_[s]) {
       if (single[c.rule]) via[s].push_back(c.ret);
       if (c.tail) tails[s].push_back(rule_start_[c.rule]);
-      const auto& ascii = char_ascii_[c.rule];
-      if (!single[c.rule] && (ascii[0] | ascii[1] | static_cast<uint64_t>(char_utf8_[c.rule])) != 0) {
-        call_ascii[0] |= ascii[0];
-        call_ascii[1] |= ascii[1];
+      if (!single[c.rule] && ReadsSomeCharacter(c.rule)) {
+        call_ascii[0] |= char_ascii_[c.rule][0];
+        call_ascii[1] |= char_ascii_[c.rule][1];
         call_utf8 = call_utf8 || char_utf8_[c.rule];
         char_calls = true;
       }
@@ -1552,8 +1555,7 @@ void Automaton::ComputePlainCapacity() {
       }
       ok = ok && (call_utf8 || EveryPlainUtf8(s, collect, Utf8Part::kAll));
       for (const CallEdge& c : calls_[s]) {
-        const auto& ascii = char_ascii_[c.rule];
-        if ((ascii[0] | ascii[1] | static_cast<uint64_t>(char_utf8_[c.rule])) != 0) out.push_back(c.ret);
+        if (ReadsSomeCharacter(c.rule)) out.push_back(c.ret);
       }
     }
     full[s] = ok;

@@ -211,6 +211,7 @@ class Automaton {
   void MarkTailCalls();
   void ComputeStackNeedBound();  // from the calls' tail flags
   void IndexCharacterRules();    // char_rule_at_, from rule_start_, char_ascii_ and char_utf8_
+  bool ReadsSomeCharacter(int32_t r) const;  // rule r reads some character whole (char_ascii_, char_utf8_)
   void ComputeStackNeed() const;
   void ComputeCharacterRules();
   void ComputeUniversal();

@@ -423,7 +423,7 @@ Matcher::SplitUse Matcher::SplitWalk(int32_t config, uint32_t* words, bool may_c
     split = v.loop_split(set, may_compute);
     if (split == nullptr) return may_compute || v.loop_splits_full() ? SplitUse::kNotApplicable : SplitUse::kNotComputed;
   }
-  if (!ascii_reads && !FewBoundaryNodes(*split, set)) return SplitUse::kNotApplicable;
+  if (!ascii_reads && !FewBoundaryNodes(config, *split, set)) return SplitUse::kNotApplicable;
   const size_t n_words = static_cast<size_t>(v.mask_words());
   if (split_end_ >= split->max_token) {
     std::memcpy(words, split->mask.data(), n_words * sizeof(uint32_t));
@@ -440,11 +440,11 @@ Matcher::SplitUse Matcher::SplitWalk(int32_t config, uint32_t* words, bool may_c
   return SplitUse::kDone;
 }
 
-bool Matcher::FewBoundaryNodes(const Vocabulary::LoopSplit& split, const uint64_t* set) {
+bool Matcher::FewBoundaryNodes(int32_t config, const Vocabulary::LoopSplit& split, const uint64_t* set) {
   const Vocabulary& v = *grammar_->vocab;
-  const uint64_t* live = parser_->LiveBytes(split_chain_[0]);
-  // The boundary nodes on the ASCII bytes the chain's head reads outside the set, each the
-  // start of a walk, against a 64th of the trie.
+  const uint64_t* live = parser_->LiveBytes(config);
+  // The boundary nodes on the ASCII bytes `config` reads outside the set, each the start of a
+  // walk, against a 64th of the trie.
   int64_t walks = 0;
   for (int q = 0; q < 2; ++q) {
     for (uint64_t w = live[q] & ~set[q]; w != 0; w &= w - 1) {
@@ -520,6 +520,7 @@ void Matcher::WalkBoundaries(const Vocabulary::LoopSplit& split, const uint64_t*
                              int32_t end, int32_t shift, uint32_t* words) {
   const Vocabulary& v = *grammar_->vocab;
   Parser& parser = *parser_;
+  wide_ok_.clear();  // WideFirstByte's, per chain
   // The bytes outside the set that some position of the chain reads.
   uint64_t others[4] = {0, 0, 0, 0};
   for (int32_t c : chain) {
@@ -561,18 +562,22 @@ void Matcher::WalkBoundaries(const Vocabulary::LoopSplit& split, const uint64_t*
 bool Matcher::WideFirstByte(uint8_t lead, const std::vector<int32_t>& chain, int32_t end, uint32_t* words) {
   const Vocabulary& v = *grammar_->vocab;
   Parser& parser = *parser_;
-  const auto bit = 1ull << (lead - 0xC0);
   // wide_ok_[c]: the leads whose every character steps along positions 0 .. c - 1 of the chain
-  // (past its last position, a loop's, the last's step set again).
+  // (past its last position, a loop's, the last's step set again). Computed once per chain
+  // (WalkBoundaries clears it), as far as the lead bytes below it need.
   const auto last = static_cast<int32_t>(chain.size()) - 1;
+  auto ok_through = [&](int32_t chars) {
+    if (wide_ok_.empty()) wide_ok_.push_back(~0ull);
+    while (static_cast<int32_t>(wide_ok_.size()) <= chars) {
+      const auto m = static_cast<int32_t>(wide_ok_.size()) - 1;
+      wide_ok_.push_back(wide_ok_.back() & parser.Steps(chain[std::min(m, last)], true).bytes[3]);
+    }
+    return wide_ok_[static_cast<size_t>(chars)];
+  };
   const int32_t reach = std::min(end, Vocabulary::kMultibytePlainReach);
-  wide_ok_.assign(1, ~0ull);
-  for (int32_t m = 0; m < reach; ++m) {
-    const Parser::StepSet step = parser.Steps(chain[std::min(m, last)], true);
-    wide_ok_.push_back(wide_ok_.back() & step.bytes[3]);
-    if (m == 0 && !(wide_ok_.back() & bit)) return false;  // not even the first character: walk
-  }
-  if (reach == 0) return false;
+  // Not even the first character steps along: walk.
+  if (reach == 0 || !(ok_through(1) >> (lead - 0xC0) & 1)) return false;
+  ok_through(reach);
   // A token of whole characters of those leads, no more of them than the chain steps, is
   // allowed; every other token is decided by its bytes.
   const Vocabulary::WideToken* tokens = v.wide_tokens(lead);

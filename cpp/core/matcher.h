@@ -148,8 +148,9 @@ class Matcher {
   // length, and the boundary nodes on bytes the chain can read walked from where their
   // prefix leads. A configuration that also reads multi-byte characters (an e-mail address's
   // `[^@\s]`) is served by the root split alone, whose boundary nodes include those on bytes
-  // past 0x7F below paths of the set. kNotComputed: it would apply but the set's split is not computed,
-  // `may_compute` is false and the vocabulary has room for it. Nothing is written unless kDone.
+  // past 0x7F below paths of the set. kNotComputed: it would apply but the set's split is not
+  // computed, `may_compute` is false and the vocabulary has room for it. Nothing is written
+  // unless kDone.
   enum class SplitUse { kDone, kNotApplicable, kNotComputed };
   SplitUse SplitWalk(int32_t config, uint32_t* words, bool may_compute);
   // A *wide split*: `config` steps the bytes of `set` (its SplitSet) into a loop that reads
@@ -165,11 +166,11 @@ class Matcher {
   // instead of a walk of the byte's subtree. False (nothing written) where the first
   // character of the lead does not step along.
   bool WideFirstByte(uint8_t lead, const std::vector<int32_t>& chain, int32_t end, uint32_t* words);
-  // For a chain that reads multi-byte characters (whose walk the split does not shorten where
-  // they start a token): true when the boundary nodes the chain's head reads are few enough
-  // for the split to pay over a walk (a searched hex digit's are on most of the vocabulary's
-  // letters).
-  bool FewBoundaryNodes(const Vocabulary::LoopSplit& split, const uint64_t* set);
+  // For a chain from `config` that reads multi-byte characters (whose walk the split does not
+  // shorten where they start a token): true when the boundary nodes `config` reads are few
+  // enough for the split to pay over a walk (a searched hex digit's are on most of the
+  // vocabulary's letters).
+  bool FewBoundaryNodes(int32_t config, const Vocabulary::LoopSplit& split, const uint64_t* set);
   // SplitWalk for a loop over `set` whose split is not computed and which reads no byte outside
   // the set but '"' and '\\' (a string body of a pattern's class): the set's alphabet mask and
   // the subtrees of the vocabulary's quote nodes below paths of the set (Vocabulary::quote_nodes).
@@ -250,7 +251,7 @@ class Matcher {
   int32_t chain_shift_ = 0;             // positions before chain_[0] (see WalkSuffixes)
   uint64_t except_leads_ = 0;           // AllowMissingLeads' (bit b - 192 for lead b)
   std::vector<uint32_t> first_bytes_mask_;  // PlainFirstStep's cut
-  std::vector<uint64_t> wide_ok_;            // WideFirstByte's leads per character count
+  std::vector<uint64_t> wide_ok_;            // WideFirstByte's leads per character count, per chain
   std::vector<int32_t> wide_skip_;          // WideSplitWalk's first bytes (their trie nodes)
   bool clear_from_alphabet_ = false;     // this clearing walk started from the alphabet's mask
   std::vector<int32_t> split_chain_;      // SplitWalk's chain and its end (SetChain)

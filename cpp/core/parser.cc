@@ -84,7 +84,8 @@ int64_t Parser::memory_bytes() const {
   n += HeapBytes(frames_) + HeapBytes(frame_shortest_) + HeapBytes(frame_index_) + HeapBytes(heads_) +
        HeapBytes(config_heads_);
   n += HeapBytes(config_table_) + HeapBytes(config_hash_) + HeapBytes(config_live_classes_);
-  n += HeapBytes(out_) + HeapBytes(work_) + HeapBytes(group_events_) + HeapBytes(group_active_) + HeapBytes(group_position_) + HeapBytes(group_stamp_);
+  n += HeapBytes(out_) + HeapBytes(work_) + HeapBytes(group_events_) + HeapBytes(group_active_);
+  n += HeapBytes(group_position_) + HeapBytes(group_stamp_);
   n += HeapBytes(group_pairs_) + HeapBytes(group_hashes_) + HeapBytes(group_begin_) + HeapBytes(group_leaders_);
   n += HeapBytes(token_next_);
   return n + visited_.memory_bytes();
