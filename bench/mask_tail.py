@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import gc
 import gzip
 import json
@@ -55,13 +56,19 @@ WORST = 50
 HIST_US = 100  # masks under this many µs are counted per µs, the others kept one by one
 
 
-def _read_summary(folder: Path) -> dict[str, Any]:
-    """A run's summary.json, or the summary.json.gz a whole-corpus run is committed as."""
-    plain = folder / "summary.json"
-    if plain.exists():
-        return json.loads(plain.read_text(encoding="utf-8"))
-    with gzip.open(folder / "summary.json.gz", "rt", encoding="utf-8") as f:
-        return json.load(f)
+def _summary_path(folder: Path) -> Path | None:
+    """A run's summary.json, or the summary.json.gz a whole-corpus run is committed as (None: neither)."""
+    for name in ("summary.json", "summary.json.gz"):
+        if (folder / name).is_file():
+            return folder / name
+    return None
+
+
+def _read_summary(path: Path) -> dict[str, Any]:
+    if path.suffix == ".gz":
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            return json.load(f)
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def _histogram(times: list[float]) -> list[int]:
@@ -72,6 +79,7 @@ def _histogram(times: list[float]) -> list[int]:
     return hist
 
 
+@functools.cache
 def corpus_keys() -> list[str]:
     """Every schema of the corpus as "split/id", splits in byte order, ids in file order."""
     keys = []
@@ -293,11 +301,16 @@ def worker_main(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------------------------------- parent
 
 
+def _in_only(key: str, wanted: str) -> bool:
+    """Whether `key` ("split/id") is the --only entry `wanted`: that key, or a key of that split."""
+    return key == wanted or key.startswith(wanted.rstrip("/") + "/")
+
+
 def _selected_keys(args: argparse.Namespace) -> list[str]:
     keys = corpus_keys()
     if args.only:
         wanted = [k for k in args.only.split(",") if k]
-        keys = [k for k in keys if any(k == w or k.startswith(w.rstrip("/") + "/") for w in wanted)]
+        keys = [k for k in keys if any(_in_only(k, w) for w in wanted)]
     if args.stride > 1:
         keys = keys[:: args.stride]
     return keys
@@ -512,6 +525,14 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.worker:
         return worker_main(args)
+    # Mistakes that would otherwise show only after the run (or as an empty table): said first.
+    before_path = _summary_path(Path(args.before)) if args.before else None
+    if args.before and before_path is None:
+        ap.error(f"--before {args.before}: no summary.json or summary.json.gz there")
+    if args.only and not args.summarize:
+        for w in (k for k in args.only.split(",") if k):
+            if not any(_in_only(k, w) for k in corpus_keys()):
+                ap.error(f"--only {w}: no such split or schema in {CORPUS} (keys look like Github_trivial/o78117)")
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d")
     out = Path(args.out or f"bench/results/{stamp}-{args.tokenizer}-mask-tail")
     out.mkdir(parents=True, exist_ok=True)
@@ -524,7 +545,8 @@ def main(argv: list[str] | None = None) -> int:
     summary = summarize(args, rows, time.monotonic() - t0)
     before: dict[str, dict[str, Any]] = {}
     if args.before:
-        for r in _read_summary(Path(args.before))["rows"]:
+        assert before_path is not None
+        for r in _read_summary(before_path)["rows"]:
             before[r["key"]] = r
     if args.verbose:
         for r in rows:
