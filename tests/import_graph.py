@@ -33,7 +33,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "diagnostics",
         "rules",
     ),
-    "resolution": ("resolve",),
+    "resolution": ("fold", "resolve"),
     "algebra": ("negation", "expand", "merge", "decide"),
     "emitters": ("numbers", "strings", "members", "literals", "arrays", "objects"),
     "driver": ("driver",),

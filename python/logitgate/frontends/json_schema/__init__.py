@@ -3,7 +3,8 @@ Grammar IR of the JSON texts valid against it. The package, bottom layer first (
 
 - data and diagnostics: :mod:`.values`, :mod:`.keywords`, :mod:`.caps`, :mod:`.formats`,
   :mod:`.patterns`, :mod:`.diagnostics`, :mod:`.rules` (the rule table);
-- resolution: :mod:`.resolve` (``$id``, ``$anchor``, ``$ref``, the atom registry);
+- resolution: :mod:`.resolve` (``$id``, ``$anchor``, ``$ref``, the atom registry), :mod:`.fold`
+  (combinators over constants folded to ``true`` or ``false``);
 - the schema algebra: :mod:`.negation`, :mod:`.expand`, :mod:`.facts`, :mod:`.decide`;
 - emitters per JSON type: :mod:`.numbers`, :mod:`.strings`, :mod:`.members`, :mod:`.literals`,
   :mod:`.arrays`, :mod:`.objects` (sub-schemas only through a ``ref(atoms)`` callable);

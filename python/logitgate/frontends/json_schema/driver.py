@@ -202,7 +202,7 @@ class Lowering:
         self.limits = limits
         self.diag = Diagnostics(lenient)
         self.table = RuleTable(whitespace == "compact", max_whitespace)
-        self.index = _Index(root, limits)
+        self.index = _Index(root, limits, oneof_as_anyof=oneof == "anyof")
         neg = Negator(self.index, self.diag)
         self.merger = Merger(self.index, self.diag)
         self.exp = Expander(self.index, self.diag, neg, lambda alts: dec.pairwise_disjoint(alts), oneof == "anyof")

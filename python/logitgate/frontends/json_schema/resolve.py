@@ -12,6 +12,7 @@ from typing import Any
 from logitgate.errors import LimitExceeded, SchemaError, UnsupportedSchemaError
 from logitgate.limits import Limits
 
+from .fold import COMBINATORS, constant_value
 from .keywords import (
     _NOT_ALIAS,
     _SCHEMA_CHILDREN,
@@ -46,8 +47,10 @@ def _join(base: str, ref: str, pointer: str) -> tuple[str, str]:
 class _Index:
     """Pointer, base URI, resources and anchors of one schema document (one iterative walk)."""
 
-    def __init__(self, root: Any, limits: Limits) -> None:
+    def __init__(self, root: Any, limits: Limits, oneof_as_anyof: bool = False) -> None:
         self.root = root
+        self.oneof_as_anyof = oneof_as_anyof
+        self._constants: dict[int, bool | None] = {}  # id(schema) -> fold.constant_value()
         # "id" names a resource only in drafts 03 and 04 (as "$id" from draft-06 on): elsewhere,
         # a nested draft-04 "id" is an unknown keyword, and the root's "$schema" decides.
         legacy_id = _legacy_draft(root)
@@ -111,6 +114,10 @@ class _Index:
             return 0  # callers drop the True atom
         if not isinstance(schema, dict):
             raise SchemaError(f"a schema must be an object or a boolean, got {type(schema).__name__}", pointer=pointer)
+        if not schema.keys().isdisjoint(COMBINATORS):
+            value = constant_value(schema, self._constants, self.oneof_as_anyof)
+            if value is not None:
+                return 0 if value else _FALSE
         return self._register(schema, pointer, base)
 
     def _register(self, schema: dict[str, Any], pointer: str, base: str) -> int:
