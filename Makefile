@@ -107,12 +107,15 @@ build/walk_bench: bench/native/walk_bench.cc $(CORE_SOURCES)
 	$(CXX) -std=c++17 -O2 -g -mpopcnt -Wall -Wextra -o $@ bench/native/walk_bench.cc $(wildcard cpp/core/*.cc) -lpthread
 
 # Every atheris target (tests/fuzz/targets.py) for FUZZ_RUNS inputs each, FUZZ_TIMEOUT seconds per
-# input, FUZZ_JOBS targets at a time; counts and findings in build/fuzz/summary.json (docs/hardening.md).
+# input, FUZZ_JOBS targets at a time, FUZZ_WORKERS processes per target on one corpus; counts and
+# findings in build/fuzz/summary.json (docs/hardening.md).
 FUZZ_RUNS ?= 1000000
 FUZZ_TIMEOUT ?= 10
 FUZZ_JOBS ?= 1
+FUZZ_WORKERS ?= 1
 fuzz: $(PYC_STAMP)
 	$(BIN)/python -m tests.fuzz.campaign --runs $(FUZZ_RUNS) --timeout $(FUZZ_TIMEOUT) --jobs $(FUZZ_JOBS) \
+		--workers $(FUZZ_WORKERS) \
 		$(if $(FUZZ_TARGETS),--targets $(FUZZ_TARGETS))
 
 # The soundness oracle's long run (tests/soundness/oracle.py): random schemas, random walks through

@@ -8,7 +8,9 @@ written to build/fuzz/seeds/TARGET; the corpus libFuzzer grows lives in build/fu
 a crashing or hanging input is written to build/fuzz/artifacts/TARGET/ (``crash-*``,
 ``timeout-*``). Outcome counts (typed errors by class and code, compiles, walks, mask checks) go
 to build/fuzz/outcomes-TARGET.json every OUTCOMES_EVERY inputs and at the last one. The
-environment variable ``FUZZ_OUT`` replaces build/fuzz.
+environment variable ``FUZZ_OUT`` replaces build/fuzz; ``FUZZ_WORKER`` (a suffix such as ``-w1``,
+set by the campaign's ``--workers``) names this process's seeds directory and outcomes file, so
+that workers of one target share only the corpus.
 
 The C++ core is not coverage-instrumented (that needs clang); it still runs on every input, and
 its crashes and aborts end the run like a Python exception.
@@ -69,7 +71,8 @@ def main() -> None:
         sys.exit(f"usage: python -m tests.fuzz.run {{{','.join(TARGETS)}}} [libFuzzer flags]")
     target = TARGETS[sys.argv[1]]
     flags = sys.argv[2:]
-    seeds = OUT / "seeds" / target.name
+    worker = os.environ.get("FUZZ_WORKER", "")
+    seeds = OUT / "seeds" / f"{target.name}{worker}"
     corpus = OUT / "corpus" / target.name
     artifacts = OUT / "artifacts" / target.name
     shutil.rmtree(seeds, ignore_errors=True)
@@ -77,7 +80,7 @@ def main() -> None:
         d.mkdir(parents=True, exist_ok=True)
     for s in target.seeds():
         (seeds / hashlib.sha1(s).hexdigest()).write_bytes(s)
-    outcomes_path = OUT / f"outcomes-{target.name}.json"
+    outcomes_path = OUT / f"outcomes-{target.name}{worker}.json"
     print(f"INFO: instrumented {_instrument_logitgate()} logitgate functions", file=sys.stderr)
     ctx = FuzzContext.create()
     last = _runs(flags)

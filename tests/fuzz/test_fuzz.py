@@ -88,3 +88,22 @@ def test_driver_runs_under_atheris(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "stat::number_of_executed_units: 300" in proc.stderr, proc.stderr[-3000:]
     assert json.loads((tmp_path / "outcomes-gbnf.json").read_text(encoding="utf-8"))["inputs"] == 300
+
+
+def test_campaign_workers_share_one_target(tmp_path: Path) -> None:
+    """Two workers of one target: each runs its half, the summary sums their inputs and outcomes."""
+    args = ["--runs", "400", "--timeout", "20", "--workers", "2", "--targets", "gbnf"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "tests.fuzz.campaign", *args],
+        cwd=ROOT,
+        env={**os.environ, "FUZZ_OUT": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    [row] = json.loads((tmp_path / "summary.json").read_text(encoding="utf-8"))
+    assert (row["target"], row["inputs"], row["workers"], row["findings"]) == ("gbnf", 400, 2, [])
+    shares = [json.loads((tmp_path / f"outcomes-gbnf-w{i}.json").read_text(encoding="utf-8")) for i in (0, 1)]
+    assert [s["inputs"] for s in shares] == [200, 200]
+    assert row["outcomes"]["compiled"] == sum(s["outcomes"].get("compiled", 0) for s in shares) > 0
