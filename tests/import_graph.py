@@ -34,7 +34,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "rules",
     ),
     "resolution": ("fold", "resolve"),
-    "algebra": ("negation", "expand", "merge", "decide"),
+    "algebra": ("negation", "expand", "merge", "decide", "distribute"),
     "emitters": ("numbers", "strings", "members", "literals", "arrays", "objects"),
     "driver": ("driver",),
 }

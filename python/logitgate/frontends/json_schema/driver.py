@@ -33,12 +33,13 @@ from logitgate.grammar.json_text import is_empty_language as _is_empty
 from logitgate.limits import Limits
 
 from .arrays import ArrayEmitter
-from .caps import _MAX_BRANCHES, DECIMAL_DIGITS, SCHEMA_RULES
+from .caps import DECIMAL_DIGITS, SCHEMA_RULES
 from .decide import Decider
 from .diagnostics import Diagnostics
+from .distribute import Distributor
 from .expand import Expander
 from .facts import _Facts
-from .keywords import _ALL_TYPES, _LEAF_KEYWORDS, _NOT_LEAF, _legacy_draft, _narrow_types
+from .keywords import _LEAF_KEYWORDS, _NOT_LEAF, _legacy_draft
 from .literals import LiteralEmitter
 from .members import MemberPositions
 from .merge import Merger
@@ -207,6 +208,7 @@ class Lowering:
         self.merger = Merger(self.index, self.diag)
         self.exp = Expander(self.index, self.diag, neg, lambda alts: dec.pairwise_disjoint(alts), oneof == "anyof")
         dec = Decider(self.exp, self.merger, self.diag, limits)
+        self.dist = Distributor(self.index, self.exp, self.merger, self.diag)
         self.nums = NumberEmitter(self.table, self.diag, limits, not _legacy_draft(root))
         self.strs = StringEmitter(self.table, self.diag, dec, limits)
         members = MemberPositions(self.table)
@@ -229,7 +231,6 @@ class Lowering:
         self.pointers: dict[str, str] = {}  # rule name -> JSON pointer(s) of the schema set it lowers
         self.work: list[tuple[frozenset[int], str]] = []
         self.leaf_names: dict[tuple[Any, ...], str] = {}  # _leaf_key -> the rule of the first such leaf
-        self.branch_types: dict[frozenset[int], frozenset[str]] = {}  # _branch_types
 
     def release(self, now: bool = False) -> None:
         """Hands the lowering's work to a background thread to free (an interrupted compile
@@ -378,90 +379,24 @@ class Lowering:
         if exp is None:
             return _EMPTY_LANG
         pure, disj = exp
+        if disj and self.dist.declared_types(pure) <= {"string"}:
+            # Strings only: the union of every leaf branch as one automaton, where it is one.
+            conjunctions = self.dist.string_conjunctions(atoms)
+            node = None if conjunctions is None else self.strs.emit_union(conjunctions)
+            if node is not None:
+                return node
         if disj:
-            # Alternatives whose own type keywords exclude the context's types die (negations
-            # make many: "not minimum" is a number below it, useless under type: string):
-            # dropped before distribution, and so are choices whose alternatives' types are
-            # disjoint, not lowered to empty sets one by one.
-            types = self._declared_types(pure)
-            typed = [[(alt, types & self._branch_types(alt)) for alt in alts] for alts in disj]
-            typed = [[(alt, ts) for alt, ts in alts if ts] for alts in typed]
-            if not all(typed):
+            combos = self.dist.branches(pure, disj)
+            if combos is None:
                 return _EMPTY_LANG
-            disj = [[alt for alt, _ in alts] for alts in typed]
-            total = 1
-            for alts in disj:
-                total *= len(alts)
-            if total > _MAX_BRANCHES:
-                ptr = self.index.schema_of(pure[0])[1] if pure else ""
-                self.diag.unsupported("anyOf", f"{total} combined branches exceed {_MAX_BRANCHES}", ptr)
-                disj = []
-        if disj:
-            # Distribute: one branch set per choice. The pure atoms are re-expanded in each branch
-            # without their disjunctions: wrap them as "pure-only" synthetic conjuncts.
-            pure_atoms = [self.exp.pure_only(a) for a in pure]
-            choices: list[tuple[frozenset[int], set[str]]] = [(frozenset(pure_atoms), types)]
-            for alts_types in typed:
-                choices = [(c | alt, ts & ats) for c, ts in choices for alt, ats in alts_types if ts & ats]
-            combos = [c for c, _ in choices]
-            if types <= {"object"}:
-                # Objects only: a choice that requires a key another forbids is empty
-                # (dependencies and their negations make many; each cost a lowering).
-                # (Last choice first: its reason is the one an empty schema reports, as when
-                # the work stack lowered it first.)
-                combos = [c for c in reversed(combos) if not self._requires_forbidden(c)][::-1]
-            return _alt(self.atoms_ref(c) for c in combos)
+            if combos:
+                return _alt(self.atoms_ref(c) for c in combos)
         self.diag.lowering(self.index.schema_of(pure[0])[1] if pure else "")
         f = self.merger.merge(pure)
         node = self.emit(f)
         if _is_empty(node) and f.empty_reason is not None:
             self.diag.empty(*f.empty_reason)
         return node
-
-    def _branch_types(self, alt: frozenset[int]) -> set[str]:
-        """The types a branch's conjuncts (its negations expanded, so "not minimum" is a number)
-        allow; their own disjunctions are not looked into. Memoized: a branch recurs in every
-        set that distributes it."""
-        hit = self.branch_types.get(alt)
-        if hit is None:
-            exp = self.exp.expand(alt)
-            hit = self.branch_types[alt] = frozenset(self._declared_types(exp[0]) if exp is not None else ())
-        return set(hit)
-
-    def _declared_types(self, atoms: Iterable[int]) -> set[str]:
-        """The types the "type" keywords (and synthetic type sets) of ``atoms`` themselves allow
-        (empty with false among them)."""
-        types = set(_ALL_TYPES)
-        for a in atoms:
-            if a == _FALSE:
-                return set()
-            if a > 0:
-                d, ptr, _ = self.index.schema_of(a)
-                _narrow_types(types, d, ptr, self.index.synthetic.get(a))
-        return types
-
-    def _requires_forbidden(self, combo: frozenset[int]) -> bool:
-        """Whether a conjunct of ``combo`` requires a key that another forbids ("properties":
-        {key: false}); recorded, where it is forbidden, as the reason the set is empty."""
-        required: set[str] = set()
-        forbidden: dict[str, str] = {}  # key -> pointer of a conjunct forbidding it
-        for a in combo:
-            if a <= 0:
-                continue
-            d, ptr, _ = self.index.info[a]
-            req = d.get("required")
-            if isinstance(req, list):
-                required.update(x for x in req if isinstance(x, str))
-            props = d.get("properties")
-            if isinstance(props, dict) and False in props.values():
-                for k, v in props.items():
-                    if v is False:
-                        forbidden.setdefault(k, ptr)
-        both = required.intersection(forbidden)
-        if both:
-            key = min(both)
-            self.diag.empty(forbidden[key], f"required property {key!r} is forbidden")
-        return bool(both)
 
     def emit(self, f: _Facts) -> Node:
         if f.enum is not None:

@@ -129,6 +129,33 @@ def intersect(dfas: list[Dfa], max_states: int = _DFA_STATES) -> Dfa | None:
     return Dfa(tuple(edges), accepting)
 
 
+def union(dfas: list[Dfa], max_states: int = _DFA_STATES) -> Dfa | None:
+    """The product automaton of ``dfas`` for their languages' union (a side with no move left
+    is out, -1, and the tuple goes on with the others); None past ``max_states``."""
+    start = (0,) * len(dfas)
+    index = {start: 0}
+    tuples = [start]
+    edges: list[Edges] = []
+    for qs in tuples:
+        flat = [(r, t, side) for side, (d, q) in enumerate(zip(dfas, qs, strict=True)) if q >= 0 for r, t in d.edges[q]]
+        intervals = []
+        for a, b, covering in _split([(r, i) for i, (r, _, _) in enumerate(flat)]):
+            key = [-1] * len(dfas)
+            for i in covering:  # (a side's labels are disjoint: one move of it covers the interval)
+                key[flat[i][2]] = flat[i][1]
+            target = tuple(key)
+            n = index.get(target)
+            if n is None:
+                if len(tuples) >= max_states:
+                    return None
+                n = index[target] = len(tuples)
+                tuples.append(target)
+            intervals.append((a, b, n))
+        edges.append(_group(intervals))
+    accepting = tuple(any(q >= 0 and d.accepting[q] for d, q in zip(dfas, qs, strict=True)) for qs in tuples)
+    return Dfa(tuple(edges), accepting)
+
+
 def _equivalent(
     states: list[int], edges: dict[int, list[tuple[Ranges, int]]], accepting: tuple[bool, ...], max_work: int
 ) -> dict[int, int] | None:
@@ -225,6 +252,12 @@ def minimize(dfa: Dfa, max_work: int = _MINIMIZE_WORK) -> Dfa:
             merged.setdefault(order[block[t]], []).extend(ranges)
         out_edges.append(_group([(a, b, t) for t, rs in merged.items() for a, b in rs]))
     return Dfa(tuple(out_edges), tuple(dfa.accepting[q] for q in rep))
+
+
+def minimal_union(dfas: list[Dfa], max_states: int = _DFA_STATES) -> Dfa | None:
+    """The minimal DFA of the union of ``dfas``' languages; None past ``max_states`` states."""
+    product = union(dfas, max_states)
+    return None if product is None else minimize(product)
 
 
 def minimal_dfa(nfas: list[_Nfa], max_states: int = _DFA_STATES) -> Dfa | None:

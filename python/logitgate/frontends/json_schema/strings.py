@@ -51,7 +51,7 @@ from .decide import Decider
 from .diagnostics import Diagnostics
 from .facts import _Facts
 from .formats import _FORMATS, _format_node
-from .pattern_dfa import Dfa, minimal_dfa
+from .pattern_dfa import Dfa, LengthProduct, minimal_dfa, minimal_union
 from .pattern_dfa import with_length as dfa_with_length
 from .patterns import _fit_length, _length_product_size, _map_leaves, _Nfa, _restrict_length
 from .rules import RuleTable
@@ -367,6 +367,10 @@ class StringEmitter:
             return self.nfa_with_length(nfas, lo, hi)
         if not product.pairs:
             return _EMPTY_LANG
+        return self._length_product_rules(product)
+
+    def _length_product_rules(self, product: LengthProduct) -> Node:
+        """The encoded rules of a non-empty length product, one per kept (state, length) pair."""
         self.product_rules += len(product.pairs)
         base = f"dl{len(self.table.rules)}_"
         rules: dict[str, Node] = {}
@@ -376,6 +380,43 @@ class StringEmitter:
             rules[f"{base}{q}_{k}"] = _alt(alts)  # (a kept pair accepts or moves to a kept pair)
         self.table.rules.update(rules)
         return Ref(f"{base}0_0")
+
+    def emit_union(self, conjunctions: list[_Facts]) -> Node | None:
+        """A string of any of ``conjunctions`` (the facts of a string-only set's leaf branches:
+        patterns, formats, one pair of length bounds): the minimal DFA of their union × the
+        length, one rule per kept (state, length) pair, where the branches one by one would be
+        one rule each, all of them live at once in the parser. Only under length bounds, where
+        each branch would be such a product too, and only when the union's is not the larger.
+        None otherwise, and where a pattern does not lower, an automaton is past its bound or
+        the union is empty: the caller then lowers the branches one by one, which reports why."""
+        lo, hi = conjunctions[0].min_len, conjunctions[0].max_len
+        if (lo == 0 and hi is None) or lo > _LONGEST or (hi is not None and lo > hi):
+            return None  # (unbounded: each branch stays a compact regex, not a DFA)
+        dfas = []
+        for f in conjunctions:
+            try:
+                nodes = [self.pattern_node(p) for p, _ in f.patterns]
+            except GrammarError:
+                return None
+            nodes += [self.format_node(x) for x, _ in f.formats]
+            key = tuple(nodes)
+            if key not in self.dfa_memo:
+                nfas = self._nfas(nodes)
+                self.dfa_memo[key] = None if nfas is None else minimal_dfa(nfas)
+            dfa = self.dfa_memo[key]
+            if dfa is None:
+                return None
+            dfas.append(dfa)
+        whole = minimal_union(dfas)
+        left = _LENGTH_PRODUCT_RULES_TOTAL - self.product_rules
+        product = None if whole is None else dfa_with_length(whole, lo, hi, min(_DFA_LENGTH_RULES, left))
+        if product is None or not product.pairs:
+            return None
+        # Never more rules than the branches' own length products would be.
+        parts = [dfa_with_length(d, lo, hi, len(product.pairs)) for d in dfas]
+        if all(p is not None for p in parts) and sum(len(p.pairs) for p in parts if p) < len(product.pairs):
+            return None
+        return _seq([Literal(b'"'), self._length_product_rules(product), Literal(b'"')])
 
     def _nfas(self, nodes: list[Node]) -> list[_Nfa] | None:
         """Thompson NFAs of ``nodes``; None when one is too large to build."""

@@ -1,0 +1,128 @@
+"""String-only sets with disjunctions (json_schema/distribute.py, StringEmitter.emit_union): under
+length bounds, the leaf branches' patterns become one minimal DFA of their union × the length,
+one live rule per position where the branches would be one each; the language is exactly the
+branches' union (Python's ``re`` and jsonschema as references), and the usual per-branch
+lowering stays where the union does not apply."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from typing import Any
+
+import jsonschema
+import pytest
+
+import logitgate as lg
+from logitgate.frontends.json_schema import pattern_dfa, schema_to_grammar
+from logitgate.frontends.json_schema.patterns import _Nfa
+from logitgate.frontends.regex import regex_to_node
+from logitgate.limits import DEFAULT_LIMITS
+
+ALPHABET = "ab12xyzAZ.-"
+PATTERNS = [r"^a+b", r"12", r"^[xyz]{2,4}$", r"[A-Z]\.", r"b$", r"^(ab|ba)*$", r"-\d"]
+
+
+def _dfa(pattern: str) -> pattern_dfa.Dfa:
+    node, _ = regex_to_node(pattern, DEFAULT_LIMITS, anchored_search=True)
+    nfa = _Nfa.build(node, DEFAULT_LIMITS)
+    assert nfa is not None
+    dfa = pattern_dfa.minimal_dfa([nfa])
+    assert dfa is not None
+    return dfa
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_union_is_the_union_of_the_languages(seed: int) -> None:
+    rng = random.Random(seed)
+    picked = rng.sample(PATTERNS, rng.randint(2, 4))
+    whole = pattern_dfa.minimal_union([_dfa(p) for p in picked])
+    assert whole is not None
+    for _ in range(400):
+        text = "".join(rng.choices(ALPHABET, k=rng.randint(0, 8)))
+        assert whole.accepts(text) == any(re.search(p, text) for p in picked), (picked, text)
+
+
+def test_union_of_nothing_but_empty_languages_is_empty() -> None:
+    never = pattern_dfa.Dfa(((),), (False,))
+    whole = pattern_dfa.minimal_union([never, never])
+    assert whole is not None and not any(whole.accepting)
+
+
+def _any_of(patterns: list[str], **bounds: int) -> dict[str, Any]:
+    return {"type": "string", "anyOf": [{"pattern": p} for p in patterns], **bounds}
+
+
+def _length_products(rules: dict[str, Any]) -> set[str]:
+    """The distinct length products a grammar holds (their rules are named dl<base>_<q>_<k>)."""
+    return {name.split("_")[0] for name in rules if name.startswith("dl")}
+
+
+def test_bounded_branches_become_one_product() -> None:
+    rules = schema_to_grammar(_any_of(PATTERNS[:4], minLength=2, maxLength=9), limits=DEFAULT_LIMITS)[0].rules
+    assert len(_length_products(rules)) == 1
+    # Unbounded, each branch stays its own compact pattern: no product at all.
+    rules = schema_to_grammar(_any_of(PATTERNS[:4]), limits=DEFAULT_LIMITS)[0].rules
+    assert _length_products(rules) == set()
+
+
+def test_nested_not_and_any_of_gather_to_one_union() -> None:
+    # not (not A and not B) is A or B: every leaf branch is a pattern under the root's bounds.
+    schema = {
+        "type": "string",
+        "maxLength": 12,
+        "anyOf": [
+            {"not": {"allOf": [{"not": {"pattern": "a+b"}}, {"not": {"pattern": "12"}}]}},
+            {"anyOf": [{"pattern": "^[xyz]{2,4}$"}, {"pattern": "-\\d"}]},
+        ],
+    }
+    rules = schema_to_grammar(schema, limits=DEFAULT_LIMITS)[0].rules
+    assert len(_length_products(rules)) == 1
+
+
+@pytest.fixture(scope="module")
+def compiler() -> lg.Compiler:
+    vocab = lg.Vocabulary.from_tokens([bytes([i]) for i in range(256)] + [b"</s>"], eos_ids=[256])
+    return lg.Compiler(vocab)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_compiled_union_accepts_exactly(compiler: lg.Compiler, seed: int) -> None:
+    rng = random.Random(f"e2e{seed}")
+    picked = rng.sample(PATTERNS, rng.randint(2, 4))
+    lo, hi = rng.randint(0, 3), rng.randint(4, 10)
+    schema = _any_of(picked, minLength=lo, maxLength=hi)
+    if rng.random() < 0.5:
+        schema["pattern"] = "[ab1]"  # a conjunct every branch carries
+    g = compiler.compile_json_schema(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    for _ in range(300):
+        text = "".join(rng.choices(ALPHABET, k=rng.randint(0, hi + 2)))
+        m = g.matcher()
+        ok = bool(m.accept_bytes(json.dumps(text).encode())) and bool(m.is_complete())
+        assert ok == validator.is_valid(text), (schema, text)
+
+
+def test_branches_with_their_own_bounds_keep_their_own_products() -> None:
+    schema = {"type": "string", "anyOf": [{"pattern": "a", "maxLength": 3}, {"pattern": "b", "maxLength": 5}]}
+    assert len(_length_products(schema_to_grammar(schema, limits=DEFAULT_LIMITS)[0].rules)) == 2
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        # Branches with different length bounds; a branch that is not a string; an enum branch.
+        {"type": "string", "anyOf": [{"pattern": "a", "maxLength": 3}, {"pattern": "b", "maxLength": 5}]},
+        {"maxLength": 5, "anyOf": [{"type": "string", "pattern": "a"}, {"type": "integer"}]},
+        {"type": "string", "maxLength": 5, "anyOf": [{"pattern": "a"}, {"enum": ["bb", "cc"]}]},
+    ],
+    ids=["lengths", "types", "enum"],
+)
+def test_other_branches_are_lowered_one_by_one(compiler: lg.Compiler, schema: dict[str, Any]) -> None:
+    g = compiler.compile_json_schema(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    for value in ["a", "aa", "bbbb", "bb", "cc", "abcdef", 7, "ba"]:
+        m = g.matcher()
+        ok = bool(m.accept_bytes(json.dumps(value).encode())) and bool(m.is_complete())
+        assert ok == validator.is_valid(value), value
