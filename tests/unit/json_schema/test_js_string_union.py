@@ -126,3 +126,17 @@ def test_other_branches_are_lowered_one_by_one(compiler: lg.Compiler, schema: di
         m = g.matcher()
         ok = bool(m.accept_bytes(json.dumps(value).encode())) and bool(m.is_complete())
         assert ok == validator.is_valid(value), value
+
+
+@pytest.mark.parametrize("error", [lg.CompileTimeout(1.0), lg.CompileCancelled()], ids=["timeout", "cancel"])
+def test_a_stop_while_gathering_branches_is_not_swallowed(monkeypatch: pytest.MonkeyPatch, error: Exception) -> None:
+    # The gathering turns the frontend's own refusals into "take the usual path"; a timeout or a
+    # cancellation must still end the compile.
+    from logitgate.frontends.json_schema import distribute
+
+    def stop() -> None:
+        raise error
+
+    monkeypatch.setattr(distribute, "checkpoint", stop)
+    with pytest.raises(type(error)):
+        schema_to_grammar(_any_of(PATTERNS[:3], maxLength=9), limits=DEFAULT_LIMITS)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from logitgate.cancel import checkpoint
-from logitgate.errors import LogitgateError
+from logitgate.errors import CompileCancelled, CompileTimeout, LogitgateError
 
 from .caps import _MAX_BRANCHES
 from .diagnostics import Diagnostics
@@ -79,6 +79,8 @@ class Distributor:
         dropped, empty = len(self.diag.dropped), len(self.diag.empty_reasons)
         try:
             found = self._string_conjunctions(atoms)
+        except (CompileTimeout, CompileCancelled):
+            raise
         except LogitgateError:
             found = None
         if found is None or len(self.diag.dropped) != dropped:
