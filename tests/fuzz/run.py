@@ -3,7 +3,8 @@
     .venv/bin/python -m tests.fuzz.run regex -runs=1000000 -timeout=10
 
 Arguments after the target name go to libFuzzer unchanged (``-runs``, ``-timeout`` per input in
-seconds, ``-max_len``, ``-max_total_time``, ``-seed``...). The seeds (tests/fuzz/seeds.py) are
+seconds, ``-max_len``, ``-max_total_time``, ``-seed``...); ``-entropic_scale_per_exec_time=1`` is
+the default (slow inputs are picked less often). The seeds (tests/fuzz/seeds.py) are
 written to build/fuzz/seeds/TARGET; the corpus libFuzzer grows lives in build/fuzz/corpus/TARGET;
 a crashing or hanging input is written to build/fuzz/artifacts/TARGET/ (``crash-*``,
 ``timeout-*``). Outcome counts (typed errors by class and code, compiles, walks, mask checks) go
@@ -96,6 +97,11 @@ def main() -> None:
 
     if not any(f.startswith("-max_len=") for f in flags):
         flags.append(f"-max_len={MAX_LEN.get(target.name, 4096)}")
+    # Inputs are picked with their energy scaled by their execution time: the targets are
+    # bound by Python frontends whose cost varies by orders of magnitude between inputs, and
+    # without it the slow inputs' mutations take most of the time.
+    if not any(f.startswith("-entropic_scale_per_exec_time=") for f in flags):
+        flags.append("-entropic_scale_per_exec_time=1")
     args = [sys.argv[0], *flags, f"-artifact_prefix={artifacts}/", "-print_final_stats=1", str(corpus), str(seeds)]
     atheris.Setup(args, one_input)
     atheris.Fuzz()
