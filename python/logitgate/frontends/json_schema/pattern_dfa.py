@@ -104,44 +104,33 @@ def determinize(nfa: _Nfa, max_states: int = _DFA_STATES) -> Dfa | None:
 
 def intersect(dfas: list[Dfa], max_states: int = _DFA_STATES) -> Dfa | None:
     """The product automaton of ``dfas`` (their languages' intersection); None past ``max_states``."""
-    start = (0,) * len(dfas)
-    index = {start: 0}
-    tuples = [start]
-    edges: list[Edges] = []
-    for qs in tuples:
-        # Every side's moves, numbered: a side's labels are disjoint, so an interval all sides
-        # cover is covered by exactly one move of each.
-        flat = [(r, t) for d, q in zip(dfas, qs, strict=True) for r, t in d.edges[q]]
-        intervals = []
-        for a, b, covering in _split([(r, i) for i, (r, _) in enumerate(flat)]):
-            if len(covering) < len(dfas):
-                continue
-            key = tuple(flat[i][1] for i in sorted(covering))  # moves are numbered side by side
-            n = index.get(key)
-            if n is None:
-                if len(tuples) >= max_states:
-                    return None
-                n = index[key] = len(tuples)
-                tuples.append(key)
-            intervals.append((a, b, n))
-        edges.append(_group(intervals))
-    accepting = tuple(all(d.accepting[q] for d, q in zip(dfas, qs, strict=True)) for qs in tuples)
-    return Dfa(tuple(edges), accepting)
+    return _product(dfas, max_states, every=True)
 
 
 def union(dfas: list[Dfa], max_states: int = _DFA_STATES) -> Dfa | None:
     """The product automaton of ``dfas`` for their languages' union (a side with no move left
     is out, -1, and the tuple goes on with the others); None past ``max_states``."""
+    return _product(dfas, max_states, every=False)
+
+
+def _product(dfas: list[Dfa], max_states: int, every: bool) -> Dfa | None:
+    """The product of ``dfas`` over tuples of their states (-1: a side out): a code point moves
+    where every side moves (``every``: the intersection) or where any does (the union, the others
+    going out); a tuple accepts where every side, or any side, does."""
     start = (0,) * len(dfas)
     index = {start: 0}
     tuples = [start]
     edges: list[Edges] = []
     for qs in tuples:
+        # Every live side's moves, numbered: a side's labels are disjoint, so an interval is
+        # covered by at most one move of each side.
         flat = [(r, t, side) for side, (d, q) in enumerate(zip(dfas, qs, strict=True)) if q >= 0 for r, t in d.edges[q]]
         intervals = []
         for a, b, covering in _split([(r, i) for i, (r, _, _) in enumerate(flat)]):
+            if every and len(covering) < len(dfas):
+                continue
             key = [-1] * len(dfas)
-            for i in covering:  # (a side's labels are disjoint: one move of it covers the interval)
+            for i in covering:
                 key[flat[i][2]] = flat[i][1]
             target = tuple(key)
             n = index.get(target)
@@ -152,7 +141,8 @@ def union(dfas: list[Dfa], max_states: int = _DFA_STATES) -> Dfa | None:
                 tuples.append(target)
             intervals.append((a, b, n))
         edges.append(_group(intervals))
-    accepting = tuple(any(q >= 0 and d.accepting[q] for d, q in zip(dfas, qs, strict=True)) for qs in tuples)
+    combine = all if every else any
+    accepting = tuple(combine(q >= 0 and d.accepting[q] for d, q in zip(dfas, qs, strict=True)) for qs in tuples)
     return Dfa(tuple(edges), accepting)
 
 
