@@ -70,15 +70,18 @@ class Distributor:
             combos = [c for c in reversed(combos) if not self.requires_forbidden(c)][::-1]
         return combos or None
 
-    def string_conjunctions(self, atoms: frozenset[int]) -> list[_Facts] | None:
-        """The facts of every leaf branch of ``atoms`` when all of them are strings described by
-        patterns, formats and one pair of length bounds alone (their union is the set's
-        language), else None. Branches that cannot hold a value are left out; so is nothing
-        else. Nothing is reported: a None sends the set down the usual path, which reports
-        (what this walk recorded is taken back first, so that it reports in its own order)."""
+    def string_conjunctions(
+        self, atoms: frozenset[int], expanded: tuple[list[int], list[list[frozenset[int]]]]
+    ) -> list[_Facts] | None:
+        """The facts of every leaf branch of ``atoms`` (``expanded``: its expansion, as the
+        driver already has it) when all of them are strings described by patterns, formats and
+        one pair of length bounds alone (their union is the set's language), else None.
+        Branches that cannot hold a value are left out; so is nothing else. Nothing is
+        reported: a None sends the set down the usual path, which reports (what this walk
+        recorded is taken back first, so that it reports in its own order)."""
         dropped, empty = len(self.diag.dropped), len(self.diag.empty_reasons)
         try:
-            found = self._string_conjunctions(atoms)
+            found = self._string_conjunctions(atoms, expanded)
         except (CompileTimeout, CompileCancelled):
             raise
         except LogitgateError:
@@ -89,16 +92,15 @@ class Distributor:
             return None
         return found
 
-    def _string_conjunctions(self, atoms: frozenset[int]) -> list[_Facts] | None:
+    def _string_conjunctions(
+        self, atoms: frozenset[int], expanded: tuple[list[int], list[list[frozenset[int]]]]
+    ) -> list[_Facts] | None:
         out: list[_Facts] = []
-        work = [atoms]
+        work = [expanded]
         seen = {atoms}
         while work:
             checkpoint()
-            exp = self.exp.expand(work.pop())
-            if exp is None:
-                continue
-            pure, disj = exp
+            pure, disj = work.pop()
             if disj:
                 if not self.declared_types(pure) <= {"string"}:
                     return None
@@ -111,7 +113,7 @@ class Distributor:
                 if len(seen) + len(fresh) > _MAX_BRANCHES:
                     return None
                 seen.update(fresh)
-                work.extend(fresh)
+                work.extend(e for e in map(self.exp.expand, fresh) if e is not None)
                 continue
             f = self.merger.merge(pure)
             if not f.types:

@@ -381,7 +381,7 @@ class Lowering:
         pure, disj = exp
         if disj and self.dist.declared_types(pure) <= {"string"}:
             # Strings only: the union of every leaf branch as one automaton, where it is one.
-            conjunctions = self.dist.string_conjunctions(atoms)
+            conjunctions = self.dist.string_conjunctions(atoms, exp)
             node = None if conjunctions is None else self.strs.emit_union(conjunctions)
             if node is not None:
                 return node
