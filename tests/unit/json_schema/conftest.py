@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from tests.unit.token_level import byte_vocabulary
 
+import logitgate as lg
 from logitgate.frontends.json_schema import driver
 from logitgate.limits import DEFAULT_LIMITS, Limits
 
@@ -28,3 +30,9 @@ def new_lowering() -> Callable[..., driver.Lowering]:
         )
 
     return make
+
+
+@pytest.fixture(scope="module")
+def compiler() -> lg.Compiler:
+    """A compiler over the byte vocabulary (tests.unit.token_level.byte_vocabulary)."""
+    return lg.Compiler(byte_vocabulary())

@@ -217,12 +217,6 @@ def test_frontend_uses_the_dfa_and_falls_back(
     assert new_lowering().strs.with_length([node], 5, 40) is not None
 
 
-@pytest.fixture(scope="module")
-def compiler() -> lg.Compiler:
-    vocab = lg.Vocabulary.from_tokens([bytes([i]) for i in range(256)] + [b"</s>"], eos_ids=[256])
-    return lg.Compiler(vocab)
-
-
 @pytest.mark.parametrize(("pattern", "lo", "hi", "search"), [c for c in CASES if c[3]])
 def test_compiled_schema_accepts_exactly(
     compiler: lg.Compiler, pattern: str, lo: int, hi: int | None, search: bool

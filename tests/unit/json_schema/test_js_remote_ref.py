@@ -3,25 +3,12 @@ with ``lenient=True`` dropped and listed, as docs/json_schema.md says; the rest 
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 import pytest
+from tests.unit.json_schema.acceptance import accepts
 
 import logitgate as lg
 
 REMOTE = "https://example.com/schemas/item.json"
-
-
-@pytest.fixture(scope="module")
-def compiler() -> lg.Compiler:
-    vocab = lg.Vocabulary.from_tokens([bytes([i]) for i in range(256)] + [b"</s>"], eos_ids=[256])
-    return lg.Compiler(vocab)
-
-
-def accepts(grammar: lg.CompiledGrammar, value: Any) -> bool:
-    m = grammar.matcher()
-    return bool(m.accept_bytes(json.dumps(value).encode())) and bool(m.is_complete())
 
 
 SCHEMAS = {

@@ -9,6 +9,7 @@ from typing import Any
 
 import jsonschema
 import pytest
+from tests.unit.json_schema.acceptance import accepts
 
 import logitgate as lg
 
@@ -22,17 +23,6 @@ PRIVATE_LOOKING = [
     {"$lg_types": ["object"], "$lg_not_enum": [{}]},
 ]
 VALUES: list[Any] = [None, True, 0, 1, 2.5, "", "a", [], [1], {}, {"a": 1}]
-
-
-@pytest.fixture(scope="module")
-def compiler() -> lg.Compiler:
-    vocab = lg.Vocabulary.from_tokens([bytes([i]) for i in range(256)] + [b"</s>"], eos_ids=[256])
-    return lg.Compiler(vocab)
-
-
-def accepts(grammar: lg.CompiledGrammar, value: Any) -> bool:
-    m = grammar.matcher()
-    return bool(m.accept_bytes(json.dumps(value).encode())) and bool(m.is_complete())
 
 
 @pytest.mark.parametrize("schema", PRIVATE_LOOKING, ids=json.dumps)
