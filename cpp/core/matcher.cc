@@ -83,6 +83,11 @@ bool ChildrenLive(const Vocabulary& v, int32_t i, const uint64_t* below, const u
 }
 // Only plain bytes in the set (plain_text.h), and continuation bytes (UTF-8 validity is
 // checked separately).
+// Every plain ASCII byte but a few (at most 8) in the set: a loop over plain text that reads a
+// few of them elsewhere or not at all (PlainLoopWithExceptions).
+bool MostPlainAscii(const uint64_t* bytes) {
+  return __builtin_popcountll(kPlainBits0 & ~bytes[0]) + __builtin_popcountll(kPlainBits1 & ~bytes[1]) <= 8;
+}
 bool PlainOnly(const uint64_t* bytes) {
   return (bytes[0] & ~kPlainBits0) == 0 && (bytes[1] & ~kPlainBits1) == 0 && (bytes[3] & ~kPlainLeadBits3) == 0;
 }
@@ -219,31 +224,70 @@ void Matcher::Walk(int32_t config, uint32_t* words) {
     walk_row_.resize(levels);
     walk_capacity_.resize(levels);
   }
-  Parser& parser = *parser_;
+  walk_nodes_ = 0;
+  StartWalk(config);
+  if (ShortcutWalk(config, words)) return;
+  // A narrowed position (NarrowedPlan) gives its split walk or trie walk a budget: past it,
+  // the wider position's mask is cheaper. A set whose split is not computed yet is walked
+  // without it while that stays cheap (many such walks are: their subtrees are shortcuts),
+  // then the split is computed (once per set and vocabulary) and its boundary nodes walked.
+  narrow_plan_ = -1;
+  const bool narrowed = NarrowedPlan(config);
+  walk_budget_ = narrowed ? kNarrowWalkBudget : kNoBudget;
+  SplitUse split = SplitWalk(config, words, false);
+  if (split == SplitUse::kNotComputed) {
+    walk_budget_ = std::min(walk_budget_, split_walk_budget_.load(std::memory_order_relaxed));
+    GeneralWalk(config, words);
+    if (walk_nodes_ <= walk_budget_) {
+      walk_budget_ = kNoBudget;
+      return;
+    }
+    walk_budget_ = kNoBudget;
+    if (narrowed && NarrowedWalk(config, words)) return;
+    split = SplitWalk(config, words, true);
+  }
+  if (split == SplitUse::kNotApplicable) GeneralWalk(config, words);
+  const bool complete = split != SplitUse::kNotComputed && walk_nodes_ <= walk_budget_;
+  walk_budget_ = kNoBudget;
+  if (complete || (narrowed && NarrowedWalk(config, words))) return;
+  GeneralWalk(config, words);
+}
+
+void Matcher::StartWalk(int32_t config) {
   walk_config_[0] = config;
-  walk_row_[0] = parser.Row(config);
-  walk_capacity_[0] = parser.plain_capacity(config);
+  walk_row_[0] = parser_->Row(config);
+  walk_capacity_[0] = parser_->plain_capacity(config);
   root_successor_ = Parser::kUnknown;  // computed when a shortcut asks for it
   clear_from_alphabet_ = false;
-  walk_nodes_ = 0;
+}
+
+bool Matcher::LoopShortcutWalk(int32_t config, uint32_t* words) {
+  const Vocabulary& v = *grammar_->vocab;
   const size_t n_words = static_cast<size_t>(v.mask_words());
   // (A plain loop's capacity is unbounded unless it misses some lead bytes' characters.)
   except_leads_ = 0;
   const bool loop_candidate = walk_capacity_[0] >= Automaton::kUnbounded ||
-                              (walk_capacity_[0] == 0 && HasAllPlainAscii(parser.LiveBytes(config)));
+                              (walk_capacity_[0] == 0 && HasAllPlainAscii(parser_->LiveBytes(config)));
   if (loop_candidate && PlainLoop(config)) {
     // A string body, free text: every plain token is allowed, the others are decided by
     // their suffixes (Vocabulary::plain_mask).
     std::memcpy(words, v.plain_mask(), n_words * sizeof(uint32_t));
     WalkSuffixes(words, false);
     DecideLeadTokens(config, words);
-    return;
+    return true;
   }
   except_leads_ = 0;
   if (PlainLoopWithExceptions(config, words)) {
     DecideLeadTokens(config, words);
-    return;
+    return true;
   }
+  return false;
+}
+
+bool Matcher::ShortcutWalk(int32_t config, uint32_t* words) {
+  const Vocabulary& v = *grammar_->vocab;
+  Parser& parser = *parser_;
+  if (LoopShortcutWalk(config, words)) return true;
   except_leads_ = 0;
   if (walk_capacity_[0] > 0 && walk_capacity_[0] < Automaton::kUnbounded && PlainChain(config)) {
     // A position of a bounded string: the plain tokens of at most chain_len_ characters are
@@ -252,17 +296,17 @@ void Matcher::Walk(int32_t config, uint32_t* words) {
     SetPlainTokensUpTo(chain_len_, words);
     WalkSuffixes(words, true);
     DecideLeadTokens(config, words);
-    return;
+    return true;
   }
   except_leads_ = 0;
   if (PlainStepWithExceptions(config, words) || PlainFirstStep(config, words)) {
     DecideLeadTokens(config, words);
-    return;
+    return true;
   }
   except_leads_ = 0;
   if (walk_capacity_[0] >= Automaton::kUnbounded) {
     RestWalk(config, words);
-    return;
+    return true;
   }
   // Universal but for the characters of a few lead bytes (a pattern's `.` leaves out U+2028 and
   // U+2029): as if universal, then every token holding one of those bytes decided by its bytes.
@@ -270,20 +314,118 @@ void Matcher::Walk(int32_t config, uint32_t* words) {
     except_leads_ = Automaton::kNearLeads;
     RestWalk(config, words);
     DecideLeadTokens(config, words);
-    return;
+    return true;
   }
-  const SplitUse split = SplitWalk(config, words, false);
-  if (split == SplitUse::kDone) return;
-  // A set whose split is not computed yet: walk without it while that stays cheap (many such
-  // walks are: their subtrees are shortcuts), else compute the split (once per set and
-  // vocabulary) and walk the boundary nodes instead.
-  walk_budget_ = split == SplitUse::kNotComputed ? split_walk_budget_.load(std::memory_order_relaxed) : kNoBudget;
-  GeneralWalk(config, words);
-  if (walk_nodes_ > walk_budget_) {
-    walk_budget_ = kNoBudget;
-    if (SplitWalk(config, words, true) != SplitUse::kDone) GeneralWalk(config, words);
+  return false;
+}
+
+// True when `a` and `b` allow the same byte strings of up to `depth` bytes and then lead to
+// the same configuration (the rest of a multi-byte character read from two positions of one
+// loop). Pairs proven so far are kept in same_pairs_.
+bool Matcher::SameContinuations(int32_t a, int32_t b, int depth) {
+  if (a == b) return true;
+  if (depth == 0 || a == Parser::kDead || b == Parser::kDead) return false;
+  for (const auto& pair : same_pairs_) {
+    if (pair.first == a && pair.second == b) return true;
   }
-  walk_budget_ = kNoBudget;
+  const uint64_t* live_a = parser_->LiveBytes(a);
+  const uint64_t* live_b = parser_->LiveBytes(b);
+  for (int q = 0; q < 4; ++q) {
+    for (uint64_t w = live_a[q] | live_b[q]; w != 0; w &= w - 1) {
+      const auto x = static_cast<uint8_t>(64 * q + __builtin_ctzll(w));
+      if (!SameContinuations(parser_->Next(a, x), parser_->Next(b, x), depth - 1)) return false;
+    }
+  }
+  same_pairs_.push_back({a, b});
+  return true;
+}
+
+// A first byte of `config` either dies or leads where it leads from `wider` (the step
+// successor), so each token goes on from there as it would from `wider`: config's mask is
+// wider's less the tokens of the first bytes that die here. First bytes leading elsewhere (an
+// escape whose character the narrower position excludes) are walked from `config` when their
+// tokens are few.
+bool Matcher::NarrowedPlan(int32_t config) {
+  if (narrow_plan_ >= 0) return narrow_plan_ == 1;
+  narrow_plan_ = 0;
+  const Vocabulary& v = *grammar_->vocab;
+  Parser& parser = *parser_;
+  const uint64_t* live = parser.LiveBytes(config);
+  // Many first bytes (as for StepSuccessor: a narrow position's step set is never computed,
+  // the walk's subtree shortcuts would then try it) starting a good part of the vocabulary.
+  if (__builtin_popcountll(live[0]) + __builtin_popcountll(live[1]) < 16 ||
+      4 * v.tokens_with_first_byte_in(live, 4) < v.num_text_tokens()) {
+    return false;
+  }
+  const int32_t wider = parser.Steps(config, false).successor;
+  if (wider == Parser::kDead || wider == config) return false;
+  const uint64_t* wider_live = parser.LiveBytes(wider);
+  // Its mask must be cheap: memoized, or a plain loop's (LoopShortcutWalk).
+  const bool text_only = !parser.has_token_heads(wider) && !parser.accepting(wider);
+  if (!(text_only && parser.CachedMask(wider) != nullptr) &&
+      !(MostPlainAscii(wider_live) && parser.Steps(wider, true).successor == wider)) {
+    return false;
+  }
+  // A lead byte's characters are compared (SameContinuations: transitions of both positions
+  // on their continuation bytes) only where it starts many tokens; the others are walked.
+  constexpr int32_t kFewTokens = 256;
+  int64_t same_tokens = 0, differ_tokens = 0;
+  same_pairs_.clear();
+  for (int q = 0; q < 4; ++q) narrow_dies_[q] = narrow_differs_[q] = 0;
+  for (int b = 0; b < 256; ++b) {
+    const auto byte = static_cast<uint8_t>(b);
+    if (v.trie_root_child(byte) < 0) continue;
+    const uint64_t bit = uint64_t{1} << (b & 63);
+    const int32_t here = (live[b >> 6] & bit) ? parser.Next(config, byte) : Parser::kDead;
+    const int depth = b >= 0xC0 && v.tokens_with_first_byte(byte) > kFewTokens ? 3 : 0;
+    if (here == Parser::kDead) {
+      narrow_dies_[b >> 6] |= wider_live[b >> 6] & bit;
+    } else if ((wider_live[b >> 6] & bit) && SameContinuations(here, parser.Next(wider, byte), depth)) {
+      same_tokens += v.tokens_with_first_byte(byte);
+    } else {
+      narrow_differs_[b >> 6] |= bit;
+      differ_tokens += v.tokens_with_first_byte(byte);
+    }
+  }
+  narrow_wider_ = wider;
+  // Worth it where the tokens going on as from `wider` are a good part of the vocabulary (a
+  // walk from `config` would visit their subtrees) and the others few.
+  narrow_plan_ = 4 * same_tokens >= v.num_text_tokens() && 16 * differ_tokens <= v.num_text_tokens() ? 1 : 0;
+  return narrow_plan_ == 1;
+}
+
+bool Matcher::NarrowedWalk(int32_t config, uint32_t* words) {
+  const Vocabulary& v = *grammar_->vocab;
+  Parser& parser = *parser_;
+  const int32_t wider = narrow_wider_;
+  const size_t n_words = static_cast<size_t>(v.mask_words());
+  // A memoized mask holds exactly the walk's tokens where no token terminal or EOS adds ids.
+  const bool text_only = !parser.has_token_heads(wider) && !parser.accepting(wider);
+  const uint32_t* memo = text_only ? parser.CachedMask(wider) : nullptr;
+  if (memo != nullptr) {
+    std::memcpy(words, memo, n_words * sizeof(uint32_t));
+    walk_nodes_ += static_cast<int64_t>(n_words) / 16;
+  } else {
+    StartWalk(wider);
+    const bool served = LoopShortcutWalk(wider, words);
+    except_leads_ = 0;
+    StartWalk(config);
+    if (!served) return false;
+    // The next fill is often at `wider` itself (the loop after its first character).
+    if (text_only) parser.StoreMask(wider, words, n_words, true);
+  }
+  for (int q = 0; q < 4; ++q) {
+    for (uint64_t w = narrow_dies_[q] | narrow_differs_[q]; w != 0; w &= w - 1) {
+      const auto b = static_cast<uint8_t>(64 * q + __builtin_ctzll(w));
+      walk_nodes_ += ClearFirstByteBits(v, b, v.trie_root_child(b), words);
+    }
+  }
+  for (int q = 0; q < 4; ++q) {
+    for (uint64_t w = narrow_differs_[q]; w != 0; w &= w - 1) {
+      WalkFirstByte(static_cast<uint8_t>(64 * q + __builtin_ctzll(w)), words);
+    }
+  }
+  return true;
 }
 
 // Walk's trie walk proper, from the first bytes.
@@ -681,7 +823,7 @@ bool Matcher::PlainLoop(int32_t config) {
 
 bool Matcher::PlainLoopWithExceptions(int32_t config, uint32_t* words) {
   const Vocabulary& v = *grammar_->vocab;
-  if (!HasAllPlainAscii(parser_->LiveBytes(config))) return false;
+  if (!MostPlainAscii(parser_->LiveBytes(config))) return false;
   const Parser::StepSet step = parser_->Steps(config, true);
   if (step.successor != config) return false;
   const uint64_t except[2] = {kPlainBits0 & ~step.bytes[0], kPlainBits1 & ~step.bytes[1]};

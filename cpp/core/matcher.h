@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "automaton.h"
@@ -102,11 +103,30 @@ class Matcher {
   bool terminated() const { return history_.back().terminated; }
   // Fills `words` (all of it) with the text tokens allowed from `config`.
   void Walk(int32_t config, uint32_t* words);
+  // Points slot 0 of the walk at `config` (its row and capacity; no shortcut state yet).
+  void StartWalk(int32_t config);
+  // Walk's shortcuts that need no trie walk (plain loops and chains, rest walks): true when
+  // one served `config` (slot 0, StartWalk) and filled `words`; nothing written otherwise.
+  bool ShortcutWalk(int32_t config, uint32_t* words);
+  // Its first two: PlainLoop and PlainLoopWithExceptions.
+  bool LoopShortcutWalk(int32_t config, uint32_t* words);
+  // A position that reads part of what its step successor reads and then goes on as it does
+  // (the first character of `[^/]+`, which may not be the key's closing quote or a slash):
+  // the successor's mask (memoized, or a plain loop's: LoopShortcutWalk) less the tokens of
+  // the first bytes that die here. NarrowedPlan decides whether that applies and pays;
+  // NarrowedWalk (after it) writes all of `words`, or returns false (words undefined) when no
+  // shortcut serves the successor.
+  bool NarrowedPlan(int32_t config);
+  bool NarrowedWalk(int32_t config, uint32_t* words);
+  // True when `a` and `b` allow the same byte strings of up to `depth` bytes and then lead to
+  // the same configuration (the rest of a multi-byte character read from two positions of one
+  // loop); pairs proven so far are kept in same_pairs_.
+  bool SameContinuations(int32_t a, int32_t b, int depth);
   // True when `config` returns to itself on every plain character (Vocabulary::plain_mask).
   bool PlainLoop(int32_t config);
   // Free text with triggers: `config` returns to itself on every plain character but a few
   // rare ASCII ones (a trigger's first character, kept by Vocabulary::ascii_tokens), which it
-  // still reads. Fills `words` as a plain loop would, then decides every token holding one of
+  // reads elsewhere or not at all (a `[^/]` loop). Fills `words` as a plain loop would, then decides every token holding one of
   // those bytes by its bytes (before them its prefix kept `config`). False (nothing written)
   // when that does not apply or would decide too many tokens one by one.
   bool PlainLoopWithExceptions(int32_t config, uint32_t* words);
@@ -258,7 +278,14 @@ class Matcher {
   int32_t split_end_ = 0;
   std::vector<int32_t> first_chain_;      // FirstByteSplit's
   int32_t first_end_ = 0;
+  std::vector<std::pair<int32_t, int32_t>> same_pairs_;  // SameContinuations' proven pairs
+  int32_t narrow_plan_ = -1;                              // NarrowedPlan's verdict this walk (-1: none yet)
+  int32_t narrow_wider_ = 0;                              // and its step successor
+  uint64_t narrow_dies_[4] = {}, narrow_differs_[4] = {};  // and its first bytes
   static constexpr int64_t kNoBudget = INT64_MAX;
+  // Trie nodes a walk of a narrowed position may visit before NarrowedWalk computes the wider
+  // position's mask instead (a shortcut's cost, about).
+  static constexpr int64_t kNarrowWalkBudget = 2048;
   int64_t walk_budget_ = kNoBudget;
   static std::atomic<int64_t> split_walk_budget_;
 };
