@@ -212,7 +212,9 @@ std::string Matcher::ForcedBytesInStore(int64_t max_bytes) {
 // clears dead subtrees, so shortcut subtrees cost nothing at all. Configurations that loop on
 // plain text, walk a chain of plain positions or loop on (or step down a chain of) a wide
 // ASCII set are decided from the vocabulary's precomputed splits first (PlainLoop,
-// PlainChain, PlainStepWithExceptions, SplitWalk). Writes text tokens only.
+// PlainChain, PlainStepWithExceptions, SplitWalk); one that reads part of what its step
+// successor reads and then goes on as it does, from the successor's mask (NarrowedWalk).
+// Writes text tokens only.
 void Matcher::Walk(int32_t config, uint32_t* words) {
   const Vocabulary& v = *grammar_->vocab;
   // Slot d holds the configuration after the walk's current node at depth d; a slot is
@@ -319,9 +321,6 @@ bool Matcher::ShortcutWalk(int32_t config, uint32_t* words) {
   return false;
 }
 
-// True when `a` and `b` allow the same byte strings of up to `depth` bytes and then lead to
-// the same configuration (the rest of a multi-byte character read from two positions of one
-// loop). Pairs proven so far are kept in same_pairs_.
 bool Matcher::SameContinuations(int32_t a, int32_t b, int depth) {
   if (a == b) return true;
   if (depth == 0 || a == Parser::kDead || b == Parser::kDead) return false;

@@ -455,16 +455,28 @@ BOUNDED_CASES: dict[str, Callable[[Any], Any]] = {
 }
 
 
-def _check_prefixes(name: str, compiled: Any, vocab: Any, texts: list[bytes], at: Callable[[bytes, int], bool]) -> None:
+def _check_prefixes(
+    name: str,
+    compiled: Any,
+    vocab: Any,
+    texts: list[bytes],
+    at: Callable[[bytes, int], bool],
+    view: Any = None,
+    walk_nodes: dict[bytes, int] | None = None,
+) -> None:
     """Compares the core's mask with the reference's at every position i of each text where
-    at(text, i) holds (the text is fed byte by byte; a text the grammar rejects stops there)."""
-    ref, view = Reference(compiled.grammar), vocab_view(vocab)
+    at(text, i) holds (the text is fed byte by byte; a text the grammar rejects stops there),
+    over ``view`` (default: every token of ``vocab``). ``walk_nodes`` collects, per prefix
+    checked, the trie nodes its fill walked."""
+    ref, view = Reference(compiled.grammar), view or vocab_view(vocab)
     bits = lg.allocate_mask(vocab)
     for data in texts:
         m, state = compiled.matcher(), ref.start()
         for i in range(len(data) + 1):
             if at(data, i):
                 m.fill_mask(bits)
+                if walk_nodes is not None:
+                    walk_nodes[data[:i]] = m.last_walk_nodes
                 bad = compare_full(name, ref, state, data[:i], mask_to_bools(bits, view.width), view)
                 assert not bad, format_disagreements(bad)
             if i == len(data) or not m.accept_bytes(data[i : i + 1]):
@@ -597,6 +609,58 @@ def test_string_except_masks_match_reference(key: str) -> None:
     ]
     texts = [f'"{c}"'.encode() if key == "not-enum" else f'{{"{c}":1}}'.encode() for c in contents]
     _check_prefixes(f"except {key}", compiled, vocab, texts, lambda data, i: True)
+
+
+# Positions that read part of what their step successor reads and then go on as it does: the
+# first character of `[^/]+`, which may be neither the closing quote nor a slash (the
+# successor's mask less the tokens of the first bytes that die, Matcher::NarrowedWalk), and
+# loops over plain text that read a few plain bytes elsewhere or not at all (a `[^/]` loop
+# after the last slash: PlainLoopWithExceptions). Escaped characters of the classes, non-ASCII
+# characters.
+NARROWED_CASES: dict[str, tuple[Any, list[str]]] = {
+    "path-keys": (
+        {"type": "object", "patternProperties": {"^(/[^/]+)+$": {"type": "integer"}}, "additionalProperties": False},
+        [r'{"/a/bc": 1, "/\u00e9\"/x\\/y": 2}', '{"/日本/x": 3}'],
+    ),
+    "path-keys-open": (
+        {"type": "object", "patternProperties": {"^(/[^/]+)+$": {"type": "integer"}}},
+        [r'{"/a": 1, "/b/\\": 2}'],
+    ),
+    "two-segments": ({"type": "string", "pattern": "^[^/]+/[^/]+$"}, ['"ab/cd"', r'"日\n/é x"']),
+    "key-value": ({"type": "string", "pattern": "^[^:]+:[^:]+$"}, ['"a b:c/d"']),
+    "identifier": ({"type": "string", "pattern": "^[a-z][a-z0-9_]*$"}, ['"a1_b"']),
+}
+
+
+def _after_separator(data: bytes, i: int) -> bool:
+    return i == 0 or data[i - 1 : i] in (b'"', b"/", b":", b"{", b"\\")
+
+
+@pytest.mark.parametrize("key", sorted(NARROWED_CASES))
+def test_narrowed_position_masks_match_reference(key: str, smollm2_vocab: Any) -> None:
+    schema, texts = NARROWED_CASES[key]
+    compiled = _compile(smollm2_vocab, lambda c: c.compile_json_schema(schema))
+    for text in texts:  # every text is a valid document: each of its positions is checked
+        m = compiled.matcher()
+        assert m.accept_bytes(text.encode()) and m.is_complete(), text
+    _check_prefixes(f"narrowed {key}", compiled, smollm2_vocab, [t.encode() for t in texts], _after_separator)
+
+
+def test_narrowed_positions_take_the_wider_mask(gemma3_vocab: Any) -> None:
+    """On Gemma 3 (262k tokens, a trie of over 400k nodes) the first character of a path
+    segment and the segment after the last slash each walked some 75k trie nodes; from the
+    wider position's mask they walk a few thousand. Masks still match the reference."""
+    view = vocab_view(gemma3_vocab, sample=5000)
+    for key in ("path-keys", "two-segments"):
+        schema, texts = NARROWED_CASES[key]
+        compiled = _compile(gemma3_vocab, lambda c: c.compile_json_schema(schema))
+        nodes: dict[bytes, int] = {}
+        data = [t.encode() for t in texts]
+        _check_prefixes(f"gemma3 narrowed {key}", compiled, gemma3_vocab, data, _after_separator, view, nodes)
+        for prefix in (b'{"/', b'"', b'"ab/'):
+            if prefix in nodes:
+                assert nodes[prefix] < 8000, (key, prefix, nodes[prefix])
+        assert any(p in nodes for p in (b'{"/', b'"ab/')), nodes
 
 
 GEMMA_CASES: dict[str, Callable[[Any], Any]] = {
