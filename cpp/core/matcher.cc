@@ -599,24 +599,39 @@ bool Matcher::FewBoundaryNodes(int32_t config, const Vocabulary::LoopSplit& spli
 Matcher::SplitUse Matcher::WideSplitWalk(int32_t config, const uint64_t* set, uint32_t* words, bool may_compute) {
   const Vocabulary& v = *grammar_->vocab;
   Parser& parser = *parser_;
-  const int32_t loop = parser.Steps(config, false).successor;
-  if (loop == config) return SplitUse::kNotApplicable;
-  const uint64_t* reads = parser.LiveBytes(loop);
+  const int32_t next = parser.Steps(config, false).successor;
+  if (next == config) return SplitUse::kNotApplicable;
+  const uint64_t* reads = parser.LiveBytes(next);
   if ((reads[2] | reads[3]) != 0) return SplitUse::kNotApplicable;
-  const Parser::StepSet step = parser.Steps(loop, false);
+  const Parser::StepSet step = parser.Steps(next, false);
   const uint64_t wide[2] = {step.bytes[0], step.bytes[1]};
-  // The loop must read every byte of `set` back into itself, and more besides.
-  if (step.successor != loop || (set[0] & ~wide[0]) != 0 || (set[1] & ~wide[1]) != 0 ||
+  // `next` must read every byte of `set` along (back into itself, or on to the next position
+  // of a chain), and more besides.
+  if (step.successor == Parser::kDead || (set[0] & ~wide[0]) != 0 || (set[1] & ~wide[1]) != 0 ||
       (wide[0] == set[0] && wide[1] == set[1])) {
     return SplitUse::kNotApplicable;
   }
   const Vocabulary::LoopSplit* split = v.loop_split(wide, may_compute);
   if (split == nullptr) return may_compute || v.loop_splits_full() ? SplitUse::kNotApplicable : SplitUse::kNotComputed;
+  // The chain: `config`, then from `next` on (a loop, or the positions of a bounded repetition
+  // of the wide set: a key pattern's characters after its first).
+  int32_t end = 0;
+  if (!SetChain(next, wide, split->max_depth - 1, wide_chain_, end)) return SplitUse::kNotApplicable;
+  split_chain_.assign(1, config);
+  split_chain_.insert(split_chain_.end(), wide_chain_.begin(), wide_chain_.end());
+  split_end_ = end + 1;
+  const uint32_t* fits = nullptr;
+  if (split_end_ < split->max_token && (fits = v.length_mask(split_end_)) == nullptr) return SplitUse::kNotApplicable;
   const size_t n_words = static_cast<size_t>(v.mask_words());
-  // Tokens of the wide set's bytes only are allowed, but for those whose first byte is not
-  // `set`'s (it leads elsewhere from `config`, or nowhere): their subtrees are cleared, then
-  // walked from `config` where it reads the byte.
-  std::memcpy(words, split->mask.data(), n_words * sizeof(uint32_t));
+  // Tokens of the wide set's bytes only are allowed (as far as the chain reaches), but for those
+  // whose first byte is not `set`'s (it leads elsewhere from `config`, or nowhere): their
+  // subtrees are cleared, then walked from `config` where it reads the byte.
+  if (fits == nullptr) {
+    std::memcpy(words, split->mask.data(), n_words * sizeof(uint32_t));
+  } else {
+    const uint32_t* mask = split->mask.data();
+    for (size_t k = 0; k < n_words; ++k) words[k] = mask[k] & fits[k];
+  }
   walk_nodes_ += static_cast<int64_t>(n_words) / 16;
   wide_skip_.clear();
   for (int q = 0; q < 2; ++q) {
@@ -628,10 +643,8 @@ Matcher::SplitUse Matcher::WideSplitWalk(int32_t config, const uint64_t* set, ui
       wide_skip_.push_back(root);
     }
   }
-  // The chain: `config`, then the loop from the first byte on. Boundary nodes below another
-  // first byte (those just cleared) are skipped; their subtrees are walked whole below.
-  split_chain_.assign({config, loop});
-  split_end_ = split->max_depth;
+  // Boundary nodes below another first byte (those just cleared) are skipped; their subtrees
+  // are walked whole below.
   WalkBoundaries(*split, wide, split_chain_, split_end_, 1, words);
   wide_skip_.clear();
   const uint64_t* first = parser.LiveBytes(config);

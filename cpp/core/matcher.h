@@ -173,10 +173,11 @@ class Matcher {
   // unless kDone.
   enum class SplitUse { kDone, kNotApplicable, kNotComputed };
   SplitUse SplitWalk(int32_t config, uint32_t* words, bool may_compute);
-  // A *wide split*: `config` steps the bytes of `set` (its SplitSet) into a loop that reads
-  // more bytes still (a statement's start, whose letters but a keyword's first ones begin an
-  // identifier that then reads every letter and digit): the split of the loop's wider set,
-  // less the tokens of its other first bytes, whose subtrees are walked from `config`.
+  // A *wide split*: `config` steps the bytes of `set` (its SplitSet) into a loop, or a chain of
+  // positions, that reads more bytes still (a statement's start, whose letters but a keyword's
+  // first ones begin an identifier that then reads every letter and digit; a key pattern's
+  // first character, but a listed key's): the split of the wider set, cut to the chain's
+  // length, less the tokens of its other first bytes, whose subtrees are walked from `config`.
   // Boundary nodes below those first bytes are skipped (wide_skip_, SkippedBelow).
   SplitUse WideSplitWalk(int32_t config, const uint64_t* set, uint32_t* words, bool may_compute);
   bool SkippedBelow(int32_t j) const;
@@ -273,6 +274,7 @@ class Matcher {
   std::vector<uint32_t> first_bytes_mask_;  // PlainFirstStep's cut
   std::vector<uint64_t> wide_ok_;            // WideFirstByte's leads per character count, per chain
   std::vector<int32_t> wide_skip_;          // WideSplitWalk's first bytes (their trie nodes)
+  std::vector<int32_t> wide_chain_;         // and its chain from the step successor on (SetChain)
   bool clear_from_alphabet_ = false;     // this clearing walk started from the alphabet's mask
   std::vector<int32_t> split_chain_;      // SplitWalk's chain and its end (SetChain)
   int32_t split_end_ = 0;
