@@ -386,7 +386,16 @@ def test_near_universal_masks_match_reference(key: str) -> None:
     run_differential(f"near universal {key}", compiled, vocab_view(vocab), walks=6, max_tokens=30, checks_per_walk=6)
 
 
-@pytest.mark.parametrize("pattern", [r"(return [0-9]+;|[a-qs-z][a-z0-9]*=)+", r"((if|in)\(|[a-hj-z][a-z0-9]*[=(])+"])
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        r"(return [0-9]+;|[a-qs-z][a-z0-9]*=)+",
+        r"((if|in)\(|[a-hj-z][a-z0-9]*[=(])+",
+        # into a chain of positions instead of a loop (a bounded repetition after the first letter)
+        r"(return [0-9]+;|[a-qs-z][a-z0-9]{0,7}=)+",
+        r"((if|in)\(|[a-hj-z][a-z0-9]{1,5}[=(])+",
+    ],
+)
 def test_wide_split_masks_match_reference(pattern: str, splits_at_once: None) -> None:
     """A wide split on a vocabulary where identifiers' letters start most tokens, with tokens
     that spell an identifier after a keyword's first letter (``rx=``, ``ix(``: dead, the
@@ -395,7 +404,7 @@ def test_wide_split_masks_match_reference(pattern: str, splits_at_once: None) ->
     tokens = _synthetic_tokens(_seed(pattern))
     letters = "abcdefghijklmnopqrstuvwxyz0123456789"
     extra = [
-        ("".join(rng.choice(letters) for _ in range(rng.randint(1, 6))) + rng.choice(["", "=", "(", ";"])).encode()
+        ("".join(rng.choice(letters) for _ in range(rng.randint(1, 9))) + rng.choice(["", "=", "(", ";"])).encode()
         for _ in range(2500)
     ]
     extra += [f"{k}{c}{e}".encode() for k in ("r", "re", "ret", "i", "in") for c in "xa9" for e in ("", "=", "(", "x=")]
@@ -629,11 +638,20 @@ NARROWED_CASES: dict[str, tuple[Any, list[str]]] = {
     "two-segments": ({"type": "string", "pattern": "^[^/]+/[^/]+$"}, ['"ab/cd"', r'"日\n/é x"']),
     "key-value": ({"type": "string", "pattern": "^[^:]+:[^:]+$"}, ['"a b:c/d"']),
     "identifier": ({"type": "string", "pattern": "^[a-z][a-z0-9_]*$"}, ['"a1_b"']),
+    # a key pattern's first character, but a listed key's, then a chain of the pattern's
+    # characters (the wide split into a chain)
+    "listed-and-pattern-keys": (
+        {
+            "properties": {"id": {"type": "string"}},
+            "patternProperties": {"^[0-9a-zA-Z_-]{1,40}$": {"type": ["integer", "string"]}},
+        },
+        ['{"id": "x", "idx": 1, "i": 2, "abc_D-9": 3}'],
+    ),
 }
 
 
 def _after_separator(data: bytes, i: int) -> bool:
-    return i == 0 or data[i - 1 : i] in (b'"', b"/", b":", b"{", b"\\")
+    return i == 0 or data[i - 1 : i] in (b'"', b"/", b":", b"{", b"\\", b"i")
 
 
 @pytest.mark.parametrize("key", sorted(NARROWED_CASES))
