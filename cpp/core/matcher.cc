@@ -83,6 +83,33 @@ bool ChildrenLive(const Vocabulary& v, int32_t i, const uint64_t* below, const u
 }
 // Only plain bytes in the set (plain_text.h), and continuation bytes (UTF-8 validity is
 // checked separately).
+// Writes `mask`'s tokens of at most `length` bytes into `words` (ORs them in where `add`).
+// False (nothing written) for a length under 1.
+bool SetSplitMaskUpTo(const Vocabulary& v, const uint32_t* mask, int32_t length, bool add, uint32_t* words) {
+  const size_t n_words = static_cast<size_t>(v.mask_words());
+  if (length < 1) return false;
+  if (const uint32_t* fits = v.length_mask(length)) {
+    if (add) {
+      OrAnd(words, mask, fits, n_words);
+    } else {
+      for (size_t k = 0; k < n_words; ++k) words[k] = mask[k] & fits[k];
+    }
+    return true;
+  }
+  if (add) {
+    Or(words, mask, n_words);
+  } else {
+    std::memcpy(words, mask, n_words * sizeof(uint32_t));
+  }
+  // Past the length masks: the few longer tokens of the mask, one by one (they are set by it
+  // alone: `words` held none of its tokens).
+  const auto& long_tokens = v.long_tokens();
+  for (auto it = long_tokens.rbegin(); it != long_tokens.rend() && it->first > length; ++it) {
+    const int32_t id = it->second;
+    if (mask[id >> 5] >> (id & 31) & 1) words[id >> 5] &= ~(1u << (id & 31));
+  }
+  return true;
+}
 // Every plain ASCII byte but a few (at most 8) in the set: a loop over plain text that reads a
 // few of them elsewhere or not at all (PlainLoopWithExceptions).
 bool MostPlainAscii(const uint64_t* bytes) {
@@ -510,17 +537,15 @@ bool Matcher::FirstByteSplit(uint8_t first, bool clear, uint32_t* words) {
       v.loop_split(set, 8 * static_cast<int64_t>(tokens) >= v.num_text_tokens(), first);
   // Its own chain: SplitWalk's boundary walk (which may lead here) is still reading split_chain_.
   if (split == nullptr || !SetChain(c, set, split->max_depth - 1, first_chain_, first_end_)) return false;
-  // A path of more of the set's bytes after the first byte than the chain has steps dies.
-  const uint32_t* fits = nullptr;
-  if (first_end_ < split->max_token - 1 && (fits = v.length_mask(first_end_ + 1)) == nullptr) return false;
-  // The subtree's tokens of the first byte then bytes of the set: allowed (within the chain).
+  // The subtree's tokens of the first byte then bytes of the set: allowed (within the chain:
+  // a path of more of the set's bytes after the first byte than the chain has steps dies).
   // (A byte that starts this many tokens has its mask kept: the subtree is set word by word.)
   const uint32_t* m = v.first_byte_mask(first);
   if (m == nullptr) return false;
   const size_t n_words = static_cast<size_t>(v.mask_words());
   if (clear) AndNot(words, m, n_words);
-  if (fits != nullptr) {
-    OrAnd(words, split->mask.data(), fits, n_words);
+  if (first_end_ < split->max_token - 1) {
+    SetSplitMaskUpTo(v, split->mask.data(), first_end_ + 1, true, words);
   } else {
     Or(words, split->mask.data(), n_words);
   }
@@ -568,12 +593,9 @@ Matcher::SplitUse Matcher::SplitWalk(int32_t config, uint32_t* words, bool may_c
   const size_t n_words = static_cast<size_t>(v.mask_words());
   if (split_end_ >= split->max_token) {
     std::memcpy(words, split->mask.data(), n_words * sizeof(uint32_t));
-  } else {
-    // A path of more of the set's bytes than the chain has steps dies at its end.
-    const uint32_t* fits = v.length_mask(split_end_);
-    if (fits == nullptr) return SplitUse::kNotApplicable;
-    const uint32_t* mask = split->mask.data();
-    for (size_t k = 0; k < n_words; ++k) words[k] = mask[k] & fits[k];
+  } else if (!SetSplitMaskUpTo(v, split->mask.data(), split_end_, false, words)) {
+    // (A path of more of the set's bytes than the chain has steps dies at its end.)
+    return SplitUse::kNotApplicable;
   }
   walk_nodes_ += static_cast<int64_t>(n_words) / 16;  // bits cost like nodes, a word at a time
   // A boundary node at depth d has d - 1 of the set's bytes above it.
@@ -620,17 +642,14 @@ Matcher::SplitUse Matcher::WideSplitWalk(int32_t config, const uint64_t* set, ui
   split_chain_.assign(1, config);
   split_chain_.insert(split_chain_.end(), wide_chain_.begin(), wide_chain_.end());
   split_end_ = end + 1;
-  const uint32_t* fits = nullptr;
-  if (split_end_ < split->max_token && (fits = v.length_mask(split_end_)) == nullptr) return SplitUse::kNotApplicable;
   const size_t n_words = static_cast<size_t>(v.mask_words());
   // Tokens of the wide set's bytes only are allowed (as far as the chain reaches), but for those
   // whose first byte is not `set`'s (it leads elsewhere from `config`, or nowhere): their
   // subtrees are cleared, then walked from `config` where it reads the byte.
-  if (fits == nullptr) {
+  if (split_end_ >= split->max_token) {
     std::memcpy(words, split->mask.data(), n_words * sizeof(uint32_t));
   } else {
-    const uint32_t* mask = split->mask.data();
-    for (size_t k = 0; k < n_words; ++k) words[k] = mask[k] & fits[k];
+    SetSplitMaskUpTo(v, split->mask.data(), split_end_, false, words);
   }
   walk_nodes_ += static_cast<int64_t>(n_words) / 16;
   wide_skip_.clear();

@@ -225,8 +225,14 @@ Vocabulary::Vocabulary(std::vector<std::string> tokens, std::vector<bool> has_by
   length_masks_.assign(static_cast<size_t>(kLengthMasks) * n_words, 0);
   for (int32_t i = 0; i < width; ++i) {
     const size_t n = tokens_[i].size();
-    if (text_[i] && n < static_cast<size_t>(kLengthMasks)) length_masks_[n * n_words + (i >> 5)] |= 1u << (i & 31);
+    if (!text_[i]) continue;
+    if (n < static_cast<size_t>(kLengthMasks)) {
+      length_masks_[n * n_words + (i >> 5)] |= 1u << (i & 31);
+    } else {
+      long_tokens_.push_back({static_cast<int32_t>(n), i});
+    }
   }
+  std::sort(long_tokens_.begin(), long_tokens_.end());
   for (int32_t k = 2; k < kLengthMasks; ++k) {
     uint32_t* mask = &length_masks_[static_cast<size_t>(k) * n_words];
     const uint32_t* shorter = mask - n_words;

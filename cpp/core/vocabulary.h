@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace logitgate {
@@ -282,6 +283,9 @@ class Vocabulary {
     if (length < 1 || length >= kLengthMasks) return nullptr;
     return length_masks_.data() + static_cast<size_t>(length) * mask_words();
   }
+  // The text tokens of kLengthMasks bytes or more as (length, id), shortest first: the few a
+  // length mask does not cover (134 of Llama 3's, none of Gemma 3's).
+  const std::vector<std::pair<int32_t, int32_t>>& long_tokens() const { return long_tokens_; }
   // The mask (mask_words() words) of the tokens whose first byte is b, for the first bytes that
   // start many tokens (clearing them word by word beats clearing them token by token), or
   // nullptr.
@@ -385,6 +389,7 @@ class Vocabulary {
   mutable std::mutex alphabet_mu_;
   mutable std::map<std::array<uint64_t, 4>, std::unique_ptr<std::vector<uint32_t>>> alphabet_masks_;
   std::vector<uint32_t> length_masks_;  // kLengthMasks masks, length k's at k * mask_words()
+  std::vector<std::pair<int32_t, int32_t>> long_tokens_;
   mutable std::mutex loop_split_mu_;
   mutable std::map<std::array<uint64_t, 3>, std::unique_ptr<LoopSplit>> loop_splits_;  // (L, first or 256)
 };
