@@ -328,6 +328,11 @@ bool Matcher::ShortcutWalk(int32_t config, uint32_t* words) {
     return true;
   }
   except_leads_ = 0;
+  if (PlainChainWithExceptions(config, words)) {
+    DecideLeadTokens(config, words);
+    return true;
+  }
+  except_leads_ = 0;
   if (PlainStepWithExceptions(config, words) || PlainFirstStep(config, words)) {
     DecideLeadTokens(config, words);
     return true;
@@ -892,6 +897,47 @@ bool Matcher::PlainLoopWithExceptions(int32_t config, uint32_t* words) {
   return true;
 }
 
+bool Matcher::PlainChainWithExceptions(int32_t config, uint32_t* words) {
+  const Vocabulary& v = *grammar_->vocab;
+  if (walk_capacity_[0] >= Automaton::kUnbounded || !MostPlainAscii(parser_->LiveBytes(config))) return false;
+  uint64_t except[2] = {0, 0};
+  if (!PlainChain(config, except)) return false;
+  int64_t n_except = 0;
+  for (int q = 0; q < 2; ++q) {
+    for (uint64_t w = except[q]; w != 0; w &= w - 1) {
+      const int32_t n = v.num_ascii_tokens(static_cast<uint8_t>(64 * q + __builtin_ctzll(w)));
+      if (n < 0) return false;
+      n_except += n;
+    }
+  }
+  // Worth it while those tokens are few: each costs a transition per byte.
+  if (__builtin_popcountll(except[0]) + __builtin_popcountll(except[1]) > 8 || 64 * n_except > v.num_text_tokens()) {
+    return false;
+  }
+  // As a plain chain (plain tokens that fit, suffix tokens from where their plain prefix
+  // leads), then every token holding an exception byte decided by its bytes, whatever that
+  // wrote (its prefix may not lead down the chain).
+  chain_shift_ = 0;
+  SetPlainTokensUpTo(chain_len_, words);
+  WalkSuffixes(words, true);
+  for (int q = 0; q < 2; ++q) {
+    for (uint64_t w = except[q]; w != 0; w &= w - 1) {
+      const auto b = static_cast<uint8_t>(64 * q + __builtin_ctzll(w));
+      const int32_t* ids = v.ascii_tokens(b);
+      for (int32_t k = 0, n = v.num_ascii_tokens(b); k < n; ++k) {
+        const int32_t id = ids[k];
+        if (Advance(config, v.bytes(id)) == Parser::kDead) {
+          words[id >> 5] &= ~(1u << (id & 31));
+        } else {
+          words[id >> 5] |= 1u << (id & 31);
+        }
+      }
+      walk_nodes_ += v.num_ascii_tokens(b);
+    }
+  }
+  return true;
+}
+
 bool Matcher::PlainFirstStep(int32_t config, uint32_t* words) {
   const Vocabulary& v = *grammar_->vocab;
   const uint64_t* live = parser_->LiveBytes(config);
@@ -1010,7 +1056,7 @@ bool Matcher::PlainStepWithExceptions(int32_t config, uint32_t* words) {
   return true;
 }
 
-bool Matcher::PlainChain(int32_t config) {
+bool Matcher::PlainChain(int32_t config, uint64_t* except) {
   const Vocabulary& v = *grammar_->vocab;
   if (v.max_plain_chars() >= Vocabulary::kSuffixBucketCap) return false;  // a bucket of mixed counts
   // Followed as far as any token's plain part reaches (plain capacity is only a lower bound:
@@ -1039,9 +1085,22 @@ bool Matcher::PlainChain(int32_t config) {
     }
     if (m <= v.multibyte_plain_reach()) {
       const Parser::StepSet step = parser_->Steps(at, true);
-      if (HasAllPlainAscii(step.bytes) && AllowMissingLeads(step.bytes)) next = step.successor;
-    } else {
+      if (HasAllPlainAscii(step.bytes) && AllowMissingLeads(step.bytes)) {
+        next = step.successor;
+      } else if (except != nullptr && MostPlainAscii(step.bytes) && AllowMissingLeads(step.bytes)) {
+        next = step.successor;
+        except[0] |= kPlainBits0 & ~step.bytes[0];
+        except[1] |= kPlainBits1 & ~step.bytes[1];
+      }
+    } else if (except == nullptr) {
       next = parser_->PlainAsciiSuccessor(at);
+    } else {
+      const Parser::StepSet step = parser_->Steps(at, false);
+      if (MostPlainAscii(step.bytes)) {
+        next = step.successor;
+        except[0] |= kPlainBits0 & ~step.bytes[0];
+        except[1] |= kPlainBits1 & ~step.bytes[1];
+      }
     }
     if (next == Parser::kDead) return false;
     chain_.push_back(next);

@@ -136,7 +136,13 @@ class Matcher {
   // positions of a `maxLength` string. Fills chain_ (chain_len_ + 1 entries; where the plain
   // capacity covers every plain token, only as far as the longest suffix-token prefix: the
   // suffix walk needs no position past it).
-  bool PlainChain(int32_t config);
+  // With `except` (2 words), a chain where a few plain ASCII bytes (at most 8 per position) do
+  // not step along (they die, or lead elsewhere): they are added to `except`.
+  bool PlainChain(int32_t config, uint64_t* except = nullptr);
+  // A chain with such exceptions (a `maxLength` string of `[^,"]`): decided as a plain chain,
+  // then every token holding an exception byte by its bytes (while there are at most 8 such
+  // bytes, their tokens a 64th of the vocabulary at most). False (nothing written) when that does not apply.
+  bool PlainChainWithExceptions(int32_t config, uint32_t* words);
   // Sets the non-plain tokens allowed from walk_config_[0], a plain loop (`chained` false) or
   // a chain: a token whose plain prefix holds m characters goes on from chain_[m - chain_shift_]
   // (from walk_config_[0] when that is negative; dead past chain_len_). The suffix trie's walk.

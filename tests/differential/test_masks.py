@@ -271,6 +271,10 @@ TEXT_HEAD_CASES: list[tuple[str, str]] = [
     ("json", '{"type": "string", "pattern": "[0-9a-fA-F]+", "minLength": 12, "maxLength": 12}'),
     ("json", '{"type": "string", "pattern": "[a-zA-Z0-9_.-]+", "minLength": 3, "maxLength": 40}'),
     ("json", '{"type": "string", "pattern": "^[^@^\\\\s]+@[^@^.\\\\s]+$", "minLength": 5, "maxLength": 30}'),
+    # a bounded string of plain text but a few ASCII characters (a chain with exceptions: the
+    # tokens holding a comma decided one by one)
+    ("json", '{"type": "string", "pattern": "^[^,\\"]+$", "maxLength": 255}'),
+    ("json", '{"type": "string", "pattern": "^[^,:]+$", "minLength": 2, "maxLength": 9}'),
 ]
 
 
