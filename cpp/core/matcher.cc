@@ -653,8 +653,8 @@ Matcher::SplitUse Matcher::WideSplitWalk(int32_t config, const uint64_t* set, ui
   // subtrees are cleared, then walked from `config` where it reads the byte.
   if (split_end_ >= split->max_token) {
     std::memcpy(words, split->mask.data(), n_words * sizeof(uint32_t));
-  } else {
-    SetSplitMaskUpTo(v, split->mask.data(), split_end_, false, words);
+  } else if (!SetSplitMaskUpTo(v, split->mask.data(), split_end_, false, words)) {
+    return SplitUse::kNotApplicable;
   }
   walk_nodes_ += static_cast<int64_t>(n_words) / 16;
   wide_skip_.clear();
