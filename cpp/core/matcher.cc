@@ -902,6 +902,10 @@ bool Matcher::PlainChainWithExceptions(int32_t config, uint32_t* words) {
   if (walk_capacity_[0] >= Automaton::kUnbounded || !MostPlainAscii(parser_->LiveBytes(config))) return false;
   uint64_t except[2] = {0, 0};
   if (!PlainChain(config, except)) return false;
+  // A chain that ends in a loop (the first character of `[^/]+`) is a narrowed position's:
+  // its suffix walk per chain position costs more than the loop's mask (NarrowedWalk).
+  const size_t n = chain_.size();
+  if (n >= 3 && chain_[n - 1] == chain_[n - 2]) return false;
   int64_t n_except = 0;
   for (int q = 0; q < 2; ++q) {
     for (uint64_t w = except[q]; w != 0; w &= w - 1) {
