@@ -279,6 +279,8 @@ void Matcher::Walk(int32_t config, uint32_t* words) {
   const bool complete = split != SplitUse::kNotComputed && walk_nodes_ <= walk_budget_;
   walk_budget_ = kNoBudget;
   if (complete || (narrowed && NarrowedWalk(config, words))) return;
+  // The split walk past its budget, whole after all (the wider mask was not to be had).
+  if (split == SplitUse::kDone && SplitWalk(config, words, false) == SplitUse::kDone) return;
   GeneralWalk(config, words);
 }
 
@@ -391,11 +393,23 @@ bool Matcher::NarrowedPlan(int32_t config) {
   const int32_t wider = parser.Steps(config, false).successor;
   if (wider == Parser::kDead || wider == config) return false;
   const uint64_t* wider_live = parser.LiveBytes(wider);
-  // Its mask must be cheap: memoized, or a plain loop's (LoopShortcutWalk).
+  // Its mask must be cheap: memoized, or a plain loop's (LoopShortcutWalk: its exception
+  // bytes' tokens are kept and few).
   const bool text_only = !parser.has_token_heads(wider) && !parser.accepting(wider);
-  if (!(text_only && parser.CachedMask(wider) != nullptr) &&
-      !(MostPlainAscii(wider_live) && parser.Steps(wider, true).successor == wider)) {
-    return false;
+  if (!(text_only && parser.CachedMask(wider) != nullptr)) {
+    if (!MostPlainAscii(wider_live)) return false;
+    const Parser::StepSet step = parser.Steps(wider, true);
+    if (step.successor != wider) return false;
+    int64_t n_except = 0;
+    for (int q = 0; q < 2; ++q) {
+      const uint64_t except = (q == 0 ? kPlainBits0 : kPlainBits1) & ~step.bytes[q];
+      for (uint64_t w = except; w != 0; w &= w - 1) {
+        const int32_t n = v.num_ascii_tokens(static_cast<uint8_t>(64 * q + __builtin_ctzll(w)));
+        if (n < 0) return false;
+        n_except += n;
+      }
+    }
+    if (32 * n_except > v.num_text_tokens()) return false;
   }
   // A lead byte's characters are compared (SameContinuations: transitions of both positions
   // on their continuation bytes) only where it starts many tokens; the others are walked.
