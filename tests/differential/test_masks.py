@@ -679,7 +679,7 @@ def test_narrowed_positions_take_the_wider_mask(gemma3_vocab: Any) -> None:
     view = vocab_view(gemma3_vocab, sample=5000)
     for key in ("path-keys", "two-segments"):
         schema, texts = NARROWED_CASES[key]
-        compiled = _compile(gemma3_vocab, lambda c: c.compile_json_schema(schema))
+        compiled = lg.Compiler(gemma3_vocab).compile_json_schema(schema)
         nodes: dict[bytes, int] = {}
         data = [t.encode() for t in texts]
         _check_prefixes(f"gemma3 narrowed {key}", compiled, gemma3_vocab, data, _after_separator, view, nodes)
