@@ -110,6 +110,19 @@ bool SetSplitMaskUpTo(const Vocabulary& v, const uint32_t* mask, int32_t length,
   }
   return true;
 }
+// The tokens holding the ASCII bytes of `except` (2 words), counted once per byte
+// (Vocabulary::ascii_tokens); -1 when some byte's are not kept.
+int64_t ExceptionTokens(const Vocabulary& v, const uint64_t* except) {
+  int64_t tokens = 0;
+  for (int q = 0; q < 2; ++q) {
+    for (uint64_t w = except[q]; w != 0; w &= w - 1) {
+      const int32_t n = v.num_ascii_tokens(static_cast<uint8_t>(64 * q + __builtin_ctzll(w)));
+      if (n < 0) return -1;
+      tokens += n;
+    }
+  }
+  return tokens;
+}
 // Every plain ASCII byte but a few (at most 8) in the set: a loop over plain text that reads a
 // few of them elsewhere or not at all (PlainLoopWithExceptions).
 bool MostPlainAscii(const uint64_t* bytes) {
@@ -400,16 +413,9 @@ bool Matcher::NarrowedPlan(int32_t config) {
     if (!MostPlainAscii(wider_live)) return false;
     const Parser::StepSet step = parser.Steps(wider, true);
     if (step.successor != wider) return false;
-    int64_t n_except = 0;
-    for (int q = 0; q < 2; ++q) {
-      const uint64_t except = (q == 0 ? kPlainBits0 : kPlainBits1) & ~step.bytes[q];
-      for (uint64_t w = except; w != 0; w &= w - 1) {
-        const int32_t n = v.num_ascii_tokens(static_cast<uint8_t>(64 * q + __builtin_ctzll(w)));
-        if (n < 0) return false;
-        n_except += n;
-      }
-    }
-    if (32 * n_except > v.num_text_tokens()) return false;
+    const uint64_t except[2] = {kPlainBits0 & ~step.bytes[0], kPlainBits1 & ~step.bytes[1]};
+    const int64_t n_except = ExceptionTokens(v, except);
+    if (n_except < 0 || 32 * n_except > v.num_text_tokens()) return false;
   }
   // A lead byte's characters are compared (SameContinuations: transitions of both positions
   // on their continuation bytes) only where it starts many tokens; the others are walked.
@@ -877,14 +883,8 @@ bool Matcher::PlainLoopWithExceptions(int32_t config, uint32_t* words) {
   const Parser::StepSet step = parser_->Steps(config, true);
   if (step.successor != config) return false;
   const uint64_t except[2] = {kPlainBits0 & ~step.bytes[0], kPlainBits1 & ~step.bytes[1]};
-  int64_t n_except = 0;
-  for (int q = 0; q < 2; ++q) {
-    for (uint64_t w = except[q]; w != 0; w &= w - 1) {
-      const int32_t n = v.num_ascii_tokens(static_cast<uint8_t>(64 * q + __builtin_ctzll(w)));
-      if (n < 0) return false;
-      n_except += n;
-    }
-  }
+  const int64_t n_except = ExceptionTokens(v, except);
+  if (n_except < 0) return false;
   // Worth it while those tokens are few: each costs a transition per byte.
   if (n_except == 0 || 32 * n_except > v.num_text_tokens() || !AllowMissingLeads(step.bytes)) return false;
   // As a plain loop: a plain token without an exception byte keeps `config`, a suffix token
@@ -893,21 +893,7 @@ bool Matcher::PlainLoopWithExceptions(int32_t config, uint32_t* words) {
   const size_t n_words = static_cast<size_t>(v.mask_words());
   std::memcpy(words, v.plain_mask(), n_words * sizeof(uint32_t));
   WalkSuffixes(words, false);
-  for (int q = 0; q < 2; ++q) {
-    for (uint64_t w = except[q]; w != 0; w &= w - 1) {
-      const auto b = static_cast<uint8_t>(64 * q + __builtin_ctzll(w));
-      const int32_t* ids = v.ascii_tokens(b);
-      for (int32_t k = 0, n = v.num_ascii_tokens(b); k < n; ++k) {
-        const int32_t id = ids[k];
-        if (Advance(config, v.bytes(id)) == Parser::kDead) {
-          words[id >> 5] &= ~(1u << (id & 31));
-        } else {
-          words[id >> 5] |= 1u << (id & 31);
-        }
-      }
-      walk_nodes_ += v.num_ascii_tokens(b);
-    }
-  }
+  DecideByteTokens(config, except, words);
   return true;
 }
 
@@ -920,14 +906,8 @@ bool Matcher::PlainChainWithExceptions(int32_t config, uint32_t* words) {
   // its suffix walk per chain position costs more than the loop's mask (NarrowedWalk).
   const size_t n = chain_.size();
   if (n >= 3 && chain_[n - 1] == chain_[n - 2]) return false;
-  int64_t n_except = 0;
-  for (int q = 0; q < 2; ++q) {
-    for (uint64_t w = except[q]; w != 0; w &= w - 1) {
-      const int32_t n = v.num_ascii_tokens(static_cast<uint8_t>(64 * q + __builtin_ctzll(w)));
-      if (n < 0) return false;
-      n_except += n;
-    }
-  }
+  const int64_t n_except = ExceptionTokens(v, except);
+  if (n_except < 0) return false;
   // Worth it while those tokens are few: each costs a transition per byte.
   if (__builtin_popcountll(except[0]) + __builtin_popcountll(except[1]) > 8 || 64 * n_except > v.num_text_tokens()) {
     return false;
@@ -938,21 +918,7 @@ bool Matcher::PlainChainWithExceptions(int32_t config, uint32_t* words) {
   chain_shift_ = 0;
   SetPlainTokensUpTo(chain_len_, words);
   WalkSuffixes(words, true);
-  for (int q = 0; q < 2; ++q) {
-    for (uint64_t w = except[q]; w != 0; w &= w - 1) {
-      const auto b = static_cast<uint8_t>(64 * q + __builtin_ctzll(w));
-      const int32_t* ids = v.ascii_tokens(b);
-      for (int32_t k = 0, n = v.num_ascii_tokens(b); k < n; ++k) {
-        const int32_t id = ids[k];
-        if (Advance(config, v.bytes(id)) == Parser::kDead) {
-          words[id >> 5] &= ~(1u << (id & 31));
-        } else {
-          words[id >> 5] |= 1u << (id & 31);
-        }
-      }
-      walk_nodes_ += v.num_ascii_tokens(b);
-    }
-  }
+  DecideByteTokens(config, except, words);
   return true;
 }
 
@@ -1005,17 +971,31 @@ void Matcher::DecideLeadTokens(int32_t config, uint32_t* words) {
   const Vocabulary& v = *grammar_->vocab;
   for (uint64_t w = except_leads_; w != 0; w &= w - 1) {
     const auto lead = static_cast<uint8_t>(0xC0 + __builtin_ctzll(w));
-    const int32_t* ids = v.lead_tokens(lead);
-    for (int32_t k = 0, n = v.num_lead_tokens(lead); k < n; ++k) {
-      const int32_t id = ids[k];
-      if (Advance(config, v.bytes(id)) == Parser::kDead) {
-        words[id >> 5] &= ~(1u << (id & 31));
-      } else {
-        words[id >> 5] |= 1u << (id & 31);
-      }
-    }
-    walk_nodes_ += v.num_lead_tokens(lead);
+    DecideTokens(config, v.lead_tokens(lead), v.num_lead_tokens(lead), words);
   }
+}
+
+void Matcher::DecideByteTokens(int32_t config, const uint64_t* except, uint32_t* words) {
+  const Vocabulary& v = *grammar_->vocab;
+  for (int q = 0; q < 2; ++q) {
+    for (uint64_t w = except[q]; w != 0; w &= w - 1) {
+      const auto b = static_cast<uint8_t>(64 * q + __builtin_ctzll(w));
+      DecideTokens(config, v.ascii_tokens(b), v.num_ascii_tokens(b), words);
+    }
+  }
+}
+
+void Matcher::DecideTokens(int32_t config, const int32_t* ids, int32_t n, uint32_t* words) {
+  const Vocabulary& v = *grammar_->vocab;
+  for (int32_t k = 0; k < n; ++k) {
+    const int32_t id = ids[k];
+    if (Advance(config, v.bytes(id)) == Parser::kDead) {
+      words[id >> 5] &= ~(1u << (id & 31));
+    } else {
+      words[id >> 5] |= 1u << (id & 31);
+    }
+  }
+  walk_nodes_ += n;
 }
 
 // Sets exactly the plain tokens of at most `chars` characters in `words` (all of it), by

@@ -166,6 +166,12 @@ class Matcher {
   // the tokens of those first bytes. False (nothing written) when that does not apply.
   bool PlainFirstStep(int32_t config, uint32_t* words);
   void DecideLeadTokens(int32_t config, uint32_t* words);
+  // Sets or clears each of the `n` tokens `ids` by its bytes from `config` (the exception
+  // tokens of the shortcuts above).
+  void DecideTokens(int32_t config, const int32_t* ids, int32_t n, uint32_t* words);
+  // DecideTokens over the tokens holding each ASCII byte of `except` (2 words; their lists kept:
+  // Vocabulary::ascii_tokens).
+  void DecideByteTokens(int32_t config, const uint64_t* except, uint32_t* words);
   // A configuration that returns to itself on a wide set of ASCII bytes other than plain text
   // (a pattern's `[\w.-]*`, an identifier, a line of free text), or that starts a chain of
   // configurations each stepping to the next on every byte of such a set (a bounded
