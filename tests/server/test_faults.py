@@ -52,11 +52,14 @@ def test_disconnect_mid_stream_frees_the_slot(client: openai.OpenAI, server: str
 
 def test_disconnect_while_waiting_frees_the_slot(client: openai.OpenAI, server: str) -> None:
     """A client that gives up on a (non-streamed) answer: its sequence leaves the batch."""
+    # The special tokens (ids 0-16, the end of sequence among them) are banned, so the answer
+    # cannot end before max_tokens, well past the client's timeout.
     body = {
         "model": MODEL,
         "messages": [{"role": "user", "content": "Tell a long story."}],
-        "max_tokens": 400,
+        "max_tokens": 2000,
         "temperature": 1.0,
+        "logit_bias": {str(i): -100 for i in range(17)},
     }
     with pytest.raises(httpx.TimeoutException):
         httpx.post(f"{server}/v1/chat/completions", json=body, timeout=3.0)
