@@ -601,10 +601,21 @@ Matcher::SplitUse Matcher::SplitWalk(int32_t config, uint32_t* words, bool may_c
   if (split == nullptr) return may_compute || v.loop_splits_full() ? SplitUse::kNotApplicable : SplitUse::kNotComputed;
   // A later position may step only part of the set along (an e-mail address's local part reads
   // `@` as its first character, then as the separator): the set narrowed to the bytes that
-  // position steps along, and its own split, at most twice.
+  // position steps along, and its own split, at most twice. Where that position reads only a
+  // few of the set's bytes (the `-` after a date's year), the set less those: the chain then
+  // ends there, and their nodes are boundary nodes.
   for (int narrowed = 0; !SetChain(config, set, split->max_depth, split_chain_, split_end_, !ascii_reads); ++narrowed) {
-    const Parser::StepSet step = parser_->Steps(split_chain_.back(), false);
-    const uint64_t narrow[2] = {set[0] & step.bytes[0], set[1] & step.bytes[1]};
+    const int32_t at = split_chain_.back();
+    const Parser::StepSet step = parser_->Steps(at, false);
+    uint64_t narrow[2] = {set[0] & step.bytes[0], set[1] & step.bytes[1]};
+    if (__builtin_popcountll(narrow[0]) + __builtin_popcountll(narrow[1]) < 8) {
+      const uint64_t* reads = parser_->LiveBytes(at);
+      constexpr int kFewExcluded = 4;
+      if (__builtin_popcountll(set[0] & reads[0]) + __builtin_popcountll(set[1] & reads[1]) <= kFewExcluded) {
+        narrow[0] = set[0] & ~reads[0];
+        narrow[1] = set[1] & ~reads[1];
+      }
+    }
     if (narrowed == 2 || (narrow[0] == set[0] && narrow[1] == set[1]) ||
         __builtin_popcountll(narrow[0]) + __builtin_popcountll(narrow[1]) < 8) {
       return SplitUse::kNotApplicable;

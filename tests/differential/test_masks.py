@@ -184,6 +184,10 @@ SPLIT_PATTERNS = [
     r"[^@\s]{1,30}@[^@.\s]{1,20}(\.[^@.\s]+)*",
     r"[^@^\s]+@[^@^.\s]+(\.[^@^.\s]*)*.gov.uk",
     r"([^<\s]|<[a-z])*>",
+    # chains whose later position reads only a few of the set's bytes (a date-time's `-`, `T`
+    # and `:` after runs of any character): the set less those bytes, the chain ending there
+    r"....-..-..T..:..:..(Z|[+-]..:..)",
+    r"[a-z ]{4}[-+][a-z ]{2}(:|=)[a-z ]{0,3}\.",
     # a first step into a loop over a wider set (the wide split): letters but a keyword's
     # first ones start an identifier that then reads every letter and digit
     r"((if|for|while)\(|[a-eg-hj-vx-z_][a-zA-Z0-9_]*[ =(])+",
