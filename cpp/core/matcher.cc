@@ -787,14 +787,18 @@ bool Matcher::WideFirstByte(uint8_t lead, const std::vector<int32_t>& chain, int
   // Not even the first character steps along: walk.
   if (reach == 0 || !(ok_through(1) >> (lead - 0xC0) & 1)) return false;
   ok_through(reach);
+  // Where the chain ends within that reach at a position that reads no multi-byte character,
+  // a token of more whole characters, whose leads all step along, dies at its character end + 1.
+  const bool hard_end = reach == end && end <= last && parser.LiveBytes(chain[static_cast<size_t>(end)])[3] == 0;
   // A token of whole characters of those leads, no more of them than the chain steps, is
   // allowed; every other token is decided by its bytes.
   const Vocabulary::WideToken* tokens = v.wide_tokens(lead);
   for (int32_t k = 0, n = v.num_wide_tokens(lead); k < n; ++k) {
     const Vocabulary::WideToken& t = tokens[k];
     const bool along = t.chars > 0 && t.chars <= reach && (t.leads & ~wide_ok_[static_cast<size_t>(t.chars)]) == 0;
-    if (along || Advance(chain[0], v.bytes(t.id)) != Parser::kDead) words[t.id >> 5] |= 1u << (t.id & 31);
-    walk_nodes_ += along ? 0 : t.chars + 1;
+    const bool dies = !along && hard_end && t.chars > end && (t.leads & ~wide_ok_[static_cast<size_t>(end)]) == 0;
+    if (along || (!dies && Advance(chain[0], v.bytes(t.id)) != Parser::kDead)) words[t.id >> 5] |= 1u << (t.id & 31);
+    walk_nodes_ += along || dies ? 0 : t.chars + 1;
   }
   walk_nodes_ += v.num_wide_tokens(lead) / 16;  // bits cost like nodes, a word at a time
   return true;
