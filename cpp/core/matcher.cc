@@ -610,10 +610,12 @@ Matcher::SplitUse Matcher::SplitWalk(int32_t config, uint32_t* words, bool may_c
     uint64_t narrow[2] = {set[0] & step.bytes[0], set[1] & step.bytes[1]};
     if (__builtin_popcountll(narrow[0]) + __builtin_popcountll(narrow[1]) < 8) {
       const uint64_t* reads = parser_->LiveBytes(at);
+      const uint64_t excluded[2] = {set[0] & reads[0], set[1] & reads[1]};
       constexpr int kFewExcluded = 4;
-      if (__builtin_popcountll(set[0] & reads[0]) + __builtin_popcountll(set[1] & reads[1]) <= kFewExcluded) {
-        narrow[0] = set[0] & ~reads[0];
-        narrow[1] = set[1] & ~reads[1];
+      if (__builtin_popcountll(excluded[0]) + __builtin_popcountll(excluded[1]) <= kFewExcluded &&
+          (ascii_reads || FewExcludedNodes(config, excluded))) {
+        narrow[0] = set[0] & ~excluded[0];
+        narrow[1] = set[1] & ~excluded[1];
       }
     }
     if (narrowed == 2 || (narrow[0] == set[0] && narrow[1] == set[1]) ||
@@ -637,6 +639,22 @@ Matcher::SplitUse Matcher::SplitWalk(int32_t config, uint32_t* words, bool may_c
   // A boundary node at depth d has d - 1 of the set's bytes above it.
   WalkBoundaries(*split, set, split_chain_, split_end_, 1, words);
   return SplitUse::kDone;
+}
+
+bool Matcher::FewExcludedNodes(int32_t config, const uint64_t* excluded) {
+  const Vocabulary& v = *grammar_->vocab;
+  const uint64_t* live = parser_->LiveBytes(config);
+  // Their boundary nodes are at most their tokens (each token holding the byte once per byte):
+  // known for rare bytes only.
+  int64_t tokens = 0;
+  for (int q = 0; q < 2; ++q) {
+    for (uint64_t w = excluded[q] & live[q]; w != 0; w &= w - 1) {
+      const int32_t n = v.num_ascii_tokens(static_cast<uint8_t>(64 * q + __builtin_ctzll(w)));
+      if (n < 0) return false;
+      tokens += n;
+    }
+  }
+  return 64 * tokens <= v.trie_size();
 }
 
 bool Matcher::FewBoundaryNodes(int32_t config, const Vocabulary::LoopSplit& split, const uint64_t* set) {

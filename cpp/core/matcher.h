@@ -204,6 +204,10 @@ class Matcher {
   // enough for the split to pay over a walk (a searched hex digit's are on most of the
   // vocabulary's letters).
   bool FewBoundaryNodes(int32_t config, const Vocabulary::LoopSplit& split, const uint64_t* set);
+  // Before a set is narrowed to leave out `excluded` (2 words) for such a chain: true when the
+  // boundary nodes this adds on the bytes `config` reads are surely few (FewBoundaryNodes would
+  // otherwise refuse the split only once computed).
+  bool FewExcludedNodes(int32_t config, const uint64_t* excluded);
   // SplitWalk for a loop over `set` whose split is not computed and which reads no byte outside
   // the set but '"' and '\\' (a string body of a pattern's class): the set's alphabet mask and
   // the subtrees of the vocabulary's quote nodes below paths of the set (Vocabulary::quote_nodes).
