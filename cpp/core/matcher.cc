@@ -357,6 +357,7 @@ bool Matcher::ShortcutWalk(int32_t config, uint32_t* words) {
     RestWalk(config, words);
     return true;
   }
+  if (CapacityWalk(config, words)) return true;
   // Universal but for the characters of a few lead bytes (a pattern's `.` leaves out U+2028 and
   // U+2029): as if universal, then every token holding one of those bytes decided by its bytes.
   if (parser.near_universal(config) && 32 * v.num_tokens_with_leads(Automaton::kNearLeads) <= v.num_text_tokens()) {
@@ -1179,6 +1180,11 @@ void Matcher::RestWalk(int32_t config, uint32_t* words) {
   const Vocabulary& v = *grammar_->vocab;
   std::memcpy(words, v.plain_mask(), static_cast<size_t>(v.mask_words()) * sizeof(uint32_t));
   walk_nodes_ += v.mask_words() / 16;  // bits cost like nodes, a word at a time
+  WalkRestTrie(config, words);
+}
+
+void Matcher::WalkRestTrie(int32_t config, uint32_t* words) {
+  const Vocabulary& v = *grammar_->vocab;
   const Vocabulary::SuffixNode* node = v.rest_nodes();
   const int32_t* toks = v.rest_tokens().data();
   Parser& parser = *parser_;
@@ -1197,6 +1203,63 @@ void Matcher::RestWalk(int32_t config, uint32_t* words) {
     walk_row_[d] = parser.Row(c);
     ++i;
   }
+}
+
+bool Matcher::CapacityWalk(int32_t config, uint32_t* words) {
+  const Vocabulary& v = *grammar_->vocab;
+  const int32_t capacity = walk_capacity_[0];
+  const int32_t longest = v.max_plain_chars();
+  if (capacity <= 0 || capacity >= longest) return false;
+  // The tokens decided by their bytes (plain ones of capacity + 1 .. reach + 1 characters: the
+  // last may be a partial character after `reach` whole ones) are at most a quarter of the
+  // vocabulary: each costs a transition per byte, where a walk would visit nearly every trie
+  // path longer than the capacity (most of the trie).
+  constexpr int64_t kDecideShare = 4;
+  const int32_t first = v.plain_chars_begin(capacity + 1);
+  auto few_up_to = [&](int32_t chars) {
+    return kDecideShare * static_cast<int64_t>(v.plain_chars_begin(chars + 1) - first) <= v.num_text_tokens();
+  };
+  if (!few_up_to(capacity + 1)) return false;
+  int32_t limit = capacity;  // reach at most limit: the decided tokens have at most limit + 1 characters
+  while (limit + 2 <= longest && few_up_to(limit + 2)) ++limit;
+  int32_t reach = 0;
+  if (!PlainReach(config, limit, &reach)) return false;
+  SetPlainTokensUpTo(capacity, words);
+  const int32_t last = v.plain_chars_begin(std::min(reach + 1, longest) + 1);
+  if (last > first) DecideTokens(config, v.plain_by_chars().data() + first, last - first, words);
+  WalkRestTrie(config, words);
+  return true;
+}
+
+bool Matcher::PlainReach(int32_t config, int32_t limit, int32_t* reach) {
+  Parser& parser = *parser_;
+  constexpr size_t kMaxLevel = 32;  // configurations per character count
+  std::vector<int32_t> level(1, config), next;
+  for (int32_t chars = 0; chars <= limit; ++chars) {
+    next.clear();
+    auto add = [&next](int32_t c) {
+      if (c != Parser::kDead && std::find(next.begin(), next.end(), c) == next.end()) next.push_back(c);
+    };
+    for (int32_t c : level) {
+      const uint64_t* live = parser.LiveBytes(c);
+      for (int q = 0; q < 2; ++q) {
+        const uint64_t plain = q == 0 ? kPlainBits0 : kPlainBits1;
+        for (uint64_t w = live[q] & plain; w != 0; w &= w - 1) add(parser.Next(c, static_cast<uint8_t>(64 * q + __builtin_ctzll(w))));
+      }
+      if ((live[3] & kPlainLeadBits3) != 0) {
+        const Parser::StepSet step = parser.Steps(c, true);
+        if ((live[3] & kPlainLeadBits3 & ~step.bytes[3]) != 0) return false;
+        add(step.successor);
+      }
+      if (next.size() > kMaxLevel) return false;
+    }
+    if (next.empty()) {
+      *reach = chars;
+      return true;
+    }
+    level.swap(next);
+  }
+  return false;
 }
 
 // An upper bound on the tokens `config` may allow, from their first two bytes: tokens whose

@@ -153,6 +153,20 @@ class Matcher {
   // trie (Vocabulary::rest_nodes) from `config`. (Also for a near universal one, whose tokens
   // holding Automaton::kNearLeads' bytes DecideLeadTokens then decides.)
   void RestWalk(int32_t config, uint32_t* words);
+  // The rest trie's walk alone: sets the non-plain tokens allowed from `config`.
+  void WalkRestTrie(int32_t config, uint32_t* words);
+  // A position that keeps any plain text of up to its plain capacity viable and no plain text
+  // past a bound a few characters further (a string of a searched pattern under `maxLength`, whose
+  // positions tell "matched" from "not yet" and so make no chain): the plain tokens within the
+  // capacity allowed by their counts, those past the bound not, those between decided by their
+  // bytes, the other tokens by a walk of the rest trie. False (nothing written) when no such
+  // bound is near enough for the tokens between to be few.
+  bool CapacityWalk(int32_t config, uint32_t* words);
+  // The most plain characters viable from `config`, when at most `limit`: configurations are
+  // followed a character at a time (every plain ASCII byte, and the multi-byte characters where
+  // each lead's characters all lead to the step successor). False when some plain text of
+  // limit + 1 characters is viable, or that is not known cheaply.
+  bool PlainReach(int32_t config, int32_t limit, int32_t* reach);
   bool PlainStepWithExceptions(int32_t config, uint32_t* words);
   // The plain-text shortcuts above also serve configurations whose step sets lack a few plain
   // lead bytes (a class without U+0085, U+2028 and U+2029 reads neither 0xC2 nor 0xE2 for all

@@ -275,6 +275,12 @@ TEXT_HEAD_CASES: list[tuple[str, str]] = [
     ("json", '{"type": "string", "pattern": "[0-9a-fA-F]+", "minLength": 12, "maxLength": 12}'),
     ("json", '{"type": "string", "pattern": "[a-zA-Z0-9_.-]+", "minLength": 3, "maxLength": 40}'),
     ("json", '{"type": "string", "pattern": "^[^@^\\\\s]+@[^@^.\\\\s]+$", "minLength": 5, "maxLength": 30}'),
+    # searched patterns under short length bounds: positions that tell "matched" from "not yet"
+    # make no chain; plain text is viable up to the capacity, none past a bound a character or
+    # two further (Matcher::CapacityWalk)
+    ("json", '{"type": "string", "pattern": "[A-Z]", "minLength": 4, "maxLength": 6}'),
+    ("json", '{"type": "string", "pattern": "ab", "maxLength": 9}'),
+    ("json", '{"type": "string", "pattern": "[0-9]", "minLength": 2, "maxLength": 3}'),
     # a bounded string of plain text but a few ASCII characters (a chain with exceptions: the
     # tokens holding a comma decided one by one)
     ("json", '{"type": "string", "pattern": "^[^,\\"]+$", "maxLength": 255}'),
