@@ -628,7 +628,7 @@ Matcher::SplitUse Matcher::SplitWalk(int32_t config, uint32_t* words, bool may_c
     split = v.loop_split(set, may_compute);
     if (split == nullptr) return may_compute || v.loop_splits_full() ? SplitUse::kNotApplicable : SplitUse::kNotComputed;
   }
-  if (!ascii_reads && !FewBoundaryNodes(config, *split, set)) return SplitUse::kNotApplicable;
+  if (!ascii_reads && !FewBoundaryNodes(config, *split, set, split_end_)) return SplitUse::kNotApplicable;
   const size_t n_words = static_cast<size_t>(v.mask_words());
   if (split_end_ >= split->max_token) {
     std::memcpy(words, split->mask.data(), n_words * sizeof(uint32_t));
@@ -658,19 +658,28 @@ bool Matcher::FewExcludedNodes(int32_t config, const uint64_t* excluded) {
   return 64 * tokens <= v.trie_size();
 }
 
-bool Matcher::FewBoundaryNodes(int32_t config, const Vocabulary::LoopSplit& split, const uint64_t* set) {
+bool Matcher::FewBoundaryNodes(int32_t config, const Vocabulary::LoopSplit& split, const uint64_t* set, int32_t end) {
   const Vocabulary& v = *grammar_->vocab;
   const uint64_t* live = parser_->LiveBytes(config);
+  const Vocabulary::TrieNode* node = v.trie_nodes();
   // The boundary nodes on the ASCII bytes `config` reads outside the set, each the start of a
-  // walk, against a 64th of the trie.
+  // walk, against a 64th of the trie; of a chain, only those within its reach are walked.
+  const int64_t most = v.trie_size() / 64;
   int64_t walks = 0;
   for (int q = 0; q < 2; ++q) {
     for (uint64_t w = live[q] & ~set[q]; w != 0; w &= w - 1) {
       const int b = 64 * q + __builtin_ctzll(w);
-      walks += split.begin[b + 1] - split.begin[b];
+      if (end >= split.max_depth) {
+        walks += split.begin[b + 1] - split.begin[b];
+      } else {
+        for (int32_t k = split.begin[b]; k < split.begin[b + 1] && walks <= most; ++k) {
+          walks += node[split.boundary[k]].depth - 1 <= end ? 1 : 0;
+        }
+      }
+      if (walks > most) return false;
     }
   }
-  return 64 * walks <= v.trie_size();
+  return true;
 }
 
 Matcher::SplitUse Matcher::WideSplitWalk(int32_t config, const uint64_t* set, uint32_t* words, bool may_compute) {

@@ -214,10 +214,10 @@ class Matcher {
   // character of the lead does not step along.
   bool WideFirstByte(uint8_t lead, const std::vector<int32_t>& chain, int32_t end, uint32_t* words);
   // For a chain from `config` that reads multi-byte characters (whose walk the split does not
-  // shorten where they start a token): true when the boundary nodes `config` reads are few
-  // enough for the split to pay over a walk (a searched hex digit's are on most of the
-  // vocabulary's letters).
-  bool FewBoundaryNodes(int32_t config, const Vocabulary::LoopSplit& split, const uint64_t* set);
+  // shorten where they start a token): true when the boundary nodes `config` reads (those a
+  // chain ending at `end` walks) are few enough for the split to pay over a walk (a searched
+  // hex digit's are on most of the vocabulary's letters).
+  bool FewBoundaryNodes(int32_t config, const Vocabulary::LoopSplit& split, const uint64_t* set, int32_t end);
   // Before a set is narrowed to leave out `excluded` (2 words) for such a chain: true when the
   // boundary nodes this adds on the bytes `config` reads are surely few (FewBoundaryNodes would
   // otherwise refuse the split only once computed).
