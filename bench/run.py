@@ -3,7 +3,7 @@
 Usage (see bench/README.md):
   python bench/run.py [--engines logitgate,xgrammar,llguidance,outlines] [--suite gbnf,regex,maskbench]
                       [--tokenizer smollm2|llama3|gemma3] [--sample N | --all] [--out bench/results/<name>]
-                      [--timeout S]
+                      [--timeout S] [--cases-only]
 
 How it works: this process builds the cases once (grammar text + token ids of valid instances, tokenized here
 so every engine sees the same ids) and writes them to <out>/cases.json. Each engine then runs in its own
@@ -419,6 +419,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=30.0, help="seconds per case before the worker is killed")
     ap.add_argument("--load-timeout", type=float, default=600.0, help="seconds for tokenizer + engine setup")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--cases-only",
+        action="store_true",
+        help="write <out>/cases.json and stop (inputs for bench/native/export.py, no engine run)",
+    )
     args = ap.parse_args(argv)
 
     engines = [e for e in args.engines.split(",") if e]
@@ -445,6 +450,8 @@ def main(argv: list[str] | None = None) -> int:
     cases_path = out / "cases.json"
     cases_path.write_text(json.dumps({"tokenizer": args.tokenizer, "cases": cases}))
     sys.stderr.write(f"{len(cases)} cases, {sum(len(t) for c in cases for t in c['instances'])} tokens\n")
+    if args.cases_only:
+        return 0
 
     report: dict[str, Any] = {
         "date": stamp.isoformat(timespec="seconds"),
