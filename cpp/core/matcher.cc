@@ -1243,17 +1243,20 @@ bool Matcher::CapacityWalk(int32_t config, uint32_t* words) {
 bool Matcher::PlainReach(int32_t config, int32_t limit, int32_t* reach) {
   Parser& parser = *parser_;
   constexpr size_t kMaxLevel = 32;  // configurations per character count
-  std::vector<int32_t> level(1, config), next;
+  std::vector<int32_t>& level = reach_level_;
+  std::vector<int32_t>& next = reach_next_;
+  level.assign(1, config);
+  auto add = [&next](int32_t c) {
+    if (c != Parser::kDead && std::find(next.begin(), next.end(), c) == next.end()) next.push_back(c);
+  };
   for (int32_t chars = 0; chars <= limit; ++chars) {
     next.clear();
-    auto add = [&next](int32_t c) {
-      if (c != Parser::kDead && std::find(next.begin(), next.end(), c) == next.end()) next.push_back(c);
-    };
     for (int32_t c : level) {
       const uint64_t* live = parser.LiveBytes(c);
       for (int q = 0; q < 2; ++q) {
-        const uint64_t plain = q == 0 ? kPlainBits0 : kPlainBits1;
-        for (uint64_t w = live[q] & plain; w != 0; w &= w - 1) add(parser.Next(c, static_cast<uint8_t>(64 * q + __builtin_ctzll(w))));
+        for (uint64_t w = live[q] & (q == 0 ? kPlainBits0 : kPlainBits1); w != 0; w &= w - 1) {
+          add(parser.Next(c, static_cast<uint8_t>(64 * q + __builtin_ctzll(w))));
+        }
       }
       if ((live[3] & kPlainLeadBits3) != 0) {
         const Parser::StepSet step = parser.Steps(c, true);

@@ -308,6 +308,7 @@ class Matcher {
   bool clear_from_alphabet_ = false;     // this clearing walk started from the alphabet's mask
   std::vector<int32_t> split_chain_;      // SplitWalk's chain and its end (SetChain)
   int32_t split_end_ = 0;
+  std::vector<int32_t> reach_level_, reach_next_;  // PlainReach's configurations per character count
   std::vector<int32_t> first_chain_;      // FirstByteSplit's
   int32_t first_end_ = 0;
   std::vector<std::pair<int32_t, int32_t>> same_pairs_;  // SameContinuations' proven pairs
