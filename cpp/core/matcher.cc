@@ -1218,7 +1218,12 @@ bool Matcher::CapacityWalk(int32_t config, uint32_t* words) {
   const Vocabulary& v = *grammar_->vocab;
   const int32_t capacity = walk_capacity_[0];
   const int32_t longest = v.max_plain_chars();
-  if (capacity <= 0 || capacity >= longest) return false;
+  if (capacity <= 0) return false;
+  if (capacity >= longest) {
+    // Every plain token is viable, as from a universal configuration.
+    RestWalk(config, words);
+    return true;
+  }
   // The tokens decided by their bytes (plain ones of capacity + 1 .. reach + 1 characters: the
   // last may be a partial character after `reach` whole ones) are at most a quarter of the
   // vocabulary: each costs a transition per byte, where a walk would visit nearly every trie

@@ -159,8 +159,9 @@ class Matcher {
   // past a bound a few characters further (a string of a searched pattern under `maxLength`, whose
   // positions tell "matched" from "not yet" and so make no chain): the plain tokens within the
   // capacity allowed by their counts, those past the bound not, those between decided by their
-  // bytes, the other tokens by a walk of the rest trie. False (nothing written) when no such
-  // bound is near enough for the tokens between to be few.
+  // bytes, the other tokens by a walk of the rest trie (a capacity past every plain token's
+  // characters: RestWalk). False (nothing written) when no such bound is near enough for the
+  // tokens between to be few.
   bool CapacityWalk(int32_t config, uint32_t* words);
   // The most plain characters viable from `config`, when at most `limit`: configurations are
   // followed a character at a time (every plain ASCII byte, and the multi-byte characters where

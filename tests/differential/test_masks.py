@@ -281,6 +281,8 @@ TEXT_HEAD_CASES: list[tuple[str, str]] = [
     ("json", '{"type": "string", "pattern": "[A-Z]", "minLength": 4, "maxLength": 6}'),
     ("json", '{"type": "string", "pattern": "ab", "maxLength": 9}'),
     ("json", '{"type": "string", "pattern": "[0-9]", "minLength": 2, "maxLength": 3}'),
+    # ... and one whose capacity outlasts every plain token (the rest trie alone)
+    ("json", '{"type": "string", "pattern": "[0-9]", "maxLength": 300}'),
     # a bounded string of plain text but a few ASCII characters (a chain with exceptions: the
     # tokens holding a comma decided one by one)
     ("json", '{"type": "string", "pattern": "^[^,\\"]+$", "maxLength": 255}'),
