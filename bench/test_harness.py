@@ -40,3 +40,13 @@ def test_hang_and_crash_are_recorded_not_fatal(tmp_path: Path) -> None:
     assert info["version"] == "0"
     assert all(len(r["mask_us"]) == 3 for r in results if r["status"] == "pass")  # 4 fills, first one separate
     assert all(r["first_mask_us"] is not None for r in results if r["status"] == "pass")
+
+
+def test_cases_only_writes_the_inputs_and_runs_no_engine(tmp_path: Path) -> None:
+    from run import main
+
+    assert main(["--suite", "regex", "--engines", "logitgate", "--cases-only", "--out", str(tmp_path)]) == 0
+    cases = json.loads((tmp_path / "cases.json").read_text())
+    assert cases["tokenizer"] == "smollm2" and cases["cases"]
+    assert all(c["suite"] == "regex" and c["instances"] for c in cases["cases"])
+    assert not list(tmp_path.glob("*.jsonl")) and not (tmp_path / "summary.md").exists()
