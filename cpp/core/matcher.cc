@@ -1216,12 +1216,20 @@ void Matcher::WalkRestTrie(int32_t config, uint32_t* words) {
 
 bool Matcher::CapacityWalk(int32_t config, uint32_t* words) {
   const Vocabulary& v = *grammar_->vocab;
-  const int32_t capacity = walk_capacity_[0];
+  int32_t capacity = walk_capacity_[0];
   const int32_t longest = v.max_plain_chars();
-  if (capacity <= 0) return false;
+  if (capacity <= 0) {
+    // No capacity where a pattern's `.` leaves out U+2028 and U+2029: the capacity for plain text
+    // without the characters of those lead bytes, whose tokens are then decided one by one.
+    if (32 * v.num_tokens_with_leads(Automaton::kNearLeads) > v.num_text_tokens()) return false;
+    capacity = NearCapacity(config, longest);
+    if (capacity <= 0) return false;
+    except_leads_ = Automaton::kNearLeads;
+  }
   if (capacity >= longest) {
     // Every plain token is viable, as from a universal configuration.
     RestWalk(config, words);
+    DecideLeadTokens(config, words);
     return true;
   }
   // The tokens decided by their bytes (plain ones of capacity + 1 .. reach + 1 characters: the
@@ -1233,16 +1241,55 @@ bool Matcher::CapacityWalk(int32_t config, uint32_t* words) {
   auto few_up_to = [&](int32_t chars) {
     return kDecideShare * static_cast<int64_t>(v.plain_chars_begin(chars + 1) - first) <= v.num_text_tokens();
   };
-  if (!few_up_to(capacity + 1)) return false;
-  int32_t limit = capacity;  // reach at most limit: the decided tokens have at most limit + 1 characters
-  while (limit + 2 <= longest && few_up_to(limit + 2)) ++limit;
-  int32_t reach = 0;
-  if (!PlainReach(config, limit, &reach)) return false;
+  // Past `limit` characters no plain text is viable (PlainReach), or there is no plain token
+  // (limit + 1 == longest: every token longer than the capacity is decided by its bytes).
+  int32_t limit = capacity;
+  while (limit + 1 < longest && few_up_to(limit + 2)) ++limit;
+  int32_t reach = limit;
+  if (!few_up_to(capacity + 1) || (limit + 1 < longest && !PlainReach(config, limit, &reach))) {
+    except_leads_ = 0;
+    return false;
+  }
   SetPlainTokensUpTo(capacity, words);
   const int32_t last = v.plain_chars_begin(std::min(reach + 1, longest) + 1);
   if (last > first) DecideTokens(config, v.plain_by_chars().data() + first, last - first, words);
   WalkRestTrie(config, words);
+  DecideLeadTokens(config, words);
   return true;
+}
+
+int32_t Matcher::NearCapacity(int32_t config, int32_t limit) {
+  Parser& parser = *parser_;
+  constexpr size_t kMaxLevel = 32;  // configurations per character count
+  constexpr uint64_t kLeads = kPlainLeadBits3 & ~Automaton::kNearLeads;
+  std::vector<int32_t>& level = reach_level_;
+  std::vector<int32_t>& next = reach_next_;
+  level.assign(1, config);
+  auto add = [&next](int32_t c) {
+    if (std::find(next.begin(), next.end(), c) == next.end()) next.push_back(c);
+  };
+  // Every configuration after `chars` characters reads each plain ASCII byte and each character
+  // of the other plain lead bytes (those step to the step successor): one more is viable.
+  for (int32_t chars = 0; chars < limit; ++chars) {
+    next.clear();
+    for (int32_t c : level) {
+      const uint64_t* live = parser.LiveBytes(c);
+      if (!HasAllPlainAscii(live) || (live[3] & kLeads) != kLeads) return chars;
+      const Parser::StepSet step = parser.Steps(c, true);
+      if (step.successor == Parser::kDead || (step.bytes[3] & kLeads) != kLeads) return chars;
+      for (int q = 0; q < 2; ++q) {
+        for (uint64_t w = live[q] & (q == 0 ? kPlainBits0 : kPlainBits1); w != 0; w &= w - 1) {
+          const int32_t n = parser.Next(c, static_cast<uint8_t>(64 * q + __builtin_ctzll(w)));
+          if (n == Parser::kDead) return chars;
+          add(n);
+        }
+      }
+      add(step.successor);
+      if (next.size() > kMaxLevel) return chars;
+    }
+    level.swap(next);
+  }
+  return limit;
 }
 
 bool Matcher::PlainReach(int32_t config, int32_t limit, int32_t* reach) {
@@ -1263,9 +1310,10 @@ bool Matcher::PlainReach(int32_t config, int32_t limit, int32_t* reach) {
           add(parser.Next(c, static_cast<uint8_t>(64 * q + __builtin_ctzll(w))));
         }
       }
-      if ((live[3] & kPlainLeadBits3) != 0) {
+      // (The characters of except_leads_' lead bytes are left to DecideLeadTokens.)
+      if ((live[3] & kPlainLeadBits3 & ~except_leads_) != 0) {
         const Parser::StepSet step = parser.Steps(c, true);
-        if ((live[3] & kPlainLeadBits3 & ~step.bytes[3]) != 0) return false;
+        if ((live[3] & kPlainLeadBits3 & ~except_leads_ & ~step.bytes[3]) != 0) return false;
         add(step.successor);
       }
       if (next.size() > kMaxLevel) return false;

@@ -168,6 +168,11 @@ class Matcher {
   // each lead's characters all lead to the step successor). False when some plain text of
   // limit + 1 characters is viable, or that is not known cheaply.
   bool PlainReach(int32_t config, int32_t limit, int32_t* reach);
+  // The plain capacity of `config` for plain text without the characters of
+  // Automaton::kNearLeads' lead bytes, followed a character at a time as for PlainReach, up to
+  // `limit` (the positions of a bounded string whose pattern's `.` leaves out U+2028 and U+2029
+  // have no plain capacity at all). 0 where none is known.
+  int32_t NearCapacity(int32_t config, int32_t limit);
   bool PlainStepWithExceptions(int32_t config, uint32_t* words);
   // The plain-text shortcuts above also serve configurations whose step sets lack a few plain
   // lead bytes (a class without U+0085, U+2028 and U+2029 reads neither 0xC2 nor 0xE2 for all

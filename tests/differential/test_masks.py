@@ -283,6 +283,10 @@ TEXT_HEAD_CASES: list[tuple[str, str]] = [
     ("json", '{"type": "string", "pattern": "[0-9]", "minLength": 2, "maxLength": 3}'),
     # ... and one whose capacity outlasts every plain token (the rest trie alone)
     ("json", '{"type": "string", "pattern": "[0-9]", "maxLength": 300}'),
+    # a pattern's `.` (no U+2028, U+2029) searched under length bounds: no plain capacity, a
+    # capacity without those characters (Matcher::NearCapacity), their tokens decided one by one
+    ("json", '{"type": "string", "pattern": ".+[@].+[.]___", "minLength": 10, "maxLength": 200}'),
+    ("json", '{"type": "string", "pattern": "a.b", "maxLength": 12}'),
     # a bounded string of plain text but a few ASCII characters (a chain with exceptions: the
     # tokens holding a comma decided one by one)
     ("json", '{"type": "string", "pattern": "^[^,\\"]+$", "maxLength": 255}'),
@@ -385,6 +389,12 @@ def test_missing_lead_masks_match_reference(key: str) -> None:
 NEAR_UNIVERSAL_CASES = {
     "dot-suffix": lambda c: c.compile_json_schema({"type": "string", "pattern": "^.*a b$"}),
     "searched-suffix": lambda c: c.compile_regex(r"[^\n\u2028\u2029]*ab"),
+    # the same under length bounds: no plain capacity, a capacity without those characters
+    # (Matcher::NearCapacity) past every plain token's length, or within it
+    "dot-searched-bounded": lambda c: c.compile_json_schema(
+        {"type": "string", "pattern": ".+[@].+[.]___", "minLength": 10, "maxLength": 40}
+    ),
+    "dot-bounded-short": lambda c: c.compile_json_schema({"type": "string", "pattern": "a.b", "maxLength": 5}),
 }
 
 
