@@ -81,8 +81,6 @@ bool ChildrenLive(const Vocabulary& v, int32_t i, const uint64_t* below, const u
   }
   return true;
 }
-// Only plain bytes in the set (plain_text.h), and continuation bytes (UTF-8 validity is
-// checked separately).
 // Writes `mask`'s tokens of at most `length` bytes into `words` (ORs them in where `add`).
 // False (nothing written) for a length under 1.
 bool SetSplitMaskUpTo(const Vocabulary& v, const uint32_t* mask, int32_t length, bool add, uint32_t* words) {
@@ -128,6 +126,8 @@ int64_t ExceptionTokens(const Vocabulary& v, const uint64_t* except) {
 bool MostPlainAscii(const uint64_t* bytes) {
   return __builtin_popcountll(kPlainBits0 & ~bytes[0]) + __builtin_popcountll(kPlainBits1 & ~bytes[1]) <= 8;
 }
+// Only plain bytes in the set (plain_text.h), and continuation bytes (UTF-8 validity is
+// checked separately).
 bool PlainOnly(const uint64_t* bytes) {
   return (bytes[0] & ~kPlainBits0) == 0 && (bytes[1] & ~kPlainBits1) == 0 && (bytes[3] & ~kPlainLeadBits3) == 0;
 }
@@ -645,17 +645,10 @@ Matcher::SplitUse Matcher::SplitWalk(int32_t config, uint32_t* words, bool may_c
 bool Matcher::FewExcludedNodes(int32_t config, const uint64_t* excluded) {
   const Vocabulary& v = *grammar_->vocab;
   const uint64_t* live = parser_->LiveBytes(config);
-  // Their boundary nodes are at most their tokens (each token holding the byte once per byte):
-  // known for rare bytes only.
-  int64_t tokens = 0;
-  for (int q = 0; q < 2; ++q) {
-    for (uint64_t w = excluded[q] & live[q]; w != 0; w &= w - 1) {
-      const int32_t n = v.num_ascii_tokens(static_cast<uint8_t>(64 * q + __builtin_ctzll(w)));
-      if (n < 0) return false;
-      tokens += n;
-    }
-  }
-  return 64 * tokens <= v.trie_size();
+  // Their boundary nodes are at most their tokens: known for rare bytes only.
+  const uint64_t read[2] = {excluded[0] & live[0], excluded[1] & live[1]};
+  const int64_t tokens = ExceptionTokens(v, read);
+  return tokens >= 0 && 64 * tokens <= v.trie_size();
 }
 
 bool Matcher::FewBoundaryNodes(int32_t config, const Vocabulary::LoopSplit& split, const uint64_t* set, int32_t end) {
