@@ -353,7 +353,9 @@ bool Matcher::ShortcutWalk(int32_t config, uint32_t* words) {
     return true;
   }
   except_leads_ = 0;
-  if (walk_capacity_[0] >= Automaton::kUnbounded) {
+  // Any plain token viable (a universal configuration, or a capacity past every plain token's
+  // characters) without looping on plain text.
+  if (walk_capacity_[0] > 0 && walk_capacity_[0] >= v.max_plain_chars()) {
     RestWalk(config, words);
     return true;
   }
@@ -1220,7 +1222,7 @@ bool Matcher::CapacityWalk(int32_t config, uint32_t* words) {
     except_leads_ = Automaton::kNearLeads;
   }
   if (capacity >= longest) {
-    // Every plain token is viable, as from a universal configuration.
+    // (Only a near capacity gets here: ShortcutWalk takes a plain one this large.)
     RestWalk(config, words);
     DecideLeadTokens(config, words);
     return true;

@@ -148,8 +148,8 @@ class Matcher {
   // (from walk_config_[0] when that is negative; dead past chain_len_). The suffix trie's walk.
   void WalkSuffixes(uint32_t* words, bool chained);
   void SetPlainTokensUpTo(int32_t chars, uint32_t* words);
-  // A configuration that keeps any plain text viable (plain capacity unbounded) without
-  // returning to itself on it: every plain token, and the other tokens by a walk of the rest
+  // A configuration that keeps any plain token viable (plain capacity unbounded, or past every
+  // plain token's characters) without returning to itself on it: every plain token, and the other tokens by a walk of the rest
   // trie (Vocabulary::rest_nodes) from `config`. (Also for a near universal one, whose tokens
   // holding Automaton::kNearLeads' bytes DecideLeadTokens then decides.)
   void RestWalk(int32_t config, uint32_t* words);
@@ -159,9 +159,8 @@ class Matcher {
   // past a bound a few characters further (a string of a searched pattern under `maxLength`, whose
   // positions tell "matched" from "not yet" and so make no chain): the plain tokens within the
   // capacity allowed by their counts, those past the bound not, those between decided by their
-  // bytes, the other tokens by a walk of the rest trie (a capacity past every plain token's
-  // characters: RestWalk). False (nothing written) when no such bound is near enough for the
-  // tokens between to be few.
+  // bytes, the other tokens by a walk of the rest trie. False (nothing written) when no such
+  // bound is near enough for the tokens between to be few.
   bool CapacityWalk(int32_t config, uint32_t* words);
   // The most plain characters viable from `config`, when at most `limit`: configurations are
   // followed a character at a time (every plain ASCII byte, and the multi-byte characters where
