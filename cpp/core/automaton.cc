@@ -1604,11 +1604,44 @@ int32_t Automaton::ByteTarget(int32_t s, uint8_t b) const {
   return kNoTarget;
 }
 
-int32_t Automaton::CharTarget(int32_t s, uint8_t lead) const {
-  const Utf8Lead shape = Utf8LeadOf(lead);
-  if (shape.continuations == 0) return kMixedTarget;
+void Automaton::LeadTargets(int32_t s, int32_t* out) const {
+  if (!deterministic_[s]) {
+    std::fill(out, out + kNumLeads, kMixedTarget);
+    return;
+  }
+  // The lead bytes' targets in one pass over the edges (sorted, disjoint), then the rest of
+  // each character once per distinct (target, shape): most leads share both.
+  std::fill(out, out + kNumLeads, kNoTarget);
+  for (const ByteEdge& e : bytes_[s]) {
+    for (int b = std::max<int>(e.lo, 0xC2); b <= std::min<int>(e.hi, 0xF4); ++b) out[b - 0xC2] = e.target;
+  }
+  struct Known {
+    int32_t after_lead, end;
+    Utf8Lead shape;
+  };
+  Known known[8];
+  int n_known = 0;
+  for (int k = 0; k < kNumLeads; ++k) {
+    if (out[k] < 0) continue;
+    const Utf8Lead shape = Utf8LeadOf(static_cast<uint8_t>(0xC2 + k));
+    int32_t end = kMixedTarget - 1;  // not known yet
+    for (int j = 0; j < n_known; ++j) {
+      const Known& m = known[j];
+      if (m.after_lead == out[k] && m.shape.continuations == shape.continuations && m.shape.lo == shape.lo &&
+          m.shape.hi == shape.hi) {
+        end = m.end;
+      }
+    }
+    if (end == kMixedTarget - 1) {
+      end = CharEnd(out[k], shape);
+      if (n_known < 8) known[n_known++] = {out[k], end, shape};
+    }
+    out[k] = end;
+  }
+}
+
+int32_t Automaton::CharEnd(int32_t t, Utf8Lead shape) const {
   int lo = shape.lo, hi = shape.hi;
-  int32_t t = ByteTarget(s, lead);
   for (int step = 0; step < shape.continuations && t >= 0; ++step) {
     // Mid-character: the state must only read bytes (no call to push, no end to pop).
     if (!deterministic_[t] || final_[t] || !calls_[t].empty()) return kMixedTarget;

@@ -163,7 +163,10 @@ class Automaton {
   // state (s not determinized, or characters of the lead that end apart or only some read).
   static constexpr int32_t kNoTarget = -1, kMixedTarget = -2;
   int32_t ByteTarget(int32_t s, uint8_t b) const;
-  int32_t CharTarget(int32_t s, uint8_t lead) const;
+  // For each lead byte 0xC2-0xF4 at once, the answer for the characters it starts:
+  // out[lead - 0xC2] (kNumLeads entries).
+  static constexpr int kNumLeads = 0xF4 - 0xC2 + 1;
+  void LeadTargets(int32_t s, int32_t* out) const;
   // Bytes that no byte edge tells apart share a class; transitions are stored per class.
   int32_t byte_class(uint8_t b) const { return byte_class_[b]; }
   int32_t num_byte_classes() const { return num_byte_classes_; }
@@ -184,6 +187,8 @@ class Automaton {
  private:
   // An empty automaton that LoadImage fills.
   explicit Automaton(const CoreLimits& limits) : limits_(limits) {}
+  // Where a character of `shape` ends from t, the state its lead byte led to (as LeadTargets).
+  int32_t CharEnd(int32_t t, Utf8Lead shape) const;
   int32_t NewState();
   void Build(const std::vector<int32_t>& program);
   // Adds the states and edges of a kOpStringExcept node in `from`'s rule (string_except.cc):

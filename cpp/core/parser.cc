@@ -605,7 +605,7 @@ Parser::StepSet Parser::Steps(int32_t config, bool with_leads) {
   // computed only when a subtree with non-ASCII bytes asks for them.
   if (successor != kDead && with_leads) {
     // Lead byte L is in the set when every valid character starting with L ends at the
-    // successor. First by state alone (Automaton::CharTarget): when every head reads the
+    // successor. First by state alone (Automaton::LeadTargets): when every head reads the
     // characters of L into the state it reads a byte of the successor into, the
     // configurations after them are the successor, with no intermediate configuration
     // interned (those would be per stack: one set per JSON property for a string value).
@@ -629,12 +629,19 @@ Parser::StepSet Parser::Steps(int32_t config, bool with_leads) {
       by_state = by_state && t != Automaton::kMixedTarget;
       rep_targets.push_back(t);
     }
+    // Head i's answer for lead L at lead_targets[kNumLeads * i + L - 0xC2].
+    constexpr int kNumLeads = Automaton::kNumLeads;
+    std::vector<int32_t> lead_targets;
+    if (by_state) {
+      lead_targets.resize(kNumLeads * head_states.size());
+      for (size_t i = 0; i < head_states.size(); ++i) automaton_->LeadTargets(head_states[i], &lead_targets[kNumLeads * i]);
+    }
     // Leads the states decide: 1 = in the set, 0 = not; -1 = undecided.
     auto decided = [&](int lead) {
       if (!by_state) return -1;
       int verdict = 1;
       for (size_t i = 0; i < head_states.size(); ++i) {
-        const int32_t t = automaton_->CharTarget(head_states[i], static_cast<uint8_t>(lead));
+        const int32_t t = lead_targets[kNumLeads * i + static_cast<size_t>(lead - 0xC2)];
         if (t == Automaton::kMixedTarget) return -1;
         if (t != rep_targets[i]) verdict = 0;
       }
