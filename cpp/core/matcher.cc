@@ -559,12 +559,32 @@ bool Matcher::FirstByteSplit(uint8_t first, bool clear, uint32_t* words) {
   const int32_t c = parser.Next(walk_config_[0], first);
   if (c == Parser::kDead) return false;
   uint64_t set[2];
-  if (!SplitSet(c, set)) return false;
+  const bool ascii = SplitSet(c, set);
+  if (!ascii && !SplitSet(c, set, true)) return false;
   // The split is worth computing for a large subtree (a walk of it would visit most of it).
-  const Vocabulary::LoopSplit* split =
-      v.loop_split(set, 8 * static_cast<int64_t>(tokens) >= v.num_text_tokens(), first);
+  const bool compute = 8 * static_cast<int64_t>(tokens) >= v.num_text_tokens();
+  const Vocabulary::LoopSplit* split = ascii ? v.loop_split(set, compute, first) : nullptr;
   // Its own chain: SplitWalk's boundary walk (which may lead here) is still reading split_chain_.
-  if (split == nullptr || !SetChain(c, set, split->max_depth - 1, first_chain_, first_end_)) return false;
+  if (ascii && split == nullptr) return false;
+  if (!ascii || !SetChain(c, set, split->max_depth - 1, first_chain_, first_end_)) {
+    // A chain that reads bytes past 0x7F (a name's letters, then `\s`) takes the split that
+    // keeps the boundary nodes on the bytes it reads as far as any token reaches: a few lead
+    // bytes only (`\s` reads five; `[^:]` reads them all, and its boundary nodes would be most
+    // of the subtree, whose walk takes plain subtrees whole).
+    if (!SetChain(c, set, v.max_token_length(), first_chain_, first_end_, true)) return false;
+    uint64_t wide[2] = {0, 0};
+    for (int32_t at : first_chain_) {
+      wide[0] |= parser.LiveBytes(at)[2];
+      wide[1] |= parser.LiveBytes(at)[3];
+    }
+    constexpr int kFewLeads = 8;
+    if (wide[0] != 0 || __builtin_popcountll(wide[1]) > kFewLeads) return false;
+    split = v.loop_split(set, compute, first, wide);
+    if (split == nullptr || !SetChain(c, set, split->max_depth - 1, first_chain_, first_end_, true) ||
+        !FewWideBoundaryNodes(*split, first_chain_, first_end_, 2)) {
+      return false;
+    }
+  }
   // The subtree's tokens of the first byte then bytes of the set: allowed (within the chain:
   // a path of more of the set's bytes after the first byte than the chain has steps dies).
   // (A byte that starts this many tokens has its mask kept: the subtree is set word by word.)
@@ -607,7 +627,16 @@ Matcher::SplitUse Matcher::SplitWalk(int32_t config, uint32_t* words, bool may_c
   // position steps along, and its own split, at most twice. Where that position reads only a
   // few of the set's bytes (the `-` after a date's year), the set less those: the chain then
   // ends there, and their nodes are boundary nodes.
-  for (int narrowed = 0; !SetChain(config, set, split->max_depth, split_chain_, split_end_, !ascii_reads); ++narrowed) {
+  // A configuration that reads ASCII bytes only may still step into positions that read
+  // multi-byte characters (a name's letters, then `\s`): its chain then reads them too.
+  bool wide_chain = !ascii_reads;
+  auto chain_fits = [&] {
+    if (SetChain(config, set, split->max_depth, split_chain_, split_end_, wide_chain)) return true;
+    if (wide_chain || !SetChain(config, set, split->max_depth, split_chain_, split_end_, true)) return false;
+    wide_chain = true;
+    return true;
+  };
+  for (int narrowed = 0; !chain_fits(); ++narrowed) {
     const int32_t at = split_chain_.back();
     const Parser::StepSet step = parser_->Steps(at, false);
     uint64_t narrow[2] = {set[0] & step.bytes[0], set[1] & step.bytes[1]};
@@ -630,7 +659,10 @@ Matcher::SplitUse Matcher::SplitWalk(int32_t config, uint32_t* words, bool may_c
     split = v.loop_split(set, may_compute);
     if (split == nullptr) return may_compute || v.loop_splits_full() ? SplitUse::kNotApplicable : SplitUse::kNotComputed;
   }
-  if (!ascii_reads && !FewBoundaryNodes(config, *split, set, split_end_)) return SplitUse::kNotApplicable;
+  if (wide_chain && (!FewBoundaryNodes(config, *split, set, split_end_) ||
+                     (ascii_reads && !FewWideBoundaryNodes(*split, split_chain_, split_end_, 1)))) {
+    return SplitUse::kNotApplicable;
+  }
   const size_t n_words = static_cast<size_t>(v.mask_words());
   if (split_end_ >= split->max_token) {
     std::memcpy(words, split->mask.data(), n_words * sizeof(uint32_t));
@@ -669,6 +701,33 @@ bool Matcher::FewBoundaryNodes(int32_t config, const Vocabulary::LoopSplit& spli
       } else {
         for (int32_t k = split.begin[b]; k < split.begin[b + 1] && walks <= most; ++k) {
           walks += node[split.boundary[k]].depth - 1 <= end ? 1 : 0;
+        }
+      }
+      if (walks > most) return false;
+    }
+  }
+  return true;
+}
+
+bool Matcher::FewWideBoundaryNodes(const Vocabulary::LoopSplit& split, const std::vector<int32_t>& chain, int32_t end,
+                                   int32_t shift) {
+  const Vocabulary& v = *grammar_->vocab;
+  const Vocabulary::TrieNode* node = v.trie_nodes();
+  uint64_t wide[2] = {0, 0};  // bytes 0x80-0xFF
+  for (int32_t c : chain) {
+    wide[0] |= parser_->LiveBytes(c)[2];
+    wide[1] |= parser_->LiveBytes(c)[3];
+  }
+  const int64_t most = v.trie_size() / 64;
+  int64_t walks = 0;
+  for (int q = 0; q < 2; ++q) {
+    for (uint64_t w = wide[q]; w != 0; w &= w - 1) {
+      const int b = 128 + 64 * q + __builtin_ctzll(w);
+      if (end >= split.max_depth) {
+        walks += split.begin[b + 1] - split.begin[b];
+      } else {
+        for (int32_t k = split.begin[b]; k < split.begin[b + 1] && walks <= most; ++k) {
+          walks += node[split.boundary[k]].depth - shift <= end ? 1 : 0;
         }
       }
       if (walks > most) return false;

@@ -223,6 +223,12 @@ class Matcher {
   // chain ending at `end` walks) are few enough for the split to pay over a walk (a searched
   // hex digit's are on most of the vocabulary's letters).
   bool FewBoundaryNodes(int32_t config, const Vocabulary::LoopSplit& split, const uint64_t* set, int32_t end);
+  // For a chain that reads bytes past 0x7F where its configuration reads ASCII bytes only (a
+  // name's letters, then `\s`), or from a first byte: true when the boundary nodes on those
+  // bytes (each the start of a walk; at depth d from chain position d - shift) are few, as
+  // FewBoundaryNodes counts them.
+  bool FewWideBoundaryNodes(const Vocabulary::LoopSplit& split, const std::vector<int32_t>& chain, int32_t end,
+                            int32_t shift);
   // Before a set is narrowed to leave out `excluded` (2 words) for such a chain: true when the
   // boundary nodes this adds on the bytes `config` reads are surely few (FewBoundaryNodes would
   // otherwise refuse the split only once computed).
@@ -240,9 +246,10 @@ class Matcher {
   // byte loops on, or starts a chain over, a wide ASCII set (a URL path or an identifier after
   // a space, free text after its first byte): the subtree's loop split for that set
   // (Vocabulary::loop_split with a first byte), its mask cut to the chain's length, and its
-  // boundary nodes walked from where their prefix leads. Writes the subtree's tokens only
-  // (`clear`: they may be set on entry). False (nothing written) when that does not apply or
-  // would not pay.
+  // boundary nodes walked from where their prefix leads. A chain that also reads the characters
+  // of a few lead bytes (a name's words, then `\s`) takes the split that keeps the boundary
+  // nodes on them. Writes the subtree's tokens only (`clear`: they may be set on entry). False
+  // (nothing written) when that does not apply or would not pay.
   bool FirstByteSplit(uint8_t first, bool clear, uint32_t* words);
   // The set a split of `config` would be over (its step set's ASCII bytes, 2 words): false
   // when `config` reads too few bytes for a split to pay, or (unless `wide_reads`) a

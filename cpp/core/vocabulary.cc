@@ -657,8 +657,11 @@ const uint32_t* Vocabulary::alphabet_mask(const uint64_t* alphabet, bool compute
   return out;
 }
 
-const Vocabulary::LoopSplit* Vocabulary::loop_split(const uint64_t* ascii, bool compute, int first) const {
-  const std::array<uint64_t, 3> key{ascii[0], ascii[1], first < 0 ? 256u : static_cast<uint64_t>(first)};
+const Vocabulary::LoopSplit* Vocabulary::loop_split(const uint64_t* ascii, bool compute, int first,
+                                                   const uint64_t* wide) const {
+  const bool keeps_wide = first >= 0 && wide != nullptr;
+  const std::array<uint64_t, 5> key{ascii[0], ascii[1], first < 0 ? 256u : static_cast<uint64_t>(first),
+                                    keeps_wide ? wide[0] : 0, keeps_wide ? wide[1] : 0};
   std::lock_guard<std::mutex> lock(loop_split_mu_);
   auto it = loop_splits_.find(key);
   if (it != loop_splits_.end()) return it->second.get();
@@ -672,6 +675,7 @@ const Vocabulary::LoopSplit* Vocabulary::loop_split(const uint64_t* ascii, bool 
   };
   auto set_tokens = [&](int32_t from, int32_t to) { set_ids(trie_tokens_, from, to); };
   auto in_set = [&key](uint8_t b) { return b < 128 && (key[b >> 6] >> (b & 63) & 1); };
+  auto kept_wide = [&key](uint8_t b) { return b >= 128 && (key[3 + ((b - 128) >> 6)] >> (b & 63) & 1); };
   std::vector<int32_t> count(256, 0);
   std::vector<int32_t> found;
   if (first < 0) {
@@ -721,7 +725,8 @@ const Vocabulary::LoopSplit* Vocabulary::loop_split(const uint64_t* ascii, bool 
   // subtree is skipped once no ASCII byte outside L is below: its ASCII tokens are L's (set
   // from the ASCII tokens in node order), the others hold a byte past 0x7F. Boundary nodes
   // past 0x7F are not kept: a split serves only configurations whose chains read no such byte
-  // (Matcher::SetChain), where they are dead.
+  // (Matcher::SetChain), where they are dead; but for the `wide` bytes, whose boundary nodes are
+  // kept, so a subtree with one of them below is scanned on.
   constexpr int32_t kScanSmallSubtree = 4;
   for (int32_t i = begin; i < end;) {
     const TrieNode& at = trie_nodes_[i];
@@ -730,7 +735,7 @@ const Vocabulary::LoopSplit* Vocabulary::loop_split(const uint64_t* ascii, bool 
     __builtin_prefetch(&trie_nodes_[at.subtree_end]);
     if (trie_nodes_[i + 1].inner >= 0) __builtin_prefetch(&trie_inner_[static_cast<size_t>(trie_nodes_[i + 1].inner)]);
     if (!in_set(at.byte)) {
-      if (at.byte < 0x80) {
+      if (at.byte < 0x80 || kept_wide(at.byte)) {
         found.push_back(i);
         ++count[at.byte];
       }
@@ -748,7 +753,8 @@ const Vocabulary::LoopSplit* Vocabulary::loop_split(const uint64_t* ascii, bool 
       continue;
     }
     // (A small subtree is cheaper to scan on: its nodes are in the cache lines read next.)
-    if (((below[0] & ~key[0]) | (below[1] & ~key[1])) == 0 && at.subtree_end - i > kScanSmallSubtree) {
+    if (((below[0] & ~key[0]) | (below[1] & ~key[1]) | (below[2] & key[3]) | (below[3] & key[4])) == 0 &&
+        at.subtree_end - i > kScanSmallSubtree) {
       const int32_t from = trie_ascii_begin_[i], to = trie_ascii_begin_[at.subtree_end];
       set_ids(trie_ascii_tokens_, from, to);
       // (An upper bound: the subtree's longest token may be one of the others.)

@@ -235,9 +235,10 @@ class Vocabulary {
   // With a `first` byte (0-255), the split of that byte's subtree, for the configuration its
   // first byte leads to: paths are that byte then L's bytes, the mask holds the subtree's
   // tokens of such bytes only, and boundary nodes have depth 2 or more.
-  // A first byte's split keeps only boundary nodes on ASCII bytes: it serves configurations
-  // whose chains read no byte past 0x7F (Matcher::SetChain checks), where the others are dead.
-  // A root split keeps them all.
+  // A first byte's split keeps only boundary nodes on ASCII bytes and on the bytes past 0x7F
+  // of `wide` (2 words: bit b - 128 of word (b - 128) / 64; nullptr: none): it serves
+  // configurations whose chains read no other byte past 0x7F (Matcher::SetChain and
+  // FirstByteSplit check), where the others are dead. A root split keeps them all.
   // Computed on first use per set and first byte, and kept, at most kMaxLoopSplits of them
   // (nullptr once full, and when not computed yet and `compute` is false). Thread-safe. A
   // root split (no `first` byte) is built from indexes, with no trie walk: its mask as
@@ -253,8 +254,8 @@ class Vocabulary {
     int32_t max_depth = 0;  // the deepest node on a path (a boundary node's parent is no deeper)
     int32_t max_token = 0;  // the longest token of the mask, in bytes
   };
-  static constexpr size_t kMaxLoopSplits = 128;
-  const LoopSplit* loop_split(const uint64_t* ascii, bool compute, int first = -1) const;
+  static constexpr size_t kMaxLoopSplits = 512;
+  const LoopSplit* loop_split(const uint64_t* ascii, bool compute, int first = -1, const uint64_t* wide = nullptr) const;
   // Bytes the masks computed on first use hold (alphabet masks and loop splits, shared by
   // every grammar of this vocabulary; bounded by kMaxAlphabetMasks and kMaxLoopSplits).
   // Thread-safe.
@@ -391,7 +392,8 @@ class Vocabulary {
   std::vector<uint32_t> length_masks_;  // kLengthMasks masks, length k's at k * mask_words()
   std::vector<std::pair<int32_t, int32_t>> long_tokens_;
   mutable std::mutex loop_split_mu_;
-  mutable std::map<std::array<uint64_t, 3>, std::unique_ptr<LoopSplit>> loop_splits_;  // (L, first or 256)
+  // By (L, first or 256, the first byte's wide bytes).
+  mutable std::map<std::array<uint64_t, 5>, std::unique_ptr<LoopSplit>> loop_splits_;
 };
 
 }  // namespace logitgate

@@ -184,6 +184,13 @@ SPLIT_PATTERNS = [
     r"[^@\s]{1,30}@[^@.\s]{1,20}(\.[^@.\s]+)*",
     r"[^@^\s]+@[^@^.\s]+(\.[^@^.\s]*)*.gov.uk",
     r"([^<\s]|<[a-z])*>",
+    # a position that reads ASCII bytes only, whose chain then reads a few multi-byte
+    # characters (a name's letters, then `\s`: U+00A0, U+2000...): the root split with those
+    # boundary nodes; after a space, the space's split that keeps the boundary nodes on the
+    # leads the chain reads (Vocabulary::loop_split's `wide` bytes)
+    r"[a-zA-Z]+(\s+[a-zA-Z]+)*\.",
+    r"x( [a-z]+(\s[a-z]+)*)+;",
+    r"[a-z]+((\s+|-)[a-z]+)*,",
     # chains whose later position reads only a few of the set's bytes (a date-time's `-`, `T`
     # and `:` after runs of any character): the set less those bytes, the chain ending there
     r"....-..-..T..:..:..(Z|[+-]..:..)",
@@ -442,6 +449,29 @@ def test_wide_split_masks_match_reference(pattern: str, splits_at_once: None) ->
     vocab = lg.Vocabulary.from_tokens(tokens, eos_ids=[0], special_ids=[1])
     compiled = _compile(vocab, lambda c: c.compile_regex(pattern))
     run_differential(f"wide split {pattern!r}", compiled, vocab_view(vocab), walks=6, max_tokens=20, checks_per_walk=6)
+
+
+@pytest.mark.parametrize("pattern", [r"x( [a-z]+(\s[a-z]+)*)+;", r"[a-z]+(\s+[a-z]+)*\."])
+def test_wide_chain_split_masks_match_reference(pattern: str, splits_at_once: None) -> None:
+    r"""Splits for chains that read a few lead bytes (`\s`'s U+00A0, U+2003, U+3000) past
+    positions that read ASCII bytes only, on a vocabulary whose words (most after a space) hold
+    those characters and others of the same leads (U+00E9, U+2019, U+3042) after their letters,
+    and deep in subtrees of letters only otherwise (the wide split's scan may skip none of them)."""
+    rng = random.Random(_seed(pattern))
+    tokens = _synthetic_tokens(_seed(pattern))
+    letters = "abcdefgh"
+    spaces, others = ["\u00a0", "\u2003", "\u3000"], ["\u00e9", "\u2019", "\u3042"]
+
+    def word() -> str:
+        return "".join(rng.choice(letters) for _ in range(rng.randint(1, 6)))
+
+    extra = [(rng.choice(["", " "]) + word()).encode() for _ in range(1500)]
+    extra += [(" " + word() + rng.choice(spaces + others) + rng.choice(["", word()])).encode() for _ in range(800)]
+    extra += [(word() + rng.choice(spaces + others) + word()).encode() for _ in range(200)]
+    tokens = _with_new(tokens, [*extra, *(c.encode() for c in spaces + others), b" ", b";", b"."])
+    vocab = lg.Vocabulary.from_tokens(tokens, eos_ids=[0], special_ids=[1])
+    compiled = _compile(vocab, lambda c: c.compile_regex(pattern))
+    run_differential(f"wide chain {pattern!r}", compiled, vocab_view(vocab), walks=8, max_tokens=20, checks_per_walk=8)
 
 
 def _with_new(tokens: list[bytes | None], extra: Iterable[bytes]) -> list[bytes | None]:
