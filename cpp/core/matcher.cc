@@ -443,8 +443,34 @@ bool Matcher::NarrowedPlan(int32_t config) {
   }
   narrow_wider_ = wider;
   // Worth it where the tokens going on as from `wider` are a good part of the vocabulary (a
-  // walk from `config` would visit their subtrees) and the others few.
-  narrow_plan_ = 4 * same_tokens >= v.num_text_tokens() && 16 * differ_tokens <= v.num_text_tokens() ? 1 : 0;
+  // walk from `config` would visit their subtrees) and the others few, or where the others'
+  // subtrees are walked against `wider`'s mask only a byte deep for most of their tokens: up to
+  // a quarter of the vocabulary whose first bytes lead apart, but whose second bytes lead the two
+  // positions to the same configuration but for a sixteenth (a hex digit that may start a hash
+  // or any text before a colon: the first other character leads both to that text).
+  const int64_t n = v.num_text_tokens();
+  if (4 * same_tokens < n || 4 * differ_tokens > n) return false;
+  int64_t apart_tokens = 16 * differ_tokens <= n ? 0 : differ_tokens;
+  if (apart_tokens > 0) {
+    apart_tokens = 0;
+    for (int q = 0; q < 4 && 16 * apart_tokens <= n; ++q) {
+      for (uint64_t w = narrow_differs_[q]; w != 0 && 16 * apart_tokens <= n; w &= w - 1) {
+        const auto b = static_cast<uint8_t>(64 * q + __builtin_ctzll(w));
+        const int32_t here = parser.Next(config, b), there = parser.Next(wider, b);
+        const uint64_t* live_here = parser.LiveBytes(here);
+        const uint64_t* live_there = parser.LiveBytes(there);
+        for (int k = 0; k < 4; ++k) {
+          for (uint64_t x = live_here[k] | live_there[k]; x != 0; x &= x - 1) {
+            const auto second = static_cast<uint8_t>(64 * k + __builtin_ctzll(x));
+            if (v.tokens_with_first_bytes(b, second) > 0 && parser.Next(here, second) != parser.Next(there, second)) {
+              apart_tokens += v.tokens_with_first_bytes(b, second);
+            }
+          }
+        }
+      }
+    }
+  }
+  narrow_plan_ = 16 * apart_tokens <= n ? 1 : 0;
   return narrow_plan_ == 1;
 }
 
@@ -469,15 +495,61 @@ bool Matcher::NarrowedWalk(int32_t config, uint32_t* words) {
     if (text_only) parser.StoreMask(wider, words, n_words, true);
   }
   for (int q = 0; q < 4; ++q) {
-    for (uint64_t w = narrow_dies_[q] | narrow_differs_[q]; w != 0; w &= w - 1) {
+    for (uint64_t w = narrow_dies_[q]; w != 0; w &= w - 1) {
       const auto b = static_cast<uint8_t>(64 * q + __builtin_ctzll(w));
       walk_nodes_ += ClearFirstByteBits(v, b, v.trie_root_child(b), words);
     }
   }
   for (int q = 0; q < 4; ++q) {
     for (uint64_t w = narrow_differs_[q]; w != 0; w &= w - 1) {
-      WalkFirstByte(static_cast<uint8_t>(64 * q + __builtin_ctzll(w)), words);
+      const auto b = static_cast<uint8_t>(64 * q + __builtin_ctzll(w));
+      const int32_t root = v.trie_root_child(b);
+      if (root < 0 || DiffWalkSubtree(root, wider, words)) continue;
+      // The two positions stay apart on much of the subtree (no shortcut serves that walk):
+      // walked from here instead.
+      walk_nodes_ += ClearFirstByteBits(v, b, root, words);
+      WalkFirstByte(b, words);
     }
+  }
+  return true;
+}
+
+bool Matcher::DiffWalkSubtree(int32_t root, int32_t wider, uint32_t* words) {
+  const Vocabulary& v = *grammar_->vocab;
+  const Vocabulary::TrieNode* node = v.trie_nodes();
+  Parser& parser = *parser_;
+  walk_reference_.resize(walk_config_.size());
+  walk_reference_[0] = wider;
+  constexpr int32_t kMinBudget = 256;
+  const int32_t end = node[root].subtree_end;
+  const int64_t budget = walk_nodes_ + std::max(kMinBudget, (end - root) / 4);
+  for (int32_t i = root; i < end; ++walk_nodes_) {
+    if (walk_nodes_ > budget) return false;
+    const Vocabulary::TrieNode& at = node[i];
+    const int32_t d = at.depth;
+    const int32_t c = parser.NextInRow(walk_row_[d - 1], walk_config_[d - 1], at.byte);
+    const int32_t r = parser.Next(walk_reference_[d - 1], at.byte);
+    if (c == r) {  // goes on as from `wider`, whose mask decided the subtree
+      i = at.subtree_end;
+      continue;
+    }
+    if (c == Parser::kDead) {
+      walk_nodes_ += ClearSubtreeBits(v, i, words);  // the bits cost like nodes
+      i = at.subtree_end;
+      continue;
+    }
+    SetNodeBits(v, at, i, words);
+    walk_config_[d] = c;
+    walk_row_[d] = parser.Row(c);
+    walk_capacity_[d] = parser.plain_capacity(c);
+    if (r == Parser::kDead) {
+      // `wider` allowed none of the subtree: walked from here as any walk would.
+      if (at.inner >= 0) WalkSubtree<false>(i + 1, at.subtree_end, walk_config_[0], words);
+      i = at.subtree_end;
+      continue;
+    }
+    walk_reference_[d] = r;
+    ++i;
   }
   return true;
 }

@@ -113,11 +113,17 @@ class Matcher {
   // A position that reads part of what its step successor reads and then goes on as it does
   // (the first character of `[^/]+`, which may not be the key's closing quote or a slash):
   // the successor's mask (memoized, or a plain loop's: LoopShortcutWalk) less the tokens of
-  // the first bytes that die here. NarrowedPlan decides whether that applies and pays;
+  // the first bytes that die here, and those of the first bytes that lead elsewhere walked
+  // against it (DiffWalkSubtree). NarrowedPlan decides whether that applies and pays;
   // NarrowedWalk (after it) writes all of `words`, or returns false (words undefined) when no
   // shortcut serves the successor.
   bool NarrowedPlan(int32_t config);
   bool NarrowedWalk(int32_t config, uint32_t* words);
+  // The subtree of trie node `root` (depth 1), whose tokens `words` holds as `wider` allows
+  // them: walked from walk_config_[0] and from `wider` in step, down only where the two
+  // configurations differ (where they meet, `wider`'s decision stands). False, the subtree's
+  // bits undefined, once that has visited a quarter of the subtree.
+  bool DiffWalkSubtree(int32_t root, int32_t wider, uint32_t* words);
   // True when `a` and `b` allow the same byte strings of up to `depth` bytes and then lead to
   // the same configuration (the rest of a multi-byte character read from two positions of one
   // loop); pairs proven so far are kept in same_pairs_.
@@ -309,6 +315,7 @@ class Matcher {
   int64_t walk_nodes_ = 0;  // trie nodes the last walk visited
   std::vector<const std::atomic<int32_t>*> walk_row_;
   std::vector<int32_t> walk_capacity_;  // plain capacity of walk_config_[d]
+  std::vector<int32_t> walk_reference_;  // DiffWalkSubtree: the wider configuration after the same bytes
   std::vector<int32_t> chain_;          // PlainChain's configurations
   int32_t chain_len_ = 0;
   int32_t chain_shift_ = 0;             // positions before chain_[0] (see WalkSuffixes)

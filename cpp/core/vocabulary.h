@@ -255,7 +255,8 @@ class Vocabulary {
     int32_t max_token = 0;  // the longest token of the mask, in bytes
   };
   static constexpr size_t kMaxLoopSplits = 512;
-  const LoopSplit* loop_split(const uint64_t* ascii, bool compute, int first = -1, const uint64_t* wide = nullptr) const;
+  const LoopSplit* loop_split(const uint64_t* ascii, bool compute, int first = -1,
+                              const uint64_t* wide = nullptr) const;
   // Bytes the masks computed on first use hold (alphabet masks and loop splits, shared by
   // every grammar of this vocabulary; bounded by kMaxAlphabetMasks and kMaxLoopSplits).
   // Thread-safe.

@@ -553,6 +553,45 @@ def _check_prefixes(
             state = ref.advance(state, data[i : i + 1])
 
 
+DIFF_WALK_PATTERNS = [
+    "^([^:]+:[a-fA-F0-9]+|[a-fA-F0-9]{32})$",
+    "^([^:]+:[a-f0-9]+|[a-f0-9]{3})$",
+    "^([g-z][^:]*|[a-f]{2,8})$",
+]
+
+
+def _diff_walk_tokens(pattern: str) -> list[bytes | None]:
+    """Words of g-z, most hex-first tokens a hex character then such letters (there the two
+    positions meet again), a few runs of hex characters, alone or before what ends the string
+    (``abc"``), and ``abz`` (whose hash dies at its third letter where the text goes on)."""
+    rng = random.Random(_seed(pattern))
+    tokens = _synthetic_tokens(_seed(pattern))
+
+    def run(alphabet: str, most: int) -> str:
+        return "".join(rng.choice(alphabet) for _ in range(rng.randint(1, most)))
+
+    letters, hexes = "ghijklmnopqrstuvwxyz", "abcdef0123456789"
+    extra = [run(letters, 9).encode() for _ in range(14000)]
+    extra += [(rng.choice(hexes) + run(letters, 4)).encode() for _ in range(1500)]
+    ends = ["", '"', '",', ":", ":a"]
+    extra += [(rng.choice(hexes) + run(hexes, 2) + rng.choice([*ends, run(letters, 2)])).encode() for _ in range(150)]
+    return _with_new(tokens, [*extra, b'"', b"abc", b'abc"', b"abz", b"fedcba"])
+
+
+@pytest.mark.parametrize("pattern", DIFF_WALK_PATTERNS)
+def test_diff_walk_masks_match_reference(pattern: str) -> None:
+    """A string start whose hex characters lead apart from its step successor, the text before a
+    colon: their subtrees walked against the successor's mask (Matcher::DiffWalkSubtree), checked
+    at every position of a few values, the string start first. A hex character may start a hash
+    (tokens like ``abc"`` end it) or the text, and the two meet again at the first other letter;
+    with the last pattern it starts only a run of them, which dies where the text goes on."""
+    vocab = lg.Vocabulary.from_tokens(_diff_walk_tokens(pattern), eos_ids=[0], special_ids=[1])
+    schema = json.dumps({"type": "object", "properties": {"h": {"type": "string", "pattern": pattern}}})
+    compiled = _compile(vocab, lambda c: c.compile_json_schema(schema))
+    texts = [json.dumps({"h": value}).encode() for value in ["abc", "abzq", "ghi:f0", "fedc", "0a1", "deadbeef" * 4]]
+    _check_prefixes(f"diff walk {pattern!r}", compiled, vocab, texts, lambda data, i: i >= 7)
+
+
 @pytest.mark.parametrize("key", sorted(BOUNDED_CASES))
 def test_bounded_string_masks_match_reference(key: str) -> None:
     tokens = _long_tokens(_seed(key))
