@@ -131,6 +131,13 @@ bool MostPlainAscii(const uint64_t* bytes) {
 bool PlainOnly(const uint64_t* bytes) {
   return (bytes[0] & ~kPlainBits0) == 0 && (bytes[1] & ~kPlainBits1) == 0 && (bytes[3] & ~kPlainLeadBits3) == 0;
 }
+// ORs into `wide` (4 words) the bytes past 0x7F that some position of `chain` reads.
+void WideBytesRead(const Parser& parser, const std::vector<int32_t>& chain, uint64_t* wide) {
+  for (int32_t c : chain) {
+    wide[2] |= parser.LiveBytes(c)[2];
+    wide[3] |= parser.LiveBytes(c)[3];
+  }
+}
 }  // namespace
 
 std::atomic<int64_t> Matcher::split_walk_budget_{Matcher::kSplitWalkBudget};
@@ -265,6 +272,7 @@ void Matcher::Walk(int32_t config, uint32_t* words) {
     walk_config_.resize(levels);
     walk_row_.resize(levels);
     walk_capacity_.resize(levels);
+    walk_reference_.resize(levels);
   }
   walk_nodes_ = 0;
   StartWalk(config);
@@ -518,7 +526,6 @@ bool Matcher::DiffWalkSubtree(int32_t root, int32_t wider, uint32_t* words) {
   const Vocabulary& v = *grammar_->vocab;
   const Vocabulary::TrieNode* node = v.trie_nodes();
   Parser& parser = *parser_;
-  walk_reference_.resize(walk_config_.size());
   walk_reference_[0] = wider;
   constexpr int32_t kMinBudget = 256;
   const int32_t end = node[root].subtree_end;
@@ -644,16 +651,13 @@ bool Matcher::FirstByteSplit(uint8_t first, bool clear, uint32_t* words) {
     // bytes only (`\s` reads five; `[^:]` reads them all, and its boundary nodes would be most
     // of the subtree, whose walk takes plain subtrees whole).
     if (!SetChain(c, set, v.max_token_length(), first_chain_, first_end_, true)) return false;
-    uint64_t wide[2] = {0, 0};
-    for (int32_t at : first_chain_) {
-      wide[0] |= parser.LiveBytes(at)[2];
-      wide[1] |= parser.LiveBytes(at)[3];
-    }
+    uint64_t wide[4] = {0, 0, 0, 0};
+    WideBytesRead(parser, first_chain_, wide);
     constexpr int kFewLeads = 8;
-    if (wide[0] != 0 || __builtin_popcountll(wide[1]) > kFewLeads) return false;
-    split = v.loop_split(set, compute, first, wide);
+    if (wide[2] != 0 || __builtin_popcountll(wide[3]) > kFewLeads) return false;
+    split = v.loop_split(set, compute, first, wide + 2);
     if (split == nullptr || !SetChain(c, set, split->max_depth - 1, first_chain_, first_end_, true) ||
-        !FewWideBoundaryNodes(*split, first_chain_, first_end_, 2)) {
+        !FewBoundaryNodes(*split, wide, first_end_, 2)) {
       return false;
     }
   }
@@ -731,9 +735,16 @@ Matcher::SplitUse Matcher::SplitWalk(int32_t config, uint32_t* words, bool may_c
     split = v.loop_split(set, may_compute);
     if (split == nullptr) return may_compute || v.loop_splits_full() ? SplitUse::kNotApplicable : SplitUse::kNotComputed;
   }
-  if (wide_chain && (!FewBoundaryNodes(config, *split, set, split_end_) ||
-                     (ascii_reads && !FewWideBoundaryNodes(*split, split_chain_, split_end_, 1)))) {
-    return SplitUse::kNotApplicable;
+  if (wide_chain) {
+    // The boundary nodes on the ASCII bytes `config` reads outside the set; where `config` reads
+    // ASCII bytes only, also those on the bytes past 0x7F that the chain reads.
+    const uint64_t* live = parser_->LiveBytes(config);
+    const uint64_t outside[4] = {live[0] & ~set[0], live[1] & ~set[1], 0, 0};
+    uint64_t wide[4] = {0, 0, 0, 0};
+    if (ascii_reads) WideBytesRead(*parser_, split_chain_, wide);
+    if (!FewBoundaryNodes(*split, outside, split_end_, 1) || !FewBoundaryNodes(*split, wide, split_end_, 1)) {
+      return SplitUse::kNotApplicable;
+    }
   }
   const size_t n_words = static_cast<size_t>(v.mask_words());
   if (split_end_ >= split->max_token) {
@@ -757,44 +768,16 @@ bool Matcher::FewExcludedNodes(int32_t config, const uint64_t* excluded) {
   return tokens >= 0 && 64 * tokens <= v.trie_size();
 }
 
-bool Matcher::FewBoundaryNodes(int32_t config, const Vocabulary::LoopSplit& split, const uint64_t* set, int32_t end) {
+bool Matcher::FewBoundaryNodes(const Vocabulary::LoopSplit& split, const uint64_t* bytes, int32_t end,
+                               int32_t shift) {
   const Vocabulary& v = *grammar_->vocab;
-  const uint64_t* live = parser_->LiveBytes(config);
   const Vocabulary::TrieNode* node = v.trie_nodes();
-  // The boundary nodes on the ASCII bytes `config` reads outside the set, each the start of a
-  // walk, against a 64th of the trie; of a chain, only those within its reach are walked.
+  // Each a walk's start, against a 64th of the trie; of a chain, only those within its reach.
   const int64_t most = v.trie_size() / 64;
   int64_t walks = 0;
-  for (int q = 0; q < 2; ++q) {
-    for (uint64_t w = live[q] & ~set[q]; w != 0; w &= w - 1) {
+  for (int q = 0; q < 4; ++q) {
+    for (uint64_t w = bytes[q]; w != 0; w &= w - 1) {
       const int b = 64 * q + __builtin_ctzll(w);
-      if (end >= split.max_depth) {
-        walks += split.begin[b + 1] - split.begin[b];
-      } else {
-        for (int32_t k = split.begin[b]; k < split.begin[b + 1] && walks <= most; ++k) {
-          walks += node[split.boundary[k]].depth - 1 <= end ? 1 : 0;
-        }
-      }
-      if (walks > most) return false;
-    }
-  }
-  return true;
-}
-
-bool Matcher::FewWideBoundaryNodes(const Vocabulary::LoopSplit& split, const std::vector<int32_t>& chain, int32_t end,
-                                   int32_t shift) {
-  const Vocabulary& v = *grammar_->vocab;
-  const Vocabulary::TrieNode* node = v.trie_nodes();
-  uint64_t wide[2] = {0, 0};  // bytes 0x80-0xFF
-  for (int32_t c : chain) {
-    wide[0] |= parser_->LiveBytes(c)[2];
-    wide[1] |= parser_->LiveBytes(c)[3];
-  }
-  const int64_t most = v.trie_size() / 64;
-  int64_t walks = 0;
-  for (int q = 0; q < 2; ++q) {
-    for (uint64_t w = wide[q]; w != 0; w &= w - 1) {
-      const int b = 128 + 64 * q + __builtin_ctzll(w);
       if (end >= split.max_depth) {
         walks += split.begin[b + 1] - split.begin[b];
       } else {

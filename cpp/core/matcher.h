@@ -155,8 +155,8 @@ class Matcher {
   void WalkSuffixes(uint32_t* words, bool chained);
   void SetPlainTokensUpTo(int32_t chars, uint32_t* words);
   // A configuration that keeps any plain token viable (plain capacity unbounded, or past every
-  // plain token's characters) without returning to itself on it: every plain token, and the other tokens by a walk of the rest
-  // trie (Vocabulary::rest_nodes) from `config`. (Also for a near universal one, whose tokens
+  // plain token's characters) without returning to itself on it: every plain token, and the
+  // other tokens by a walk of the rest trie (Vocabulary::rest_nodes) from `config`. (Also for a near universal one, whose tokens
   // holding Automaton::kNearLeads' bytes DecideLeadTokens then decides.)
   void RestWalk(int32_t config, uint32_t* words);
   // The rest trie's walk alone: sets the non-plain tokens allowed from `config`.
@@ -224,17 +224,13 @@ class Matcher {
   // instead of a walk of the byte's subtree. False (nothing written) where the first
   // character of the lead does not step along.
   bool WideFirstByte(uint8_t lead, const std::vector<int32_t>& chain, int32_t end, uint32_t* words);
-  // For a chain from `config` that reads multi-byte characters (whose walk the split does not
-  // shorten where they start a token): true when the boundary nodes `config` reads (those a
-  // chain ending at `end` walks) are few enough for the split to pay over a walk (a searched
-  // hex digit's are on most of the vocabulary's letters).
-  bool FewBoundaryNodes(int32_t config, const Vocabulary::LoopSplit& split, const uint64_t* set, int32_t end);
-  // For a chain that reads bytes past 0x7F where its configuration reads ASCII bytes only (a
-  // name's letters, then `\s`), or from a first byte: true when the boundary nodes on those
-  // bytes (each the start of a walk; at depth d from chain position d - shift) are few, as
-  // FewBoundaryNodes counts them.
-  bool FewWideBoundaryNodes(const Vocabulary::LoopSplit& split, const std::vector<int32_t>& chain, int32_t end,
-                            int32_t shift);
+  // For a chain that reads multi-byte characters (whose walk the split does not shorten where
+  // they start a token): true when the split's boundary nodes on `bytes` (4 words) that a chain
+  // ending at `end` walks (one at depth d from chain position d - shift) are few enough for the
+  // split to pay over a walk. Asked for the ASCII bytes a chain's head reads outside the set (a
+  // searched hex digit's are on most of the vocabulary's letters), and for the bytes past 0x7F
+  // its positions read where the head reads ASCII bytes only (a name's letters, then `\s`).
+  bool FewBoundaryNodes(const Vocabulary::LoopSplit& split, const uint64_t* bytes, int32_t end, int32_t shift);
   // Before a set is narrowed to leave out `excluded` (2 words) for such a chain: true when the
   // boundary nodes this adds on the bytes `config` reads are surely few (FewBoundaryNodes would
   // otherwise refuse the split only once computed).
