@@ -1,8 +1,8 @@
 """String-only sets with disjunctions (json_schema/distribute.py, StringEmitter.emit_union): under
-length bounds, the leaf branches' patterns become one minimal DFA of their union × the length,
-one live rule per position where the branches would be one each; the language is exactly the
-branches' union (Python's ``re`` and jsonschema as references), and the usual per-branch
-lowering stays where the union does not apply."""
+length bounds, the set's intersections and unions of patterns, as they nest, become one minimal
+DFA × the length, one live rule per position where the branches multiplied out would be one
+each; the language is exactly the set's (Python's ``re`` and jsonschema as references), and the
+usual per-branch lowering stays where the tree does not apply."""
 
 from __future__ import annotations
 
@@ -79,6 +79,83 @@ def test_nested_not_and_any_of_gather_to_one_union() -> None:
     }
     rules = schema_to_grammar(schema, limits=DEFAULT_LIMITS)[0].rules
     assert len(_length_products(rules)) == 1
+
+
+def _nested(depth: int, width: int, patterns: list[str]) -> dict[str, Any]:
+    """not (allOf of not (anyOf ...)) nested ``depth`` levels, ``width`` wide: an anyOf of
+    anyOfs whose leaves are ``patterns`` in turn (width ** depth leaves multiplied out)."""
+    leaves = iter(patterns * (width**depth))
+
+    def level(d: int) -> dict[str, Any]:
+        if d == 0:
+            return {"pattern": next(leaves)}
+        return {"not": {"allOf": [{"not": level(d - 1)} for _ in range(width)]}}
+
+    return level(depth)
+
+
+def test_nesting_past_the_branch_cap_is_one_product(compiler: lg.Compiler) -> None:
+    # 3 conjuncts, each an anyOf of 9 patterns: 729 branches multiplied out (past the 256 that
+    # distribution takes), three unions intersected as they nest.
+    conjuncts = [_nested(2, 3, PATTERNS[i : i + 4]) for i in range(3)]
+    schema = {"type": "string", "minLength": 2, "maxLength": 9, "allOf": conjuncts}
+    rules = schema_to_grammar(schema, limits=DEFAULT_LIMITS)[0].rules
+    assert len(_length_products(rules)) == 1
+    g = compiler.compile_json_schema(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    rng = random.Random("nested")
+    hits = 0
+    for _ in range(600):
+        text = "".join(rng.choices(ALPHABET, k=rng.randint(0, 11)))
+        valid = validator.is_valid(text)
+        hits += valid
+        assert accepts(g, text) == valid, text
+    assert 20 <= hits <= 580  # (both languages sampled)
+
+
+@pytest.mark.parametrize(
+    ("schema", "products"),
+    [
+        # An inner bound the root's imply adds nothing: still one product.
+        ({"type": "string", "maxLength": 6, "anyOf": [{"pattern": "a", "maxLength": 8}, {"pattern": "12"}]}, 1),
+        # A branch with no pattern holds every string (under the root's bounds).
+        ({"type": "string", "maxLength": 6, "anyOf": [{"pattern": "a"}, {"maxLength": 7}, {"pattern": "12"}]}, 1),
+        # A tighter inner bound is not the root's: the branches keep their own products.
+        ({"type": "string", "maxLength": 6, "anyOf": [{"pattern": "a", "maxLength": 4}, {"pattern": "12"}]}, 2),
+        # A branch that holds no string is left out of the union.
+        ({"type": "string", "maxLength": 6, "anyOf": [{"pattern": "a"}, {"type": "integer"}, {"pattern": "b$"}]}, 1),
+        # A nested anyOf whose every branch holds no string empties its set, not the union.
+        (
+            {
+                "type": "string",
+                "maxLength": 6,
+                "anyOf": [{"pattern": "a"}, {"pattern": "12"}, {"anyOf": [{"type": "integer"}, {"type": "null"}]}],
+            },
+            1,
+        ),
+    ],
+    ids=["implied-bound", "no-pattern", "own-bound", "no-string", "empty-nested"],
+)
+def test_branches_in_the_tree(compiler: lg.Compiler, schema: dict[str, Any], products: int) -> None:
+    assert len(_length_products(schema_to_grammar(schema, limits=DEFAULT_LIMITS)[0].rules)) == products
+    g = compiler.compile_json_schema(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    rng = random.Random(repr(schema))
+    for _ in range(300):
+        text = "".join(rng.choices(ALPHABET, k=rng.randint(0, 8)))
+        assert accepts(g, text) == validator.is_valid(text), text
+
+
+def test_nesting_past_the_depth_cap_is_distributed(compiler: lg.Compiler) -> None:
+    # 40 anyOfs each inside the last: past the tree's depth cap, the usual path lowers it.
+    inner: dict[str, Any] = {"pattern": "ab"}
+    for p in PATTERNS * 6:
+        inner = {"anyOf": [{"pattern": p}, inner]}
+    schema = {"type": "string", "maxLength": 5, **inner}
+    g = compiler.compile_json_schema(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    for text in ["ab", "12", "xyz", "b", "zzzzzz", "A.", "-1", "q"]:
+        assert accepts(g, text) == validator.is_valid(text), text
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -35,7 +35,10 @@ CAPS = (SCHEMA_RULES, DECIMAL_DIGITS, MULTIPLE_OF_STATES, PATTERN_DEPTH)
 _DIGITS_BOUND = 10**DECIMAL_DIGITS.value  # the smallest integer with more digits than DECIMAL_DIGITS
 
 # Caps that refuse a construct (UnsupportedSchemaError) or fall back to another construction.
-_MAX_BRANCHES = 256  # branches of one schema set's distributed disjunctions (more: "anyOf" unsupported)
+# Branches of one schema set's distributed disjunctions (more: "anyOf" unsupported), and sets in
+# one string-only set's tree (more: the set is distributed instead).
+_MAX_BRANCHES = 256
+_STRING_TREE_DEPTH = 32  # nested disjunctions a string-only set's tree follows (deeper: distributed)
 # Members per block of an ordered object's key alternatives (see MemberPositions.object_in_order).
 _OBJECT_KEY_BLOCK = 8
 # Bounded repetitions of string characters (StringEmitter.bounded): unrolled up to _UNROLLED_MAX,

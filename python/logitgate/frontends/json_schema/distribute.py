@@ -1,18 +1,20 @@
 """Distribution: a set's disjunctions multiplied out into branch sets, which the driver lowers one
-rule each; and, for a set of strings only, the whole tree of its branches gathered into one list
-of conjunctions, whose union the string emitter builds as one automaton."""
+rule each; and, for a set of strings only, its disjunctions gathered as they nest (a tree of
+intersections and unions, not multiplied out), from which the string emitter builds one
+automaton."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Literal
 
 from logitgate.cancel import checkpoint
 from logitgate.errors import CompileCancelled, CompileTimeout, LogitgateError
 
-from .caps import _MAX_BRANCHES
+from .caps import _MAX_BRANCHES, _STRING_TREE_DEPTH
 from .diagnostics import Diagnostics
 from .expand import Expander
-from .facts import _Facts
+from .facts import StringSet, _Facts
 from .keywords import _ALL_TYPES, _narrow_types
 from .merge import Merger
 from .resolve import _FALSE, _Index
@@ -70,18 +72,18 @@ class Distributor:
             combos = [c for c in reversed(combos) if not self.requires_forbidden(c)][::-1]
         return combos or None
 
-    def string_conjunctions(
+    def string_tree(
         self, atoms: frozenset[int], expanded: tuple[list[int], list[list[frozenset[int]]]]
-    ) -> list[_Facts] | None:
-        """The facts of every leaf branch of ``atoms`` (``expanded``: its expansion, as the
-        driver already has it) when all of them are strings described by patterns, formats and
-        one pair of length bounds alone (their union is the set's language), else None.
-        Branches that cannot hold a value are left out; so is nothing else. Nothing is
-        reported: a None sends the set down the usual path, which reports (what this walk
-        recorded is taken back first, so that it reports in its own order)."""
+    ) -> StringSet | None:
+        """The language of ``atoms`` (``expanded``: its expansion, as the driver already has it;
+        its own keywords allow strings only) as a tree of intersections and unions of string
+        facts, when every set in it is described by patterns, formats and length bounds the
+        root's imply; else None. Alternatives that hold no string are left out; so is nothing
+        else. Nothing is reported: a None sends the set down the usual path, which reports
+        (what this walk recorded is taken back first, so that it reports in its own order)."""
         dropped, empty = len(self.diag.dropped), len(self.diag.empty_reasons)
         try:
-            found = self._string_conjunctions(atoms, expanded)
+            found = self._string_tree(atoms, expanded)
         except (CompileTimeout, CompileCancelled):
             raise
         except LogitgateError:
@@ -92,40 +94,57 @@ class Distributor:
             return None
         return found
 
-    def _string_conjunctions(
+    def _string_tree(
         self, atoms: frozenset[int], expanded: tuple[list[int], list[list[frozenset[int]]]]
-    ) -> list[_Facts] | None:
-        out: list[_Facts] = []
-        work = [expanded]
-        seen = {atoms}
-        while work:
-            checkpoint()
-            pure, disj = work.pop()
-            if disj:
-                if not self.declared_types(pure) <= {"string"}:
-                    return None
-                combos = self.branches(pure, disj, report=False)
-                if not combos:  # (None: an empty choice; []: too many)
-                    if combos is None:
-                        continue
-                    return None
-                fresh = [c for c in combos if c not in seen]
-                if len(seen) + len(fresh) > _MAX_BRANCHES:
-                    return None
-                seen.update(fresh)
-                work.extend(e for e in map(self.exp.expand, fresh) if e is not None)
-                continue
-            f = self.merger.merge(pure)
-            if not f.types:
-                continue
-            if f.types != {"string"} or f.enum is not None or f.empty_reason is not None:
+    ) -> StringSet | None:
+        root = self.merger.merge(expanded[0])
+        if root.types != {"string"} or not _only_patterns(root):
+            return None
+        lo, hi = root.min_len, root.max_len
+        # Per atom set: its tree, False when it holds no string, None when it is refused. A
+        # tree is a DAG: a set shared by several alternatives is one node, built once.
+        memo: dict[frozenset[int], _Tree] = {}
+
+        def tree(f: _Facts, disj: list[list[frozenset[int]]], depth: int) -> _Tree:
+            choices = []
+            for alts in disj:
+                live = []
+                for alt in alts:
+                    if alt in memo:
+                        sub = memo[alt]
+                    else:
+                        if len(memo) >= _MAX_BRANCHES or depth >= _STRING_TREE_DEPTH:
+                            return None
+                        checkpoint()
+                        memo[alt] = None  # (a set inside itself: refused)
+                        sub = memo[alt] = branch(alt, depth + 1)
+                    if sub is None:
+                        return None
+                    if sub is not False:
+                        live.append(sub)
+                if not live:
+                    return False
+                choices.append(tuple(live))
+            return StringSet(f, tuple(choices))
+
+        def branch(alt: frozenset[int], depth: int) -> _Tree:
+            exp = self.exp.expand(alt)
+            if exp is None:
+                return False
+            f = self.merger.merge(exp[0])
+            if "string" not in f.types:
+                return False
+            if not _only_patterns(f):
                 return None
-            if any(isinstance(v, str) for v in f.not_enum) or not (f.patterns or f.formats):
+            # Bounds the root's imply add nothing: the root intersects every branch with them.
+            if f.min_len > lo or (f.max_len is not None and (hi is None or f.max_len < hi)):
                 return None
-            if out and (f.min_len, f.max_len) != (out[0].min_len, out[0].max_len):
-                return None
-            out.append(f)
-        return out if len(out) > 1 else None
+            return tree(f, exp[1], depth)
+
+        out = tree(root, expanded[1], 0)
+        if not isinstance(out, StringSet) or not _any_pattern(out):
+            return None
+        return out
 
     def branch_types(self, alt: frozenset[int]) -> set[str]:
         """The types a branch's conjuncts (its negations expanded, so "not minimum" is a number)
@@ -171,3 +190,29 @@ class Distributor:
             key = min(both)
             self.diag.empty(forbidden[key], f"required property {key!r} is forbidden")
         return bool(both)
+
+
+# A set's string tree; False: the set holds no string (left out of its union); None: refused.
+_Tree = StringSet | Literal[False] | None
+
+
+def _only_patterns(f: _Facts) -> bool:
+    """Whether ``f``'s strings are described by patterns, formats and length bounds alone."""
+    return f.enum is None and f.empty_reason is None and not any(isinstance(v, str) for v in f.not_enum)
+
+
+def _any_pattern(tree: StringSet) -> bool:
+    """Whether a pattern or a format is anywhere in ``tree`` (else its language is length bounds
+    alone, which the usual path lowers without an automaton)."""
+    seen: set[int] = set()
+    stack = [tree]
+    while stack:
+        t = stack.pop()
+        if t.facts.patterns or t.facts.formats:
+            return True
+        for alts in t.disjunctions:
+            for a in alts:
+                if id(a) not in seen:
+                    seen.add(id(a))
+                    stack.append(a)
+    return False

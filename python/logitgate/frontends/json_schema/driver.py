@@ -380,9 +380,9 @@ class Lowering:
             return _EMPTY_LANG
         pure, disj = exp
         if disj and self.dist.declared_types(pure) <= {"string"}:
-            # Strings only: the union of every leaf branch as one automaton, where it is one.
-            conjunctions = self.dist.string_conjunctions(atoms, exp)
-            node = None if conjunctions is None else self.strs.emit_union(conjunctions)
+            # Strings only: the disjunctions as they nest, one automaton, where it is one.
+            tree = self.dist.string_tree(atoms, exp)
+            node = None if tree is None else self.strs.emit_union(tree)
             if node is not None:
                 return node
         if disj:

@@ -71,3 +71,15 @@ class _Facts:
     contains: list[_Contains] = field(default_factory=list)
     unique: str | None = None  # pointer of uniqueItems: true
     empty_reason: tuple[str, str] | None = None  # (pointer, message) when a contradiction was seen
+
+
+@dataclass(frozen=True, eq=False)
+class StringSet:
+    """A string-only set's language as the string emitter builds it into one automaton: the
+    strings ``facts`` allow (its patterns and formats; its length bounds are the root's, or
+    implied by them), intersected with, per disjunction, the union of its alternatives'
+    languages. An alternative that holds no string is not in its disjunction; a set that
+    several alternatives share is one node."""
+
+    facts: _Facts
+    disjunctions: tuple[tuple[StringSet, ...], ...]

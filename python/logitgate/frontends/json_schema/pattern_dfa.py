@@ -250,6 +250,14 @@ def minimal_union(dfas: list[Dfa], max_states: int = _DFA_STATES) -> Dfa | None:
     return None if product is None else minimize(product)
 
 
+def minimal_intersection(dfas: list[Dfa], max_states: int = _DFA_STATES) -> Dfa | None:
+    """The minimal DFA of the intersection of ``dfas``' languages; None past ``max_states``."""
+    if len(dfas) == 1:
+        return dfas[0]
+    product = intersect(dfas, max_states)
+    return None if product is None else minimize(product)
+
+
 def minimal_dfa(nfas: list[_Nfa], max_states: int = _DFA_STATES) -> Dfa | None:
     """The minimal DFA of the intersection of ``nfas``' languages; None past ``max_states``
     states at any step."""
@@ -259,10 +267,7 @@ def minimal_dfa(nfas: list[_Nfa], max_states: int = _DFA_STATES) -> Dfa | None:
         if d is None:
             return None
         dfas.append(minimize(d))
-    if len(dfas) == 1:
-        return dfas[0]
-    product = intersect(dfas, max_states)
-    return None if product is None else minimize(product)
+    return minimal_intersection(dfas, max_states)
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import re
 
+from logitgate.cancel import checkpoint
 from logitgate.errors import GrammarError, LimitExceeded, _int_text
 from logitgate.frontends.regex import ANY_STRING as _ANY_STRING
 from logitgate.frontends.regex import regex_to_node
@@ -49,9 +50,9 @@ from .caps import (
 )
 from .decide import Decider
 from .diagnostics import Diagnostics
-from .facts import _Facts
+from .facts import StringSet, _Facts
 from .formats import _FORMATS, _format_node
-from .pattern_dfa import Dfa, LengthProduct, minimal_dfa, minimal_union
+from .pattern_dfa import Dfa, LengthProduct, minimal_dfa, minimal_intersection, minimal_union
 from .pattern_dfa import with_length as dfa_with_length
 from .patterns import _fit_length, _length_product_size, _map_leaves, _Nfa, _restrict_length
 from .rules import RuleTable
@@ -381,42 +382,60 @@ class StringEmitter:
         self.table.rules.update(rules)
         return Ref(f"{base}0_0")
 
-    def emit_union(self, conjunctions: list[_Facts]) -> Node | None:
-        """A string of any of ``conjunctions`` (the facts of a string-only set's leaf branches:
-        patterns, formats, one pair of length bounds): the minimal DFA of their union × the
-        length, one rule per kept (state, length) pair, where the branches one by one would be
-        one rule each, all of them live at once in the parser. Only under length bounds, where
-        each branch would be such a product too, and only when the union's is not the larger.
-        None otherwise, and where a pattern does not lower, an automaton is past its bound or
-        the union is empty: the caller then lowers the branches one by one, which reports why."""
-        lo, hi = conjunctions[0].min_len, conjunctions[0].max_len
+    def emit_union(self, tree: StringSet) -> Node | None:
+        """A string of ``tree``'s language (distribute.py: a string-only set's intersections
+        and unions of patterns and formats, as they nest, under the root's length bounds): its
+        minimal DFA, built bottom-up, × the length, one rule per kept (state, length) pair,
+        where the set's branches multiplied out would be one length product each, all of them
+        live at once in the parser. Only under length bounds, where each branch would be such
+        a product too. None otherwise, and where a pattern does not lower, an automaton is
+        past its bound or the language is empty: the caller then lowers the branches one by
+        one, which reports why."""
+        lo, hi = tree.facts.min_len, tree.facts.max_len
         if (lo == 0 and hi is None) or lo > _LONGEST or (hi is not None and lo > hi):
             return None  # (unbounded: each branch stays a compact regex, not a DFA)
-        dfas = []
-        for f in conjunctions:
-            try:
-                nodes = [self.pattern_node(p) for p, _ in f.patterns]
-            except GrammarError:
-                return None
-            nodes += [self.format_node(x) for x, _ in f.formats]
-            key = tuple(nodes)
-            if key not in self.dfa_memo:
-                nfas = self._nfas(nodes)
-                self.dfa_memo[key] = None if nfas is None else minimal_dfa(nfas)
-            dfa = self.dfa_memo[key]
-            if dfa is None:
-                return None
-            dfas.append(dfa)
-        whole = minimal_union(dfas)
+        memo: dict[int, Dfa | None] = {}
+        order = _bottom_up(tree)
+        for t in order:
+            checkpoint()  # (one automaton per node: a tree holds up to _MAX_BRANCHES of them)
+            memo[id(t)] = self._set_dfa(t, memo)
+        whole = memo[id(tree)]
         left = _LENGTH_PRODUCT_RULES_TOTAL - self.product_rules
         product = None if whole is None else dfa_with_length(whole, lo, hi, min(_DFA_LENGTH_RULES, left))
         if product is None or not product.pairs:
             return None
-        # Never more rules than the branches' own length products would be.
-        parts = [dfa_with_length(d, lo, hi, len(product.pairs)) for d in dfas]
-        if all(p is not None for p in parts) and sum(len(p.pairs) for p in parts if p) < len(product.pairs):
-            return None
         return _seq([Literal(b'"'), self._length_product_rules(product), Literal(b'"')])
+
+    def _set_dfa(self, t: StringSet, below: dict[int, Dfa | None]) -> Dfa | None:
+        """The minimal DFA of one node of a string tree, its alternatives' already in ``below``:
+        its patterns and formats intersected with the union of each disjunction. None where a
+        pattern does not lower or an automaton is past its bound."""
+        try:
+            nodes = [self.pattern_node(p) for p, _ in t.facts.patterns]
+        except GrammarError:
+            return None
+        nodes += [self.format_node(x) for x, _ in t.facts.formats]
+        parts: list[Dfa] = []
+        if nodes:
+            key = tuple(nodes)
+            if key not in self.dfa_memo:
+                nfas = self._nfas(nodes)
+                self.dfa_memo[key] = None if nfas is None else minimal_dfa(nfas)
+            own = self.dfa_memo[key]
+            if own is None:
+                return None
+            parts.append(own)
+        for alts in t.disjunctions:
+            dfas = [below[id(a)] for a in alts]
+            if any(d is None for d in dfas):
+                return None
+            union = minimal_union([d for d in dfas if d is not None])
+            if union is None:
+                return None
+            parts.append(union)
+        if not parts:
+            return _ANY_STRING_DFA
+        return minimal_intersection(parts)
 
     def _nfas(self, nodes: list[Node]) -> list[_Nfa] | None:
         """Thompson NFAs of ``nodes``; None when one is too large to build."""
@@ -493,3 +512,27 @@ class StringEmitter:
         self.product_rules += len(rules)
         self.table.rules.update(rules)
         return Ref(name(start, 0))
+
+
+# Every string: one accepting state that moves to itself on every code point but surrogates.
+_EVERY_CODE_POINT = ((0, 0xD7FF), (0xE000, MAX_CODE_POINT))
+_ANY_STRING_DFA = Dfa((((_EVERY_CODE_POINT, 0),),), (True,))
+
+
+def _bottom_up(tree: StringSet) -> list[StringSet]:
+    """The distinct nodes of ``tree``, every node after all of its alternatives."""
+    order: list[StringSet] = []
+    done: set[int] = {id(tree)}
+    stack: list[tuple[StringSet, bool]] = [(tree, False)]
+    while stack:
+        t, expanded = stack.pop()
+        if expanded:
+            order.append(t)
+            continue
+        stack.append((t, True))
+        for alts in t.disjunctions:
+            for a in alts:
+                if id(a) not in done:
+                    done.add(id(a))
+                    stack.append((a, False))
+    return order
