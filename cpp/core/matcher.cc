@@ -169,7 +169,7 @@ void Matcher::MoveTo(std::shared_ptr<Parser> store) {
   parser_ = store_.get();
 }
 
-int32_t Matcher::Advance(int32_t config, const std::string& data) {
+int32_t Matcher::Advance(int32_t config, std::string_view data) {
   for (unsigned char b : data) {
     config = parser_->Next(config, b);
     if (config == Parser::kDead) return Parser::kDead;
@@ -866,7 +866,7 @@ void Matcher::WalkBoundaries(const Vocabulary::LoopSplit& split, const uint64_t*
                              int32_t end, int32_t shift, uint32_t* words) {
   const Vocabulary& v = *grammar_->vocab;
   Parser& parser = *parser_;
-  wide_ok_.clear();  // WideFirstByte's, per chain
+  wide_steps_known_ = 0;  // WideTokensAlong's, per chain
   // The bytes outside the set that some position of the chain reads.
   uint64_t others[4] = {0, 0, 0, 0};
   for (int32_t c : chain) {
@@ -890,11 +890,17 @@ void Matcher::WalkBoundaries(const Vocabulary::LoopSplit& split, const uint64_t*
         if (!wide_skip_.empty() && d > 1 && SkippedBelow(j)) continue;
         const int32_t parent = chain[std::min(d - shift, last)];
         if (!(parser.LiveBytes(parent)[q] >> (b & 63) & 1)) continue;
+        const bool lead = b >= 0xC2 && b <= 0xF4;
         if (d == 1) {  // a root split's first byte outside its set
-          if (b < 0xC2 || b > 0xF4 || !WideFirstByte(static_cast<uint8_t>(b), chain, end, words)) {
-            WalkFirstByte(static_cast<uint8_t>(b), words);
+          const auto first = static_cast<uint8_t>(b);
+          if (!lead || !WideTokensAlong(v.wide_tokens(first), first, 0, chain, end, words)) {
+            WalkFirstByte(first, words);
           }
           continue;
+        }
+        if (lead && shift == 1) {  // below a root split's ASCII path of the set's bytes
+          const Vocabulary::WideList tail = v.wide_tail_tokens(j);
+          if (tail.size > 0 && WideTokensAlong(tail, static_cast<uint8_t>(b), d - 1, chain, end, words)) continue;
         }
         walk_config_[d - 1] = parent;
         walk_row_[d - 1] = parser.Row(parent);
@@ -905,39 +911,49 @@ void Matcher::WalkBoundaries(const Vocabulary::LoopSplit& split, const uint64_t*
   }
 }
 
-bool Matcher::WideFirstByte(uint8_t lead, const std::vector<int32_t>& chain, int32_t end, uint32_t* words) {
-  const Vocabulary& v = *grammar_->vocab;
+bool Matcher::WideTokensAlong(const Vocabulary::WideList& tokens, uint8_t lead, int32_t at,
+                              const std::vector<int32_t>& chain, int32_t end, uint32_t* words) {
   Parser& parser = *parser_;
-  // wide_ok_[c]: the leads whose every character steps along positions 0 .. c - 1 of the chain
-  // (past its last position, a loop's, the last's step set again). Computed once per chain
-  // (WalkBoundaries clears it), as far as the lead bytes below it need.
   const auto last = static_cast<int32_t>(chain.size()) - 1;
-  auto ok_through = [&](int32_t chars) {
-    if (wide_ok_.empty()) wide_ok_.push_back(~0ull);
-    while (static_cast<int32_t>(wide_ok_.size()) <= chars) {
-      const auto m = static_cast<int32_t>(wide_ok_.size()) - 1;
-      wide_ok_.push_back(wide_ok_.back() & parser.Steps(chain[std::min(m, last)], true).bytes[3]);
+  // Past its last position (a loop's), the chain's last step set again; the step sets of
+  // multi-byte characters cost far more than the ASCII ones: each computed once per chain.
+  auto steps = [&](int32_t m) {
+    if (!(wide_steps_known_ >> m & 1)) {
+      wide_steps_[static_cast<size_t>(m)] = parser.Steps(chain[static_cast<size_t>(std::min(m, last))], true).bytes[3];
+      wide_steps_known_ |= 1u << m;
     }
-    return wide_ok_[static_cast<size_t>(chars)];
+    return wide_steps_[static_cast<size_t>(m)];
   };
   const int32_t reach = std::min(end, Vocabulary::kMultibytePlainReach);
   // Not even the first character steps along: walk.
-  if (reach == 0 || !(ok_through(1) >> (lead - 0xC0) & 1)) return false;
-  ok_through(reach);
+  if (at >= reach || !(steps(at) >> (lead - 0xC0) & 1)) return false;
+  // along[c]: the leads whose every character steps along positions at .. at + c - 1.
+  const int32_t room = reach - at;
+  std::array<uint64_t, Vocabulary::kMultibytePlainReach + 1> along{};
+  along[0] = ~0ull;
+  for (int32_t c = 1; c <= room; ++c) along[static_cast<size_t>(c)] = along[static_cast<size_t>(c - 1)] & steps(at + c - 1);
   // Where the chain ends within that reach at a position that reads no multi-byte character,
-  // a token of more whole characters, whose leads all step along, dies at its character end + 1.
+  // a token of more whole characters, whose leads all step along, dies at its character room + 1.
   const bool hard_end = reach == end && end <= last && parser.LiveBytes(chain[static_cast<size_t>(end)])[3] == 0;
   // A token of whole characters of those leads, no more of them than the chain steps, is
-  // allowed; every other token is decided by its bytes.
-  const Vocabulary::WideToken* tokens = v.wide_tokens(lead);
-  for (int32_t k = 0, n = v.num_wide_tokens(lead); k < n; ++k) {
-    const Vocabulary::WideToken& t = tokens[k];
-    const bool along = t.chars > 0 && t.chars <= reach && (t.leads & ~wide_ok_[static_cast<size_t>(t.chars)]) == 0;
-    const bool dies = !along && hard_end && t.chars > end && (t.leads & ~wide_ok_[static_cast<size_t>(end)]) == 0;
-    if (along || (!dies && Advance(chain[0], v.bytes(t.id)) != Parser::kDead)) words[t.id >> 5] |= 1u << (t.id & 31);
-    walk_nodes_ += along || dies ? 0 : t.chars + 1;
+  // allowed; every other token is decided by its bytes, from the position above the node.
+  const int32_t from = chain[static_cast<size_t>(std::min(at, last))];
+  for (int32_t k = 0; k < tokens.size; ++k) {
+    const Vocabulary::WideToken& t = tokens.tokens[k];
+    const bool allowed = t.chars > 0 && t.chars <= room && (t.leads & ~along[static_cast<size_t>(t.chars)]) == 0;
+    const bool dies = !allowed && hard_end && t.chars > room && (t.leads & ~along[static_cast<size_t>(room)]) == 0;
+    if (allowed || dies) {
+      if (allowed) words[t.id >> 5] |= 1u << (t.id & 31);
+      continue;
+    }
+    // (A token of whole characters has no bytes in the list: its leads' tell it.)
+    const int32_t b0 = tokens.text_begin[k], b1 = tokens.text_begin[k + 1];
+    const std::string_view bytes = b1 > b0 ? std::string_view(tokens.text + b0, static_cast<size_t>(b1 - b0))
+                                           : std::string_view(grammar_->vocab->bytes(t.id)).substr(static_cast<size_t>(at));
+    if (Advance(from, bytes) != Parser::kDead) words[t.id >> 5] |= 1u << (t.id & 31);
+    walk_nodes_ += t.chars + 1;
   }
-  walk_nodes_ += v.num_wide_tokens(lead) / 16;  // bits cost like nodes, a word at a time
+  walk_nodes_ += tokens.size / 16;  // bits cost like nodes, a word at a time
   return true;
 }
 

@@ -15,10 +15,12 @@
 // is accepted only EOS is allowed.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -218,12 +220,15 @@ class Matcher {
   // Boundary nodes below those first bytes are skipped (wide_skip_, SkippedBelow).
   SplitUse WideSplitWalk(int32_t config, const uint64_t* set, uint32_t* words, bool may_compute);
   bool SkippedBelow(int32_t j) const;
-  // A root split's first byte `lead` (0xC2-0xF4) below a chain (SplitWalk, up to `end`) that
-  // reads multi-byte characters: its tokens of whole characters that step along the chain are
-  // allowed by their counts (Vocabulary::wide_tokens), the others decided by their bytes,
-  // instead of a walk of the byte's subtree. False (nothing written) where the first
-  // character of the lead does not step along.
-  bool WideFirstByte(uint8_t lead, const std::vector<int32_t>& chain, int32_t end, uint32_t* words);
+  // A root split's boundary node on a lead byte `lead` (0xC2-0xF4) below `at` of the set's
+  // bytes, which lead to position `at` of a chain (up to `end`) that reads multi-byte
+  // characters; `tokens` its subtree's (Vocabulary::wide_tokens for a first byte,
+  // wide_tail_tokens below an ASCII path). Its tokens of whole characters of leads that step
+  // along the chain are allowed by their counts, the others decided by their bytes, instead
+  // of a walk of the subtree. False (nothing written) where the first character of `lead`
+  // does not step along from there.
+  bool WideTokensAlong(const Vocabulary::WideList& tokens, uint8_t lead, int32_t at, const std::vector<int32_t>& chain,
+                       int32_t end, uint32_t* words);
   // For a chain that reads multi-byte characters (whose walk the split does not shorten where
   // they start a token): true when the split's boundary nodes on `bytes` (4 words) that a chain
   // ending at `end` walks (one at depth d from chain position d - shift) are few enough for the
@@ -300,7 +305,7 @@ class Matcher {
   }
   // `loops`: the node's byte led from c back to c.
   bool SubtreeAllowed(int32_t c, int32_t i, const uint64_t* below, bool loops);
-  int32_t Advance(int32_t config, const std::string& data);
+  int32_t Advance(int32_t config, std::string_view data);
 
   std::shared_ptr<const CompiledGrammar> grammar_;
   std::shared_ptr<Parser> store_;  // the store history_'s configurations live in
@@ -317,7 +322,10 @@ class Matcher {
   int32_t chain_shift_ = 0;             // positions before chain_[0] (see WalkSuffixes)
   uint64_t except_leads_ = 0;           // AllowMissingLeads' (bit b - 192 for lead b)
   std::vector<uint32_t> first_bytes_mask_;  // PlainFirstStep's cut
-  std::vector<uint64_t> wide_ok_;            // WideFirstByte's leads per character count, per chain
+  // WideTokensAlong's, per chain: per position m, the leads whose every character steps from m
+  // to the next position (bit m of wide_steps_known_: computed).
+  std::array<uint64_t, Vocabulary::kMultibytePlainReach> wide_steps_{};
+  uint32_t wide_steps_known_ = 0;
   std::vector<int32_t> wide_skip_;          // WideSplitWalk's first bytes (their trie nodes)
   std::vector<int32_t> wide_chain_;         // and its chain from the step successor on (SetChain)
   bool clear_from_alphabet_ = false;     // this clearing walk started from the alphabet's mask

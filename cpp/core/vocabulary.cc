@@ -133,7 +133,7 @@ Vocabulary::Vocabulary(std::vector<std::string> tokens, std::vector<bool> has_by
   {
     // The tokens of each first lead byte, with their characters when they are whole multi-byte
     // characters only: a count, then a fill.
-    auto wide_of = [](const std::string& token) {
+    auto wide_of = [](std::string_view token) {
       WideToken t{0, 0, 0};
       for (size_t k = 0; k < token.size();) {
         const auto lead = static_cast<uint8_t>(token[k]);
@@ -150,24 +150,52 @@ Vocabulary::Vocabulary(std::vector<std::string> tokens, std::vector<bool> has_by
       }
       return t;
     };
+    // One pool of lists: a token and, unless it is whole characters only, its bytes from the
+    // lead on (which a walk over the list reads in order).
+    auto add = [&](int32_t id, size_t from) {
+      const std::string_view bytes = std::string_view(tokens_[id]).substr(from);
+      WideToken t = wide_of(bytes);
+      t.id = id;
+      wide_pool_.push_back(t);
+      if (t.chars == 0) wide_text_.append(bytes);
+      wide_text_begin_.push_back(static_cast<int32_t>(wide_text_.size()));
+    };
+    wide_text_begin_.push_back(0);
     auto first_lead = [&](int32_t i) {
       const auto b = tokens_[i].empty() ? 0 : static_cast<uint8_t>(tokens_[i][0]);
       return text_[i] && b >= 0xC2 && b <= 0xF4 ? b - 0xC0 : -1;
     };
-    std::array<int32_t, 65> next{};
+    std::vector<std::pair<int, int32_t>> firsts;  // (lead - 0xC0, id), by lead then id
     for (int32_t i = 0; i < width; ++i) {
-      if (const int k = first_lead(i); k >= 0) ++next[k + 1];
+      if (const int k = first_lead(i); k >= 0) firsts.emplace_back(k, i);
     }
-    for (int k = 0; k < 64; ++k) next[k + 1] += next[k];
-    wide_begin_ = next;
-    wide_tokens_.resize(static_cast<size_t>(next[64]));
-    for (int32_t i = 0; i < width; ++i) {
-      const int k = first_lead(i);
-      if (k < 0) continue;
-      WideToken t = wide_of(tokens_[i]);
-      t.id = i;
-      wide_tokens_[next[k]++] = t;
+    std::sort(firsts.begin(), firsts.end());
+    wide_begin_.fill(0);
+    for (const auto& [k, id] : firsts) {
+      ++wide_begin_[static_cast<size_t>(k) + 1];
+      add(id, 0);
     }
+    for (int k = 0; k < 64; ++k) wide_begin_[k + 1] += wide_begin_[k];
+    // Wide tail nodes: a lead byte below an ASCII path (depth >= 2; depth 1 is the above). The
+    // walk enters ASCII nodes only, so every node it meets has an ASCII path above it.
+    const TrieNode* node = trie_nodes_.data();
+    for (int32_t i = 0; i < trie_size();) {
+      const int32_t d = node[i].depth;
+      const uint8_t b = node[i].byte;
+      if (b < 0x80) {
+        ++i;
+        continue;
+      }
+      if (d >= 2 && b >= 0xC2 && b <= 0xF4) {
+        wide_tail_nodes_.push_back(i);
+        wide_tail_begin_.push_back(static_cast<int32_t>(wide_pool_.size()));
+        for (int32_t k = trie_token_begin_[i]; k < trie_token_begin_[node[i].subtree_end]; ++k) {
+          add(trie_tokens_[k], static_cast<size_t>(d - 1));
+        }
+      }
+      i = node[i].subtree_end;
+    }
+    wide_tail_begin_.push_back(static_cast<int32_t>(wide_pool_.size()));
   }
   {
     // The tokens of each rare plain ASCII byte: a count of every byte's tokens, then a fill of
@@ -776,6 +804,21 @@ const Vocabulary::LoopSplit* Vocabulary::loop_split(const uint64_t* ascii, bool 
   const LoopSplit* out = split.get();
   loop_splits_.emplace(key, std::move(split));
   return out;
+}
+
+Vocabulary::WideList Vocabulary::wide_list(int32_t begin, int32_t end) const {
+  return {wide_pool_.data() + begin, wide_text_begin_.data() + begin, wide_text_.data(), end - begin};
+}
+
+Vocabulary::WideList Vocabulary::wide_tokens(uint8_t lead) const {
+  return wide_list(wide_begin_[lead - 0xC0], wide_begin_[lead - 0xC0 + 1]);
+}
+
+Vocabulary::WideList Vocabulary::wide_tail_tokens(int32_t node) const {
+  const auto at = std::lower_bound(wide_tail_nodes_.begin(), wide_tail_nodes_.end(), node);
+  if (at == wide_tail_nodes_.end() || *at != node) return {};
+  const auto k = static_cast<size_t>(at - wide_tail_nodes_.begin());
+  return wide_list(wide_tail_begin_[k], wide_tail_begin_[k + 1]);
 }
 
 }  // namespace logitgate

@@ -143,19 +143,31 @@ class Vocabulary {
     for (uint64_t w = leads; w != 0; w &= w - 1) n += num_lead_tokens(static_cast<uint8_t>(0xC0 + __builtin_ctzll(w)));
     return n;
   }
-  // The text tokens whose first byte is the lead byte `lead` (0xC2-0xF4): [wide_tokens(lead),
-  // + num_wide_tokens(lead)). A token of whole multi-byte characters only has its character
-  // count and the lead bytes it holds (bit b - 0xC0 for lead b); the others (an ASCII byte
-  // after the first character, a partial character) have `chars` 0. A chain whose positions
+  // The text tokens whose first byte is the lead byte `lead` (0xC2-0xF4). A token of whole
+  // multi-byte characters only has its character count and the lead bytes it holds (bit
+  // b - 0xC0 for lead b); the others (an ASCII byte after the first character, a partial
+  // character) have `chars` 0, and their bytes are kept in list order (a walk over a list reads
+  // them in order, where the vocabulary's own strings are scattered). A chain whose positions
   // each step every character of those leads along allows the first kind by their counts
-  // (Matcher::WideFirstByte), where walking their subtree visits a node per byte.
+  // (Matcher::WideTokensAlong), where walking their subtree visits a node per byte.
   struct WideToken {
     uint64_t leads;
     int32_t id;
     int32_t chars;
   };
-  const WideToken* wide_tokens(uint8_t lead) const { return wide_tokens_.data() + wide_begin_[lead - 0xC0]; }
-  int32_t num_wide_tokens(uint8_t lead) const { return wide_begin_[lead - 0xC0 + 1] - wide_begin_[lead - 0xC0]; }
+  struct WideList {
+    const WideToken* tokens = nullptr;
+    const int32_t* text_begin = nullptr;  // token k's bytes: [text_begin[k], text_begin[k + 1]) of text
+    const char* text = nullptr;           // (empty for a token of whole characters)
+    int32_t size = 0;
+  };
+  WideList wide_tokens(uint8_t lead) const;
+  // The same below a *wide tail node*: a node on a lead byte whose path above is ASCII bytes
+  // only (` ` then the first byte of a Cyrillic word). Every token of its subtree, in trie
+  // order, with the characters, leads and bytes of what it holds from that node on: a chain
+  // that reads the ASCII path steps on with them as with a first lead byte's tokens. Empty
+  // for any other node.
+  WideList wide_tail_tokens(int32_t node) const;
   // The text tokens holding the plain ASCII byte `b` anywhere, each once per byte, kept only
   // for bytes that a 32nd of the text tokens or fewer hold (`<`, `{`, `|`; not letters):
   // [ascii_tokens(b), + num_ascii_tokens(b)), and -1 tokens for a byte not kept. They let the
@@ -378,8 +390,13 @@ class Vocabulary {
   std::vector<SplitRun> split_runs_;
   std::array<int32_t, 257> split_run_begin_{};
   std::vector<int32_t> lead_tokens_;      // by lead byte (see lead_tokens)
-  std::vector<WideToken> wide_tokens_;    // by first byte (see wide_tokens)
+  WideList wide_list(int32_t begin, int32_t end) const;
+  std::vector<WideToken> wide_pool_;      // the lists of wide_tokens, then those of wide_tail_tokens
+  std::vector<int32_t> wide_text_begin_;  // (one more entry than wide_pool_)
+  std::string wide_text_;
   std::array<int32_t, 65> wide_begin_{};  // lead b's at [wide_begin_[b - 0xC0], [b - 0xC0 + 1])
+  std::vector<int32_t> wide_tail_nodes_;  // the wide tail nodes, ascending
+  std::vector<int32_t> wide_tail_begin_;  // node wide_tail_nodes_[k]'s at [wide_tail_begin_[k], [k + 1])
   std::array<int32_t, 65> lead_begin_{};  // lead b's at [lead_begin_[b - 0xC0], [b - 0xC0 + 1])
   std::vector<int32_t> ascii_byte_tokens_;  // by plain ASCII byte (see ascii_tokens)
   std::array<int32_t, 129> ascii_begin_{};  // byte b's at [ascii_begin_[b], ascii_begin_[b + 1])

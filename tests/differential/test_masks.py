@@ -474,6 +474,62 @@ def test_wide_chain_split_masks_match_reference(pattern: str, splits_at_once: No
     run_differential(f"wide chain {pattern!r}", compiled, vocab_view(vocab), walks=8, max_tokens=20, checks_per_walk=8)
 
 
+WIDE_TAIL_CASES: dict[str, dict[str, Any]] = {
+    # A name's body under a far bound (o358's): every non-ASCII character steps along.
+    "far-bound": {"type": "string", "maxLength": 260, "pattern": "^[A-Za-z0-9_][^<>*#.%&:\\\\+?/]*$"},
+    # A bound within the tokens' characters: past it, their characters die (the chain's end).
+    "near-bound": {"type": "string", "maxLength": 7, "pattern": "^[^<>.:]*$"},
+    # Cyrillic never steps along (its leads walk as before), nor one CJK character (its lead's
+    # tokens are decided by their bytes).
+    "lead-out": {"type": "string", "maxLength": 40, "pattern": "^[^<>.:\u0400-\u04ff\u65e5]*$"},
+    # Positions that differ in the leads they step along: Cyrillic only at the first three,
+    # or only after them.
+    "lead-first": {"type": "string", "pattern": "^[^<>.:]{3}[^<>.:\u0400-\u04ff]{0,20}$"},
+    "lead-after": {"type": "string", "pattern": "^[^<>.:\u0400-\u04ff]{3}[^<>.:]{0,20}$"},
+    # A loop (no bound): the chain is one position.
+    "loop": {"type": "string", "pattern": "^[^<>.:]*$"},
+}
+
+
+def _wide_tail_tokens(seed: int) -> list[bytes | None]:
+    """Words, and tokens of an ASCII prefix (a space, letters, both) before characters
+    of several leads (é, Cyrillic, CJK, an emoji), from one to twenty-four of them (past the
+    chain's reach of 16), some with ASCII after them or cut inside their last character."""
+    rng = random.Random(seed)
+    letters = "abcdefghij"
+    wides = ["\u00e9", "\u0431\u0432", "\u043c\u0441", "\u65e5\u672c", "\u8a9e", "\U0001f600", "\u00fc"]
+
+    def word(most: int) -> str:
+        return "".join(rng.choice(letters) for _ in range(rng.randint(1, most)))
+
+    extra = [(rng.choice(["", " "]) + word(8)).encode() for _ in range(3000)]
+    for _ in range(1500):
+        prefix = rng.choice([" ", word(3), " " + word(2), "_"])
+        body = "".join(rng.choice(wides) for _ in range(rng.randint(1, 12)))
+        tail = rng.choice(["", "", "", word(2), ".", "<"])
+        data = (prefix + body + tail).encode()
+        if rng.random() < 0.15:
+            data = data[:-1] if not tail else data  # cut inside the last character
+        extra.append(data)
+    return _with_new(_synthetic_tokens(seed), extra)
+
+
+@pytest.mark.parametrize("key", sorted(WIDE_TAIL_CASES))
+def test_wide_tail_masks_match_reference(key: str, splits_at_once: None) -> None:
+    """Boundary nodes on a lead byte below an ASCII path of a split's set (a space, then a
+    Cyrillic word): their tokens of whole characters decided by their counts along the chain
+    (Matcher::WideTokensAlong with Vocabulary::wide_tail_tokens), the others by their bytes;
+    checked at every position of a few values and along random walks."""
+    vocab = lg.Vocabulary.from_tokens(_wide_tail_tokens(_seed(key)), eos_ids=[0], special_ids=[1])
+    schema = {"type": "object", "properties": {"n": WIDE_TAIL_CASES[key]}}
+    compiled = _compile(vocab, lambda c: c.compile_json_schema(schema))
+    values = ["Az бв日本", "a мс😀é", "_" + "бв" * 6, "ab cd 日本語 ü", "x" * 5 + "é" * 3, "a" + "日本" * 9]
+    values += ["abcбвг", "aбвг"]
+    texts = [json.dumps({"n": v}, ensure_ascii=False).encode() for v in values]
+    _check_prefixes(f"wide tail {key}", compiled, vocab, texts, lambda data, i: i >= 7)
+    run_differential(f"wide tail {key}", compiled, vocab_view(vocab), walks=6, max_tokens=20, checks_per_walk=6)
+
+
 def _with_new(tokens: list[bytes | None], extra: Iterable[bytes]) -> list[bytes | None]:
     """``tokens`` followed by the non-empty tokens of ``extra`` not in it yet, in order."""
     seen = set(tokens)
