@@ -721,7 +721,7 @@ Matcher::SplitUse Matcher::SplitWalk(int32_t config, uint32_t* words, bool may_c
       const uint64_t excluded[2] = {set[0] & reads[0], set[1] & reads[1]};
       constexpr int kFewExcluded = 4;
       if (__builtin_popcountll(excluded[0]) + __builtin_popcountll(excluded[1]) <= kFewExcluded &&
-          (ascii_reads || FewExcludedNodes(config, excluded))) {
+          (ascii_reads || FewExcludedNodes(config, excluded, static_cast<int32_t>(split_chain_.size())))) {
         narrow[0] = set[0] & ~excluded[0];
         narrow[1] = set[1] & ~excluded[1];
       }
@@ -759,13 +759,20 @@ Matcher::SplitUse Matcher::SplitWalk(int32_t config, uint32_t* words, bool may_c
   return SplitUse::kDone;
 }
 
-bool Matcher::FewExcludedNodes(int32_t config, const uint64_t* excluded) {
+bool Matcher::FewExcludedNodes(int32_t config, const uint64_t* excluded, int32_t depth) {
   const Vocabulary& v = *grammar_->vocab;
   const uint64_t* live = parser_->LiveBytes(config);
-  // Their boundary nodes are at most their tokens: known for rare bytes only.
+  // Their boundary nodes are at most their tokens (known for rare bytes only), and at most their
+  // trie nodes within the chain's reach.
   const uint64_t read[2] = {excluded[0] & live[0], excluded[1] & live[1]};
+  int64_t nodes = 0;
+  for (int q = 0; q < 2; ++q) {
+    for (uint64_t w = read[q]; w != 0; w &= w - 1) {
+      nodes += v.nodes_on_byte_within(static_cast<uint8_t>(64 * q + __builtin_ctzll(w)), depth);
+    }
+  }
   const int64_t tokens = ExceptionTokens(v, read);
-  return tokens >= 0 && 64 * tokens <= v.trie_size();
+  return 64 * (tokens >= 0 ? std::min(tokens, nodes) : nodes) <= v.trie_size();
 }
 
 bool Matcher::FewBoundaryNodes(const Vocabulary::LoopSplit& split, const uint64_t* bytes, int32_t end,

@@ -236,10 +236,11 @@ class Matcher {
   // searched hex digit's are on most of the vocabulary's letters), and for the bytes past 0x7F
   // its positions read where the head reads ASCII bytes only (a name's letters, then `\s`).
   bool FewBoundaryNodes(const Vocabulary::LoopSplit& split, const uint64_t* bytes, int32_t end, int32_t shift);
-  // Before a set is narrowed to leave out `excluded` (2 words) for such a chain: true when the
-  // boundary nodes this adds on the bytes `config` reads are surely few (FewBoundaryNodes would
-  // otherwise refuse the split only once computed).
-  bool FewExcludedNodes(int32_t config, const uint64_t* excluded);
+  // Before a set is narrowed to leave out `excluded` (2 words) for such a chain, whose position
+  // `depth` - 1 reads them (its chain then ends there): true when the boundary nodes this adds
+  // on the bytes `config` reads are surely few (FewBoundaryNodes would otherwise refuse the
+  // split only once computed).
+  bool FewExcludedNodes(int32_t config, const uint64_t* excluded, int32_t depth);
   // SplitWalk for a loop over `set` whose split is not computed and which reads no byte outside
   // the set but '"' and '\\' (a string body of a pattern's class): the set's alphabet mask and
   // the subtrees of the vocabulary's quote nodes below paths of the set (Vocabulary::quote_nodes).

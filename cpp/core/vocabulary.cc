@@ -337,6 +337,15 @@ void Vocabulary::BuildTrie() {
                       static_cast<uint8_t>(own > 1 ? kMoreTokens : 0)};
   }
   trie_nodes_[n] = {n, -1, -1, 0, 0, 0};  // the sentinel
+  constexpr int32_t kRow = kDepthCounted + 2;
+  byte_depth_nodes_.assign(256 * kRow, 0);
+  for (int32_t i = 0; i < n; ++i) {
+    int32_t* row = byte_depth_nodes_.data() + t.byte[i] * kRow;
+    ++row[std::min<int32_t>(t.depth[i], kDepthCounted + 1)];
+  }
+  for (int32_t b = 0; b < 256; ++b) {
+    for (int32_t d = 1; d < kRow; ++d) byte_depth_nodes_[b * kRow + d] += byte_depth_nodes_[b * kRow + d - 1];
+  }
   trie_tokens_ = std::move(t.tokens);
   trie_token_begin_ = std::move(t.token_begin);
   for (int32_t& r : trie_root_child_) r = -1;

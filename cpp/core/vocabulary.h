@@ -9,6 +9,7 @@
 // - a node's depth (>= 1) is the length of its byte string (the root is implicit at depth 0).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <map>
@@ -52,6 +53,13 @@ class Vocabulary {
   static constexpr uint8_t kWideNode = 2;    // see trie_child_bytes
   static constexpr uint8_t kMoreTokens = 4;  // several ids share the node's bytes: see trie_node_tokens
   int32_t trie_size() const { return static_cast<int32_t>(trie_nodes_.size()) - 1; }
+  // The trie nodes on byte `b` at depth `depth` or less (at any depth past kDepthCounted): at
+  // least the boundary nodes on `b` that a split's chain of `depth` - 1 positions walks.
+  static constexpr int32_t kDepthCounted = 16;
+  int32_t nodes_on_byte_within(uint8_t b, int32_t depth) const {
+    return byte_depth_nodes_[static_cast<size_t>(b) * (kDepthCounted + 2) +
+                             static_cast<size_t>(std::min(depth, kDepthCounted + 1))];
+  }
   // trie_size() records plus a sentinel.
   const TrieNode* trie_nodes() const { return trie_nodes_.data(); }
   // Every text token in trie order: node i's subtree holds trie_tokens()[trie_token_begin(i),
@@ -323,6 +331,8 @@ class Vocabulary {
   std::vector<uint64_t> trie_inner_;  // summary blocks (see trie_descendant_bytes)
   std::vector<int32_t> trie_tokens_;
   std::vector<int32_t> trie_token_begin_;
+  // nodes_on_byte_within's: per byte, cumulative by depth 0..kDepthCounted, then every depth.
+  std::vector<int32_t> byte_depth_nodes_;
   int32_t max_token_length_ = 0;
   int32_t trie_root_child_[256];
   int32_t first_byte_tokens_[256] = {};

@@ -805,6 +805,30 @@ NARROWED_CASES: dict[str, tuple[Any, list[str]]] = {
 }
 
 
+def _frequent_t_tokens(seed: int) -> list[bytes | None]:
+    """Words of which many hold ``T`` (a byte too frequent for the vocabulary to list its
+    tokens), digits and separators, and multi-byte characters, so that a date-time's `T` after
+    runs of any character is a frequent byte its chain ends on."""
+    rng = random.Random(seed)
+    pieces = ["a", "b", "T", "Tx", "1", "2", "0", "-", ":", "é", "日", " "]
+    extra = ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 6))).encode() for _ in range(6000)]
+    return _with_new(_synthetic_tokens(seed), extra)
+
+
+@pytest.mark.parametrize("pattern", ["^....-..-..T..:..$", "^.{2}T.{0,6}$"])
+def test_chain_ending_on_a_frequent_byte_masks_match_reference(pattern: str, splits_at_once: None) -> None:
+    """A chain of positions that read any character (multi-byte ones too) up to one that reads a
+    frequent byte only (a date-time's `T`): the split of the set less that byte, where the
+    chain ends, taken while that byte's trie nodes within the chain's reach are few
+    (Matcher::FewExcludedNodes); checked at every position of a few values."""
+    vocab = lg.Vocabulary.from_tokens(_frequent_t_tokens(_seed(pattern)), eos_ids=[0], special_ids=[1])
+    schema = {"type": "object", "properties": {"t": {"type": "string", "pattern": pattern}}}
+    compiled = _compile(vocab, lambda c: c.compile_json_schema(schema))
+    values = ["2022-01-01T12:30", "é日ab-1T-0Tb:Tx", "abTxyz", "日日T", "TTTTT"]
+    texts = [json.dumps({"t": v}, ensure_ascii=False).encode() for v in values]
+    _check_prefixes(f"frequent byte {pattern!r}", compiled, vocab, texts, lambda data, i: i >= 7)
+
+
 def _after_separator(data: bytes, i: int) -> bool:
     return i == 0 or data[i - 1 : i] in (b'"', b"/", b":", b"{", b"\\", b"i")
 
