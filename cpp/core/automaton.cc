@@ -1312,6 +1312,44 @@ bool Automaton::EveryPlainUtf8(int32_t s, Leaf&& leaf, Utf8Part part) const {
   return (part == Utf8Part::kNearLeads || every(kNearPlainUtf8)) && (part == Utf8Part::kNear || every(kNearLeadsUtf8));
 }
 
+bool Automaton::UnionReadsPlainUtf8(const std::vector<int32_t>& starts) const {
+  // On each piece of a pattern's byte range, the members' targets (each member's edges are
+  // sorted and disjoint: one target or none); a character is read when some member ends.
+  auto follow = [&](auto&& self, const std::vector<int32_t>& members, const std::vector<Range>& p, size_t k) -> bool {
+    if (k == p.size()) {
+      return std::any_of(members.begin(), members.end(), [&](int32_t t) { return final_[t] != 0; });
+    }
+    std::vector<int> cuts{p[k].lo, p[k].hi + 1};
+    for (int32_t q : members) {
+      for (const ByteEdge& e : bytes_[q]) {
+        if (e.hi >= p[k].lo && e.lo <= p[k].hi) {
+          cuts.push_back(std::max<int>(e.lo, p[k].lo));
+          cuts.push_back(std::min<int>(e.hi, p[k].hi) + 1);
+        }
+      }
+    }
+    std::sort(cuts.begin(), cuts.end());
+    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    std::vector<int32_t> next;
+    for (size_t i = 0; i + 1 < cuts.size(); ++i) {
+      next.clear();
+      for (int32_t q : members) {
+        for (const ByteEdge& e : bytes_[q]) {
+          if (e.lo <= cuts[i] && cuts[i] <= e.hi && deterministic_[e.target]) next.push_back(e.target);
+        }
+      }
+      if (next.empty() || !self(self, next, p, k + 1)) return false;
+    }
+    return true;
+  };
+  for (const auto* patterns : {&kNearPlainUtf8, &kNearLeadsUtf8}) {
+    for (const std::vector<Range>& p : *patterns) {
+      if (!follow(follow, starts, p, 0)) return false;
+    }
+  }
+  return true;
+}
+
 void Automaton::ComputeCharacterRules() {
   const int32_t n_rules = static_cast<int32_t>(rule_start_.size());
   char_ascii_.assign(static_cast<size_t>(n_rules), {0, 0});
@@ -1328,6 +1366,13 @@ void Automaton::ComputeCharacterRules() {
     char_utf8_near_[r] = EveryPlainUtf8(s0, ends, Utf8Part::kNear);
     char_utf8_[r] = char_utf8_near_[r] && EveryPlainUtf8(s0, ends, Utf8Part::kNearLeads);
   }
+}
+
+bool Automaton::ReadsLeadBytes(int32_t s) const {
+  for (const ByteEdge& e : bytes_[s]) {
+    if (e.hi >= 0xC2 && e.lo <= 0xF4) return true;
+  }
+  return false;
 }
 
 bool Automaton::ReadsSomeCharacter(int32_t r) const {
@@ -1514,6 +1559,7 @@ void Automaton::ComputePlainCapacity() {
   std::vector<EdgeList<int32_t>> via = ArenaLists(static_cast<size_t>(n), &scratch);
   std::vector<EdgeList<int32_t>> tails = ArenaLists(static_cast<size_t>(n), &scratch);
   Flags full(n, false);
+  std::map<std::vector<int32_t>, bool> union_utf8_memo;  // called rules -> UnionReadsPlainUtf8
   for (int32_t s = 0; s < n; ++s) {
     PollInterrupt();
     // Calls of rules that read one character of a class and may then end (a pattern's class in
@@ -1544,7 +1590,8 @@ void Automaton::ComputePlainCapacity() {
       ok = ok && EveryPlainUtf8(s, collect, Utf8Part::kAll);
     } else {
       // Each plain ASCII byte no call reads must have an edge; the characters past 0x7F are
-      // read by a call or all by the edges. The calls' return states are successors too.
+      // read by a call, all by the edges, or by several calls together. The calls' return
+      // states are successors too.
       for (const Range& range : kPlainAscii) {
         for (int b = range.lo; b <= range.hi && ok; ++b) {
           if (call_ascii[b >> 6] >> (b & 63) & 1) continue;
@@ -1553,9 +1600,28 @@ void Automaton::ComputePlainCapacity() {
           if (ok) out.push_back(t);
         }
       }
-      ok = ok && (call_utf8 || EveryPlainUtf8(s, collect, Utf8Part::kAll));
+      // Or several calls read them together (a DFA state's classes, one per target), with no
+      // edge of s's own past 0x7F: then every call's return state is a successor.
+      bool union_utf8 = false;
+      const bool utf8 = ok && (call_utf8 || EveryPlainUtf8(s, collect, Utf8Part::kAll));
+      if (ok && !utf8 && !ReadsLeadBytes(s)) {
+        std::vector<int32_t> rules;
+        for (const CallEdge& c : calls_[s]) rules.push_back(c.rule);
+        std::sort(rules.begin(), rules.end());
+        rules.erase(std::unique(rules.begin(), rules.end()), rules.end());
+        auto known = union_utf8_memo.find(rules);
+        if (known == union_utf8_memo.end()) {
+          std::vector<int32_t> starts;
+          for (int32_t r : rules) {
+            if (deterministic_[rule_start_[r]]) starts.push_back(rule_start_[r]);
+          }
+          known = union_utf8_memo.emplace(rules, UnionReadsPlainUtf8(starts)).first;
+        }
+        union_utf8 = known->second;
+      }
+      ok = utf8 || union_utf8;
       for (const CallEdge& c : calls_[s]) {
-        if (ReadsSomeCharacter(c.rule)) out.push_back(c.ret);
+        if (union_utf8 || ReadsSomeCharacter(c.rule)) out.push_back(c.ret);
       }
     }
     full[s] = ok;

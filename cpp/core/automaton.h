@@ -228,6 +228,11 @@ class Automaton {
   // covered by its edges and ends at a state t with leaf(t).
   template <typename Leaf>
   bool EveryPlainUtf8(int32_t s, Leaf&& leaf, Utf8Part part) const;
+  // True when the rules whose (determinized) start states are `starts` together read every
+  // plain multi-byte character: each read whole by one of them, which then ends.
+  bool UnionReadsPlainUtf8(const std::vector<int32_t>& starts) const;
+  // True when some edge of s is on a UTF-8 lead byte.
+  bool ReadsLeadBytes(int32_t s) const;
   // True when rule r's start reads every plain character as a whole (r may end after it).
   bool ReadsOnePlainCharacter(int32_t r) const;
   void ComputeByteClasses();

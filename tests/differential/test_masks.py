@@ -577,6 +577,17 @@ BOUNDED_CASES: dict[str, Callable[[Any], Any]] = {
     "gbnf-then-ascii": lambda c: c.compile_ebnf('root ::= "\\"" [^"\\\\]{4} [ -!#-\\[\\]-~]{0,10} "\\""'),
     # The same at the last position where tokens hold multi-byte characters (the 16th).
     "gbnf-15-then-ascii": lambda c: c.compile_ebnf('root ::= "\\"" [^"\\\\]{15} [ -!#-\\[\\]-~]{0,10} "\\""'),
+    # A pattern's automaton under a bound, whose positions read the multi-byte characters
+    # through several classes, one per next state (é or the others; `.` or the line
+    # terminators): their capacity counts them all (Automaton::UnionReadsPlainUtf8).
+    "search-under-bound": lambda c: c.compile_json_schema({"type": "string", "maxLength": 10, "pattern": "é"}),
+    # (é then a letter only: the class of é leads where the capacity is 0.)
+    "class-with-no-room-after": lambda c: c.compile_json_schema(
+        {"type": "string", "maxLength": 10, "pattern": "^([^é]|é[a-z])*$"}
+    ),
+    "dot-search-under-bound": lambda c: c.compile_json_schema(
+        {"type": "string", "minLength": 3, "maxLength": 14, "anyOf": [{"pattern": "a.*b"}, {"pattern": "日"}]}
+    ),
 }
 
 
