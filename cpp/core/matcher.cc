@@ -763,16 +763,20 @@ bool Matcher::FewExcludedNodes(int32_t config, const uint64_t* excluded, int32_t
   const Vocabulary& v = *grammar_->vocab;
   const uint64_t* live = parser_->LiveBytes(config);
   // Their boundary nodes are at most their tokens (known for rare bytes only), and at most their
-  // trie nodes within the chain's reach.
+  // trie nodes within the chain's reach. (A chain of one position before them, as a searched
+  // word's letters after a dot make, ends where a walk of it ends too: the split's computation,
+  // once per set, would not pay.)
   const uint64_t read[2] = {excluded[0] & live[0], excluded[1] & live[1]};
+  const int64_t tokens = ExceptionTokens(v, read);
+  if (tokens >= 0 && 64 * tokens <= v.trie_size()) return true;
+  if (depth < 3) return false;
   int64_t nodes = 0;
   for (int q = 0; q < 2; ++q) {
     for (uint64_t w = read[q]; w != 0; w &= w - 1) {
       nodes += v.nodes_on_byte_within(static_cast<uint8_t>(64 * q + __builtin_ctzll(w)), depth);
     }
   }
-  const int64_t tokens = ExceptionTokens(v, read);
-  return 64 * (tokens >= 0 ? std::min(tokens, nodes) : nodes) <= v.trie_size();
+  return 64 * nodes <= v.trie_size();
 }
 
 bool Matcher::FewBoundaryNodes(const Vocabulary::LoopSplit& split, const uint64_t* bytes, int32_t end,
