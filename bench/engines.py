@@ -77,6 +77,12 @@ class LogitgateEngine(Engine):
     def setup(self, tok: Any) -> None:
         import logitgate as lg
 
+        # The frontends load on a process's first compile of their kind: a one-time cost, like
+        # the peers' imports above, so not a case's (the first case paid 15-30 ms of it).
+        import logitgate.frontends.gbnf
+        import logitgate.frontends.json_schema
+        import logitgate.frontends.regex
+
         self.lg = lg
         self.vocab = lg.Vocabulary.from_huggingface(tok)
         self.mask = lg.allocate_mask(self.vocab, batch=1)
