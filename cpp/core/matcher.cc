@@ -930,7 +930,8 @@ bool Matcher::WideTokensAlong(const Vocabulary::WideList& tokens, uint8_t lead, 
   // multi-byte characters cost far more than the ASCII ones: each computed once per chain.
   auto steps = [&](int32_t m) {
     if (!(wide_steps_known_ >> m & 1)) {
-      wide_steps_[static_cast<size_t>(m)] = parser.Steps(chain[static_cast<size_t>(std::min(m, last))], true).bytes[3];
+      const int32_t c = chain[static_cast<size_t>(std::min(m, last))];
+      wide_steps_[static_cast<size_t>(m)] = parser.Steps(c, true).bytes[3];
       wide_steps_known_ |= 1u << m;
     }
     return wide_steps_[static_cast<size_t>(m)];
@@ -942,9 +943,11 @@ bool Matcher::WideTokensAlong(const Vocabulary::WideList& tokens, uint8_t lead, 
   const int32_t room = reach - at;
   std::array<uint64_t, Vocabulary::kMultibytePlainReach + 1> along{};
   along[0] = ~0ull;
-  for (int32_t c = 1; c <= room; ++c) along[static_cast<size_t>(c)] = along[static_cast<size_t>(c - 1)] & steps(at + c - 1);
+  for (int32_t c = 1; c <= room; ++c) {
+    along[static_cast<size_t>(c)] = along[static_cast<size_t>(c - 1)] & steps(at + c - 1);
+  }
   // Where the chain ends within that reach at a position that reads no multi-byte character,
-  // a token of more whole characters, whose leads all step along, dies at its character room + 1.
+  // a token of more whole characters, whose leads all step along, dies at its character past it.
   const bool hard_end = reach == end && end <= last && parser.LiveBytes(chain[static_cast<size_t>(end)])[3] == 0;
   // A token of whole characters of those leads, no more of them than the chain steps, is
   // allowed; every other token is decided by its bytes, from the position above the node.
@@ -957,10 +960,12 @@ bool Matcher::WideTokensAlong(const Vocabulary::WideList& tokens, uint8_t lead, 
       if (allowed) words[t.id >> 5] |= 1u << (t.id & 31);
       continue;
     }
-    // (A token of whole characters has no bytes in the list: its leads' tell it.)
+    // (The list keeps no bytes for a token of whole characters: those few are read from the
+    // vocabulary.)
     const int32_t b0 = tokens.text_begin[k], b1 = tokens.text_begin[k + 1];
-    const std::string_view bytes = b1 > b0 ? std::string_view(tokens.text + b0, static_cast<size_t>(b1 - b0))
-                                           : std::string_view(grammar_->vocab->bytes(t.id)).substr(static_cast<size_t>(at));
+    const std::string_view bytes =
+        b1 > b0 ? std::string_view(tokens.text + b0, static_cast<size_t>(b1 - b0))
+                : std::string_view(grammar_->vocab->bytes(t.id)).substr(static_cast<size_t>(at));
     if (Advance(from, bytes) != Parser::kDead) words[t.id >> 5] |= 1u << (t.id & 31);
     walk_nodes_ += t.chars + 1;
   }
