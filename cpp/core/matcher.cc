@@ -458,9 +458,8 @@ bool Matcher::NarrowedPlan(int32_t config) {
   // or any text before a colon: the first other character leads both to that text).
   const int64_t n = v.num_text_tokens();
   if (4 * same_tokens < n || 4 * differ_tokens > n) return false;
-  int64_t apart_tokens = 16 * differ_tokens <= n ? 0 : differ_tokens;
-  if (apart_tokens > 0) {
-    apart_tokens = 0;
+  int64_t apart_tokens = 0;
+  if (16 * differ_tokens > n) {
     for (int q = 0; q < 4 && 16 * apart_tokens <= n; ++q) {
       for (uint64_t w = narrow_differs_[q]; w != 0 && 16 * apart_tokens <= n; w &= w - 1) {
         const auto b = static_cast<uint8_t>(64 * q + __builtin_ctzll(w));

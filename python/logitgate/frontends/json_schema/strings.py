@@ -358,10 +358,7 @@ class StringEmitter:
         cap = hi if hi is not None else lo
         product = None
         if all(_length_product_size(n, hi, cap, _DFA_LENGTH_RULES) <= _DFA_LENGTH_RULES for n in nfas):
-            key = tuple(nodes)
-            if key not in self.dfa_memo:
-                self.dfa_memo[key] = minimal_dfa(nfas)
-            dfa = self.dfa_memo[key]
+            dfa = self._minimal_dfa(nodes, nfas)
             left = _LENGTH_PRODUCT_RULES_TOTAL - self.product_rules
             product = None if dfa is None else dfa_with_length(dfa, lo, hi, min(_DFA_LENGTH_RULES, left))
         if product is None:
@@ -417,11 +414,7 @@ class StringEmitter:
         nodes += [self.format_node(x) for x, _ in t.facts.formats]
         parts: list[Dfa] = []
         if nodes:
-            key = tuple(nodes)
-            if key not in self.dfa_memo:
-                nfas = self._nfas(nodes)
-                self.dfa_memo[key] = None if nfas is None else minimal_dfa(nfas)
-            own = self.dfa_memo[key]
+            own = self._minimal_dfa(nodes)
             if own is None:
                 return None
             parts.append(own)
@@ -436,6 +429,16 @@ class StringEmitter:
         if not parts:
             return _ANY_STRING_DFA
         return minimal_intersection(parts)
+
+    def _minimal_dfa(self, nodes: list[Node], nfas: list[_Nfa] | None = None) -> Dfa | None:
+        """The minimal DFA of ``nodes[0] ∩ nodes[1] ∩ ...`` (``nfas``: their NFAs, when the
+        caller has built them), memoized per nodes; None where an automaton is too large."""
+        key = tuple(nodes)
+        if key not in self.dfa_memo:
+            if nfas is None:
+                nfas = self._nfas(nodes)
+            self.dfa_memo[key] = None if nfas is None else minimal_dfa(nfas)
+        return self.dfa_memo[key]
 
     def _nfas(self, nodes: list[Node]) -> list[_Nfa] | None:
         """Thompson NFAs of ``nodes``; None when one is too large to build."""
