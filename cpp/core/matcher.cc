@@ -1170,7 +1170,14 @@ void Matcher::DecideByteTokens(int32_t config, const uint64_t* except, uint32_t*
 
 void Matcher::DecideTokens(int32_t config, const int32_t* ids, int32_t n, uint32_t* words) {
   const Vocabulary& v = *grammar_->vocab;
+  // The tokens' records are scattered (ids apart): each is asked for well before it is read,
+  // and a long token's bytes (stored apart from its record) a few tokens later, so that the
+  // cache misses overlap instead of each stalling its token's transitions.
+  constexpr int32_t kRecordAhead = 16, kBytesAhead = 8;
+  for (int32_t k = 0; k < std::min(n, kRecordAhead); ++k) __builtin_prefetch(&v.bytes(ids[k]));
   for (int32_t k = 0; k < n; ++k) {
+    if (k + kRecordAhead < n) __builtin_prefetch(&v.bytes(ids[k + kRecordAhead]));
+    if (k + kBytesAhead < n) __builtin_prefetch(v.bytes(ids[k + kBytesAhead]).data());
     const int32_t id = ids[k];
     if (Advance(config, v.bytes(id)) == Parser::kDead) {
       words[id >> 5] &= ~(1u << (id & 31));
@@ -1427,6 +1434,10 @@ int32_t Matcher::NearCapacity(int32_t config, int32_t limit) {
       add(step.successor);
       if (next.size() > kMaxLevel) return chars;
     }
+    // Each level is a function of the one before (as a set): once one repeats, so does every
+    // later one, and each passes as this one did (a searched suffix's states, all reached).
+    std::sort(next.begin(), next.end());
+    if (next == level) return limit;
     level.swap(next);
   }
   return limit;
@@ -1462,6 +1473,9 @@ bool Matcher::PlainReach(int32_t config, int32_t limit, int32_t* reach) {
       *reach = chars;
       return true;
     }
+    // A level that repeats (as a set) repeats for ever: plain text of any length is viable.
+    std::sort(next.begin(), next.end());
+    if (next == level) return false;
     level.swap(next);
   }
   return false;
