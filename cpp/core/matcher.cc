@@ -367,7 +367,7 @@ bool Matcher::ShortcutWalk(int32_t config, uint32_t* words) {
     RestWalk(config, words);
     return true;
   }
-  if (CapacityWalk(config, words)) return true;
+  if (FirstCharWalk(config, words) || CapacityWalk(config, words)) return true;
   // Universal but for the characters of a few lead bytes (a pattern's `.` leaves out U+2028 and
   // U+2029): as if universal, then every token holding one of those bytes decided by its bytes.
   if (parser.near_universal(config) && 32 * v.num_tokens_with_leads(Automaton::kNearLeads) <= v.num_text_tokens()) {
@@ -1359,6 +1359,86 @@ void Matcher::WalkRestTrie(int32_t config, uint32_t* words) {
     walk_row_[d] = parser.Row(c);
     ++i;
   }
+}
+
+bool Matcher::FirstCharWalk(int32_t config, uint32_t* words) {
+  const Vocabulary& v = *grammar_->vocab;
+  Parser& parser = *parser_;
+  const uint64_t* live = parser.LiveBytes(config);
+  if (!HasAllPlainAscii(live)) return false;
+  const int32_t next = parser.PlainAsciiSuccessor(config);
+  if (next == Parser::kDead || next == config) return false;
+  // Worth it where the next configuration's bytes lead on from few first characters: a walk
+  // visits every first character's node (most of a large vocabulary's first level, and the
+  // multi-byte characters' nodes under it).
+  const uint64_t* reads = parser.LiveBytes(next);
+  int64_t below = 0;
+  for (int q = 0; q < 4; ++q) {
+    for (uint64_t w = reads[q]; w != 0; w &= w - 1) {
+      below += v.num_after_first_char(static_cast<uint8_t>(64 * q + __builtin_ctzll(w)));
+    }
+  }
+  constexpr int64_t kFewerShare = 4;
+  if (kFewerShare * below > v.first_char_nodes()) return false;
+  // Every plain ASCII character leads there, and the characters of most lead bytes; the few
+  // others (a pattern's `.` reads neither U+2028 nor U+2029) are *odd leads*, whose subtrees
+  // are walked from `config` (while they are small).
+  const Parser::StepSet step = parser.Steps(config, true);
+  if (step.successor != next || !HasAllPlainAscii(step.bytes)) return false;
+  const uint64_t odd = kPlainLeadBits3 & ~step.bytes[3];
+  constexpr int kFewOddLeads = 4;
+  int64_t odd_tokens = 0;
+  for (uint64_t w = odd; w != 0; w &= w - 1) {
+    odd_tokens += v.tokens_with_first_byte(static_cast<uint8_t>(0xC0 + __builtin_ctzll(w)));
+  }
+  if (__builtin_popcountll(odd) > kFewOddLeads || 8 * odd_tokens > v.num_text_tokens()) return false;
+  const Vocabulary::TrieNode* node = v.trie_nodes();
+  auto under_odd_lead = [&](int32_t i) {
+    for (uint64_t w = odd; w != 0; w &= w - 1) {
+      const int32_t root = v.trie_root_child(static_cast<uint8_t>(0xC0 + __builtin_ctzll(w)));
+      if (root >= 0 && root <= i && i < node[root].subtree_end) return true;
+    }
+    return false;
+  };
+  const size_t n_words = static_cast<size_t>(v.mask_words());
+  // Tokens of one plain character (or a valid part of one): `next`, or on the way to it.
+  std::memset(words, 0, n_words * sizeof(uint32_t));
+  const std::vector<int32_t>& plain = v.plain_by_chars();
+  if (v.max_plain_chars() >= 1) SetBits(plain.data(), v.plain_chars_begin(1), v.plain_chars_begin(2), words);
+  walk_nodes_ += static_cast<int64_t>(n_words) / 16;  // bits cost like nodes, a word at a time
+  // First bytes that start no plain character ('"', '\', control and continuation bytes), and
+  // the odd leads (cleared of the one-character tokens set above).
+  for (int b = 0; b < 256; ++b) {
+    const int32_t root = v.trie_root_child(static_cast<uint8_t>(b));
+    if (root < 0) continue;
+    const bool odd_lead = b >= 0xC0 && (odd >> (b - 0xC0) & 1);
+    if (odd_lead) walk_nodes_ += ClearSubtreeBits(v, root, words);
+    const bool plain_start =
+        b < 0x80 ? IsPlainAscii(static_cast<uint8_t>(b)) : b >= 0xC0 && (kPlainLeadBits3 >> (b - 0xC0) & 1) != 0;
+    if ((plain_start && !odd_lead) || !(live[b >> 6] >> (b & 63) & 1)) continue;
+    WalkSubtree<false>(root, node[root].subtree_end, config, words);
+  }
+  const std::vector<int32_t>& bad = v.bad_first_char_tokens();
+  DecideTokens(config, bad.data(), static_cast<int32_t>(bad.size()), words);
+  // Below each first character (but an odd lead's), the children on the bytes `next` reads.
+  const std::atomic<int32_t>* row = parser.Row(next);
+  const int32_t capacity = parser.plain_capacity(next);
+  for (int q = 0; q < 4; ++q) {
+    for (uint64_t w = reads[q]; w != 0; w &= w - 1) {
+      const auto y = static_cast<uint8_t>(64 * q + __builtin_ctzll(w));
+      const int32_t* nodes = v.after_first_char(y);
+      for (int32_t k = 0, n = v.num_after_first_char(y); k < n; ++k) {
+        const int32_t at = nodes[k];
+        if (odd != 0 && under_odd_lead(at)) continue;
+        const int32_t top = node[at].depth - 1;
+        walk_config_[top] = next;
+        walk_row_[top] = row;
+        walk_capacity_[top] = capacity;
+        WalkSubtree<false>(at, node[at].subtree_end, next, words);
+      }
+    }
+  }
+  return true;
 }
 
 bool Matcher::CapacityWalk(int32_t config, uint32_t* words) {

@@ -163,6 +163,14 @@ class Matcher {
   void RestWalk(int32_t config, uint32_t* words);
   // The rest trie's walk alone: sets the non-plain tokens allowed from `config`.
   void WalkRestTrie(int32_t config, uint32_t* words);
+  // A position where every plain character leads to one configuration that reads few bytes (a
+  // pattern's unescaped `.` between literals: `^[0-9].[0-9]$` after its first digit): the tokens
+  // of one plain character, then below every first character only the children on those bytes
+  // (Vocabulary::after_first_char), walked from that configuration; the tokens of other first
+  // bytes walked from `config`, those of an invalid first character decided by their bytes.
+  // False (nothing written) when that does not apply or would not visit far fewer nodes than a
+  // walk of every first character.
+  bool FirstCharWalk(int32_t config, uint32_t* words);
   // A position that keeps any plain text of up to its plain capacity viable and no plain text
   // past a bound a few characters further (a string of a searched pattern under `maxLength`, whose
   // positions tell "matched" from "not yet" and so make no chain): the plain tokens within the

@@ -241,6 +241,7 @@ Vocabulary::Vocabulary(std::vector<std::string> tokens, std::vector<bool> has_by
   }
   BuildPlainSplit();
   BuildRestTrie();
+  BuildFirstCharIndex();
   first_byte_masks_.assign(static_cast<size_t>(n_masks) * mask_words(), 0);
   for (int32_t i = 0; i < width; ++i) {
     if (!text_[i]) continue;
@@ -486,6 +487,57 @@ size_t PlainPrefix(const std::string& t, int32_t* chars, int32_t* multibyte_end)
   return i;
 }
 }  // namespace
+
+void Vocabulary::BuildFirstCharIndex() {
+  // The first character's nodes: a plain ASCII byte's root child, or the node where a plain
+  // lead's character completes (below a lead, the walk follows the UTF-8 decoder down to it).
+  std::vector<std::pair<uint8_t, int32_t>> after;  // (byte, node) of the nodes below them
+  bad_first_char_tokens_.clear();
+  first_char_nodes_ = 0;
+  auto add_children = [&](int32_t i) {
+    ++first_char_nodes_;
+    for (int32_t j = i + 1; j < trie_nodes_[i].subtree_end; j = trie_nodes_[j].subtree_end) {
+      after.emplace_back(trie_nodes_[j].byte, j);
+    }
+  };
+  for (int b = 0; b < 256; ++b) {
+    const int32_t root = trie_root_child_[b];
+    if (root < 0) continue;
+    const auto lead = static_cast<uint8_t>(b);
+    if (lead < 0x80) {
+      if (IsPlainAscii(lead)) add_children(root);
+      continue;
+    }
+    const Utf8State first = Utf8Step(Utf8State{}, lead);
+    if (first.need <= 0) continue;  // no lead byte: never a plain character's start
+    std::vector<Utf8State> by_depth(static_cast<size_t>(max_token_length_) + 1);
+    by_depth[1] = first;
+    for (int32_t j = root + 1; j < trie_nodes_[root].subtree_end;) {
+      const TrieNode& at = trie_nodes_[j];
+      const Utf8State st = Utf8Step(by_depth[at.depth - 1], at.byte);
+      if (st.need < 0) {
+        for (int32_t k = trie_token_begin_[j]; k < trie_token_begin_[at.subtree_end]; ++k) {
+          bad_first_char_tokens_.push_back(trie_tokens_[k]);
+        }
+        j = at.subtree_end;
+      } else if (st.need == 0) {
+        add_children(j);
+        j = at.subtree_end;
+      } else {
+        by_depth[at.depth] = st;
+        ++j;
+      }
+    }
+  }
+  std::sort(after.begin(), after.end());
+  after_first_char_.clear();
+  after_first_char_begin_.fill(0);
+  for (const auto& [byte, node] : after) {
+    ++after_first_char_begin_[byte + 1];
+    after_first_char_.push_back(node);
+  }
+  for (int y = 0; y < 256; ++y) after_first_char_begin_[y + 1] += after_first_char_begin_[y];
+}
 
 void Vocabulary::BuildPlainSplit() {
   plain_mask_.assign(static_cast<size_t>(mask_words()), 0);

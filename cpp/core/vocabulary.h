@@ -138,6 +138,18 @@ class Vocabulary {
   // ASCII ones, are needed only that far.
   static constexpr int32_t kMultibytePlainReach = 16;
   int32_t multibyte_plain_reach() const { return multibyte_plain_reach_; }
+  // The trie below a token's first character, for a position that reads any plain character
+  // and then a narrow set (a pattern's unescaped `.` between literals, `1.0`): the nodes whose
+  // parent's path is exactly one plain character (a printable ASCII byte but '"' and '\', or a
+  // valid multi-byte character), by their own byte y: [after_first_char(y), + num_after_first_char(y)).
+  // first_char_nodes(): how many such parents there are (about the trie nodes a walk of every
+  // first character visits).
+  const int32_t* after_first_char(uint8_t y) const { return after_first_char_.data() + after_first_char_begin_[y]; }
+  int32_t num_after_first_char(uint8_t y) const { return after_first_char_begin_[y + 1] - after_first_char_begin_[y]; }
+  int32_t first_char_nodes() const { return first_char_nodes_; }
+  // The text tokens whose first byte is a plain lead byte (0xC2-0xF4) and whose first
+  // character is no valid UTF-8 (a lead, then a byte that cannot follow it).
+  const std::vector<int32_t>& bad_first_char_tokens() const { return bad_first_char_tokens_; }
   // The text tokens holding the UTF-8 lead byte `lead` (0xC2-0xF4) anywhere, each once per
   // byte: [lead_tokens(lead), + num_lead_tokens(lead)). With num_tokens_with_leads (a sum over
   // a lead set, bit b - 192 of `leads` for lead b; a token with two of them counts twice),
@@ -322,6 +334,7 @@ class Vocabulary {
   void ComputeSubtreeSummaries(const std::vector<uint8_t>& byte, const std::vector<uint16_t>& depth);
   void BuildPlainSplit();
   void BuildRestTrie();
+  void BuildFirstCharIndex();
 
   int32_t width_;
   std::vector<std::string> tokens_;
@@ -348,6 +361,10 @@ class Vocabulary {
   int32_t max_plain_chars_ = 0;
   int32_t max_suffix_prefix_chars_ = 0;
   int32_t multibyte_plain_reach_ = 0;
+  std::vector<int32_t> after_first_char_;
+  std::array<int32_t, 257> after_first_char_begin_{};
+  int32_t first_char_nodes_ = 0;
+  std::vector<int32_t> bad_first_char_tokens_;
   std::vector<int32_t> pair_tokens_;
   int32_t first_byte_mask_index_[256];
   std::vector<uint32_t> first_byte_masks_;

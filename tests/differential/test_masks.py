@@ -26,7 +26,7 @@ from tests.differential.walks import (
 from tests.reference.recognizer import Reference
 
 from logitgate import _core
-from logitgate.grammar.ir import Alt, ByteClass, CharClass, Grammar, Literal, Repeat
+from logitgate.grammar.ir import Alt, ByteClass, CharClass, Grammar, Literal, Repeat, Seq
 
 CORPORA_DIR = Path(__file__).resolve().parents[3] / "shared" / "corpora"
 
@@ -421,6 +421,55 @@ def test_near_universal_masks_match_reference(key: str) -> None:
     vocab = lg.Vocabulary.from_tokens(tokens, eos_ids=[0], special_ids=[1])
     compiled = _compile(vocab, NEAR_UNIVERSAL_CASES[key])
     run_differential(f"near universal {key}", compiled, vocab_view(vocab), walks=6, max_tokens=30, checks_per_walk=6)
+
+
+FIRST_CHARACTER_CASES = {
+    # a pattern's unescaped `.` between literals: any character but U+2028, U+2029 and U+0085
+    # (their leads' other characters step along: odd leads, walked whole), then a narrow set
+    "dot-then-digit": lambda c: c.compile_json_schema({"type": "string", "pattern": "^[0-9].[0-9]$"}),
+    "dot-between-words": lambda c: c.compile_json_schema({"type": "string", "pattern": "^uk.gov.x$"}),
+    # every character steps along (no odd lead), and the string may end after it
+    "any-then-letter": lambda c: c.compile_json_schema({"type": "string", "pattern": r"^a[\s\S]b?$"}),
+    # free text: an escape or a quote are plain starts no more; the character then `;`
+    "free-text": lambda c: c.compile_regex(r"x[^\n];"),
+    # raw bytes beside the characters: a lead then ASCII (no character) is read too, so the
+    # tokens of an invalid first character are decided by their bytes
+    "ir-raw-lead": lambda c: c.compile_grammar(
+        Grammar(
+            {
+                "root": Alt(
+                    (
+                        Seq((CharClass(((0x20, 0x10FFFF),)), Literal(b";"))),
+                        Seq((ByteClass(((0xC3, 0xC3), (0xE4, 0xE4))), Literal(b"A;"))),
+                    )
+                )
+            }
+        )
+    ),
+}
+
+
+@pytest.mark.parametrize("key", sorted(FIRST_CHARACTER_CASES))
+def test_first_character_masks_match_reference(key: str) -> None:
+    """A position where every plain character leads to one configuration that reads few bytes
+    (Matcher::FirstCharWalk): tokens of one character, then only the children on those bytes
+    below each first character (Vocabulary::after_first_char). The vocabulary holds many
+    distinct first characters (so that the shortcut pays), tokens whose first character is no
+    valid UTF-8 (a lead, then ASCII), parts of a character, and the characters of U+2028's
+    and U+0085's leads."""
+    rng = random.Random(_seed(key))
+    tokens = _synthetic_tokens(_seed(key))
+    firsts = [chr(c) for c in range(0x3B1, 0x3C9)] + [chr(c) for c in range(0x4E00, 0x4E00 + 1500)]
+    firsts += ["\u2028", "\u2029", "\u2014", "\x85", "\u00e9", "a", "b", " ", "."]
+    # (the bytes read after the first character start few of the rests, so the shortcut pays)
+    common = ["", "", "x", "y", "z", "w", "q", ".", '"', '",', "\u2028"]
+    rare = ["1", "7", "g", "go", "gov", ";", "b"]
+    extra = [(rng.choice(firsts) + rng.choice(rare if rng.random() < 0.05 else common)).encode() for _ in range(4000)]
+    extra += [b"\xc3A", b"\xe2\x80", b"\xe4\xb8", b"\xe0\x80a", b"\xc2\x85g", b"\xe2\x80\xa8g", b"\xe2\x80\xa81"]
+    tokens = _with_new(tokens, extra)
+    vocab = lg.Vocabulary.from_tokens(tokens, eos_ids=[0], special_ids=[1])
+    compiled = _compile(vocab, FIRST_CHARACTER_CASES[key])
+    run_differential(f"first character {key}", compiled, vocab_view(vocab), walks=8, max_tokens=10, checks_per_walk=10)
 
 
 @pytest.mark.parametrize(
