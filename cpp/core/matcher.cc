@@ -639,8 +639,10 @@ bool Matcher::FirstByteSplit(uint8_t first, bool clear, uint32_t* words) {
   uint64_t set[2];
   const bool ascii = SplitSet(c, set);
   if (!ascii && !SplitSet(c, set, true)) return false;
-  // The split is worth computing for a large subtree (a walk of it would visit most of it).
-  const bool compute = 8 * static_cast<int64_t>(tokens) >= v.num_text_tokens();
+  // The split is worth computing for a large subtree (a walk of it would visit most of it),
+  // but not in a walk on a budget: that walk gives up past a few hundred nodes for a split of
+  // the whole position (Walk), which the first byte's split would then only have delayed.
+  const bool compute = walk_budget_ == kNoBudget && 8 * static_cast<int64_t>(tokens) >= v.num_text_tokens();
   const Vocabulary::LoopSplit* split = ascii ? v.loop_split(set, compute, first) : nullptr;
   // Its own chain: SplitWalk's boundary walk (which may lead here) is still reading split_chain_.
   if (ascii && split == nullptr) return false;
