@@ -1177,14 +1177,60 @@ void Matcher::DecideTokens(int32_t config, const int32_t* ids, int32_t n, uint32
   // cache misses overlap instead of each stalling its token's transitions.
   constexpr int32_t kRecordAhead = 16, kBytesAhead = 8;
   for (int32_t k = 0; k < std::min(n, kRecordAhead); ++k) __builtin_prefetch(&v.bytes(ids[k]));
+  DecideEach(
+      config, ids, n,
+      [&](int32_t k) {
+        if (k + kRecordAhead < n) __builtin_prefetch(&v.bytes(ids[k + kRecordAhead]));
+        if (k + kBytesAhead < n) __builtin_prefetch(v.bytes(ids[k + kBytesAhead]).data());
+        return std::string_view(v.bytes(ids[k]));
+      },
+      words);
+}
+
+void Matcher::DecidePlainTokens(int32_t config, int32_t first, int32_t last, uint32_t* words) {
+  const Vocabulary& v = *grammar_->vocab;
+  DecideEach(
+      config, v.plain_by_chars().data() + first, last - first, [&](int32_t k) { return v.plain_text(first + k); },
+      words);
+}
+
+template <typename BytesOf>
+void Matcher::DecideEach(int32_t config, const int32_t* ids, int32_t n, BytesOf&& bytes_of, uint32_t* words) {
+  const Vocabulary& v = *grammar_->vocab;
+  // A token goes on from the configuration the one before reached after their common prefix
+  // (lists in byte order share long ones): decide_configs_[j] is the configuration after j bytes
+  // of the previous token, for j < alive (after `alive` bytes it died; alive = its length + 1
+  // when it did not).
+  if (decide_configs_.size() < static_cast<size_t>(v.max_token_length()) + 1) {
+    decide_configs_.resize(static_cast<size_t>(v.max_token_length()) + 1);
+  }
+  decide_configs_[0] = config;
+  std::string_view previous;
+  size_t alive = 1;
   for (int32_t k = 0; k < n; ++k) {
-    if (k + kRecordAhead < n) __builtin_prefetch(&v.bytes(ids[k + kRecordAhead]));
-    if (k + kBytesAhead < n) __builtin_prefetch(v.bytes(ids[k + kBytesAhead]).data());
     const int32_t id = ids[k];
-    if (Advance(config, v.bytes(id)) == Parser::kDead) {
-      words[id >> 5] &= ~(1u << (id & 31));
-    } else {
+    const std::string_view bytes = bytes_of(k);
+    size_t common = 0;
+    const size_t most = std::min(bytes.size(), previous.size());
+    while (common < most && bytes[common] == previous[common]) ++common;
+    bool allowed = false;  // (a shared prefix that died kills this token too)
+    if (common < alive) {
+      size_t j = common;
+      int32_t c = decide_configs_[j];
+      while (j < bytes.size()) {
+        c = parser_->Next(c, static_cast<uint8_t>(bytes[j]));
+        ++j;
+        if (c == Parser::kDead) break;
+        decide_configs_[j] = c;
+      }
+      alive = c == Parser::kDead ? j : j + 1;
+      allowed = c != Parser::kDead;
+    }
+    previous = bytes;
+    if (allowed) {
       words[id >> 5] |= 1u << (id & 31);
+    } else {
+      words[id >> 5] &= ~(1u << (id & 31));
     }
   }
   walk_nodes_ += n;
@@ -1481,7 +1527,7 @@ bool Matcher::CapacityWalk(int32_t config, uint32_t* words) {
   }
   SetPlainTokensUpTo(capacity, words);
   const int32_t last = v.plain_chars_begin(std::min(reach + 1, longest) + 1);
-  if (last > first) DecideTokens(config, v.plain_by_chars().data() + first, last - first, words);
+  if (last > first) DecidePlainTokens(config, first, last, words);
   WalkRestTrie(config, words);
   DecideLeadTokens(config, words);
   return true;

@@ -204,6 +204,12 @@ class Matcher {
   // Sets or clears each of the `n` tokens `ids` by its bytes from `config` (the exception
   // tokens of the shortcuts above).
   void DecideTokens(int32_t config, const int32_t* ids, int32_t n, uint32_t* words);
+  // The same for the plain tokens [first, last) of Vocabulary::plain_by_chars (read from its
+  // plain_text, in order).
+  void DecidePlainTokens(int32_t config, int32_t first, int32_t last, uint32_t* words);
+  // Both: token k's bytes are bytes_of(k).
+  template <typename BytesOf>
+  void DecideEach(int32_t config, const int32_t* ids, int32_t n, BytesOf&& bytes_of, uint32_t* words);
   // DecideTokens over the tokens holding each ASCII byte of `except` (2 words; their lists kept:
   // Vocabulary::ascii_tokens).
   void DecideByteTokens(int32_t config, const uint64_t* except, uint32_t* words);
@@ -341,6 +347,7 @@ class Matcher {
   std::vector<int32_t> split_chain_;      // SplitWalk's chain and its end (SetChain)
   int32_t split_end_ = 0;
   std::vector<int32_t> reach_level_, reach_next_;  // PlainReach's configurations per character count
+  std::vector<int32_t> decide_configs_;              // DecideTokens' configurations along the previous token
   std::vector<int32_t> first_chain_;      // FirstByteSplit's
   int32_t first_end_ = 0;
   std::vector<std::pair<int32_t, int32_t>> same_pairs_;  // SameContinuations' proven pairs

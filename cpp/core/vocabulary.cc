@@ -563,6 +563,13 @@ void Vocabulary::BuildPlainSplit() {
       key_ids.push_back(id);
     }
   }
+  // By characters, then in the trie's (byte) order: tokens decided one by one share their
+  // prefixes with the one before (Matcher::DecideTokens).
+  std::vector<int32_t> trie_rank(static_cast<size_t>(width_), 0);
+  for (size_t k = 0; k < trie_tokens_.size(); ++k) {
+    trie_rank[static_cast<size_t>(trie_tokens_[k])] = static_cast<int32_t>(k);
+  }
+  for (auto& [chars, id] : plain) id = trie_rank[static_cast<size_t>(id)];
   std::sort(plain.begin(), plain.end());
   plain_chars_begin_.clear();
   for (int32_t n = 0; n <= max_plain_chars_ + 1; ++n) {
@@ -570,7 +577,15 @@ void Vocabulary::BuildPlainSplit() {
     plain_chars_begin_.push_back(static_cast<int32_t>(first - plain.begin()));
   }
   plain_by_chars_.clear();
-  for (const auto& [chars, id] : plain) plain_by_chars_.push_back(id);
+  plain_text_.clear();
+  plain_text_begin_.assign(1, 0);
+  for (const auto& [chars, rank] : plain) {
+    const int32_t id = trie_tokens_[static_cast<size_t>(rank)];
+    plain_by_chars_.push_back(id);
+    plain_text_ += tokens_[id];
+    if (plain_text_.size() > static_cast<size_t>(INT32_MAX)) throw CoreError::Usage("vocabulary too large");
+    plain_text_begin_.push_back(static_cast<int32_t>(plain_text_.size()));
+  }
   std::vector<std::pair<std::string_view, int32_t>> suffixes;
   for (size_t k = 0; k < keys.size(); ++k) suffixes.emplace_back(keys[k], key_ids[k]);
   std::sort(suffixes.begin(), suffixes.end());

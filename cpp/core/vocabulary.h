@@ -128,6 +128,11 @@ class Vocabulary {
   // are those of n characters or more (n <= max_plain_chars() + 1).
   const std::vector<int32_t>& plain_by_chars() const { return plain_by_chars_; }
   int32_t plain_chars_begin(int32_t n) const { return plain_chars_begin_[n]; }
+  // Their bytes, in the same order and in one piece (a run of them is read front to back).
+  std::string_view plain_text(int32_t k) const {
+    return std::string_view(plain_text_).substr(static_cast<size_t>(plain_text_begin_[k]),
+                                                static_cast<size_t>(plain_text_begin_[k + 1] - plain_text_begin_[k]));
+  }
   // The most characters of any token's plain part (a plain token, or a suffix token's prefix),
   // and of a suffix token's prefix alone.
   int32_t max_plain_chars() const { return max_plain_chars_; }
@@ -358,6 +363,8 @@ class Vocabulary {
   std::vector<int32_t> rest_tokens_;
   std::vector<int32_t> plain_by_chars_;
   std::vector<int32_t> plain_chars_begin_;
+  std::string plain_text_;
+  std::vector<int32_t> plain_text_begin_;
   int32_t max_plain_chars_ = 0;
   int32_t max_suffix_prefix_chars_ = 0;
   int32_t multibyte_plain_reach_ = 0;
