@@ -1670,6 +1670,24 @@ int32_t Automaton::ByteTarget(int32_t s, uint8_t b) const {
   return kNoTarget;
 }
 
+int32_t Automaton::SetTarget(int32_t s, const uint64_t* set) const {
+  if (!deterministic_[s]) return kMixedTarget;
+  const int total = __builtin_popcountll(set[0]) + __builtin_popcountll(set[1]);
+  int covered = 0;
+  int32_t target = kNoTarget;
+  for (const ByteEdge& e : bytes_[s]) {
+    if (e.lo > 0x7F) break;  // (edges are sorted)
+    uint64_t range[2] = {0, 0};
+    AddByteRange(e.lo, std::min<int>(e.hi, 0x7F), range);
+    const int in = __builtin_popcountll(range[0] & set[0]) + __builtin_popcountll(range[1] & set[1]);
+    if (in == 0) continue;
+    if (target != kNoTarget && target != e.target) return kMixedTarget;
+    target = e.target;
+    covered += in;
+  }
+  return covered == 0 ? kNoTarget : covered == total ? target : kMixedTarget;
+}
+
 void Automaton::LeadTargets(int32_t s, int32_t* out) const {
   if (!deterministic_[s]) {
     std::fill(out, out + kNumLeads, kMixedTarget);

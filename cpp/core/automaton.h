@@ -163,6 +163,9 @@ class Automaton {
   // state (s not determinized, or characters of the lead that end apart or only some read).
   static constexpr int32_t kNoTarget = -1, kMixedTarget = -2;
   int32_t ByteTarget(int32_t s, uint8_t b) const;
+  // The same for every ASCII byte of `set` (2 words) at once: the one state all of them reach,
+  // kNoTarget when none is read, kMixedTarget otherwise (some are not read, or reach apart).
+  int32_t SetTarget(int32_t s, const uint64_t* set) const;
   // For each lead byte 0xC2-0xF4 at once, the answer for the characters it starts:
   // out[lead - 0xC2] (kNumLeads entries).
   static constexpr int kNumLeads = 0xF4 - 0xC2 + 1;

@@ -1036,6 +1036,21 @@ bool Matcher::SetChain(int32_t config, const uint64_t* set, int32_t reach, std::
       end = m;  // no byte of the set is read here
       return true;
     }
+    // Where every head reads all of the set's bytes into one state (or none of them), one
+    // transition finds the next position: a bounded string's chain is followed as deep as the
+    // split's longest path (a hundred positions, each a configuration of its own), and a step
+    // set would cost a transition per byte class at each.
+    const int32_t uniform = SetSuccessor(at, set);
+    if (uniform != Parser::kUnknown) {
+      if (uniform == Parser::kDead) {
+        end = m;
+        return true;
+      }
+      if (uniform == at) return true;
+      if (!ascii_only(uniform)) return false;
+      chain.push_back(uniform);
+      continue;
+    }
     const Parser::StepSet step = parser.Steps(at, false);
     if (step.successor != Parser::kDead && (set[0] & ~step.bytes[0]) == 0 && (set[1] & ~step.bytes[1]) == 0) {
       if (step.successor == at) return true;  // a loop: the same step from here on
@@ -1053,6 +1068,20 @@ bool Matcher::SetChain(int32_t config, const uint64_t* set, int32_t reach, std::
     return true;
   }
   return true;
+}
+
+int32_t Matcher::SetSuccessor(int32_t config, const uint64_t* set) {
+  const Automaton& a = parser_->automaton();
+  parser_->Heads(config, &set_heads_);
+  int32_t rep = -1;
+  for (int q = 0; q < 2 && rep < 0; ++q) {
+    if (set[q] != 0) rep = 64 * q + __builtin_ctzll(set[q]);
+  }
+  if (rep < 0) return Parser::kUnknown;
+  for (const auto& [state, frame] : set_heads_) {
+    if (a.SetTarget(state, set) == Automaton::kMixedTarget) return Parser::kUnknown;
+  }
+  return parser_->Next(config, static_cast<uint8_t>(rep));
 }
 
 // True when `config` returns to itself on every plain character (each plain byte and each

@@ -291,6 +291,10 @@ class Matcher {
   // `wide_reads`, also false when some position reads a byte past 0x7F.
   bool SetChain(int32_t config, const uint64_t* set, int32_t reach, std::vector<int32_t>& chain, int32_t& end,
                 bool wide_reads = false);
+  // The configuration every byte of the ASCII set `set` leads to from `config` (kDead: none is
+  // read) where each head reads all of them into one state or none of them
+  // (Automaton::SetTarget); kUnknown where some head tells them apart.
+  int32_t SetSuccessor(int32_t config, const uint64_t* set);
   // Walks the depth-1 trie node on byte `first` from walk_config_[0]: set word by word from
   // the byte's precomputed mask and walked in clearing mode where most of its tokens may be
   // allowed, walked in setting mode otherwise.
@@ -348,6 +352,7 @@ class Matcher {
   int32_t split_end_ = 0;
   std::vector<int32_t> reach_level_, reach_next_;  // PlainReach's configurations per character count
   std::vector<int32_t> decide_configs_;              // DecideTokens' configurations along the previous token
+  std::vector<std::pair<int32_t, int32_t>> set_heads_;  // SetSuccessor's
   std::vector<int32_t> first_chain_;      // FirstByteSplit's
   int32_t first_end_ = 0;
   std::vector<std::pair<int32_t, int32_t>> same_pairs_;  // SameContinuations' proven pairs

@@ -480,6 +480,9 @@ def test_first_character_masks_match_reference(key: str) -> None:
         # into a chain of positions instead of a loop (a bounded repetition after the first letter)
         r"(return [0-9]+;|[a-qs-z][a-z0-9]{0,7}=)+",
         r"((if|in)\(|[a-hj-z][a-z0-9]{1,5}[=(])+",
+        # chains whose later positions step the letters apart (Automaton::SetTarget tells them)
+        r"([a-z]([a-m][a-z]{0,6}|[n-z][0-9]{0,6})=)+",
+        r"([a-z]{2}([a-m]x|[n-z]y)[a-z]{0,4}=)+",
     ],
 )
 def test_wide_split_masks_match_reference(pattern: str, splits_at_once: None) -> None:
