@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -124,8 +125,9 @@ class Vocabulary {
   // characters (a trailing partial one counts) needs n positions, and a suffix starts at the
   // position after its token's plain prefix.
   const uint32_t* plain_mask() const { return plain_mask_.data(); }
-  // The plain tokens ordered by character count: plain_by_chars()[plain_chars_begin(n), ...)
-  // are those of n characters or more (n <= max_plain_chars() + 1).
+  // The plain tokens ordered by character count, then by their bytes (so a run of them shares
+  // prefixes): plain_by_chars()[plain_chars_begin(n), ...) are those of n characters or more
+  // (n <= max_plain_chars() + 1).
   const std::vector<int32_t>& plain_by_chars() const { return plain_by_chars_; }
   int32_t plain_chars_begin(int32_t n) const { return plain_chars_begin_[n]; }
   // Their bytes, in the same order and in one piece (a run of them is read front to back).
