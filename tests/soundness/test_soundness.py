@@ -84,3 +84,14 @@ def test_oracle_sees_a_known_under_constraint() -> None:
     assert judge_output({"propertyNames": {"enum": ["a"]}}, b'{"a":1,"a":2}') == "duplicate_key: ['a']"
     assert judge_output({"additionalProperties": {"type": "integer"}}, b'{"a":1,"a":2}') is None
     assert judge_output({"type": "integer"}, b"1.5").startswith("invalid")  # type: ignore[union-attr]
+
+
+def test_limit_met_feeding_an_instance_is_a_refusal() -> None:
+    """A valid instance deep enough to pass max_parse_heads (`contains` of the schema itself:
+    each level of nesting doubles the parse heads) is a typed refusal the oracle counts, not a
+    crash of the run (found by `make soundness SEED=27`)."""
+    report = Report()
+    schema = {"contains": {"not": {"type": "number", "items": {"enum": [-2, None, False]}, "minItems": 2}, "$ref": "#"}}
+    check_schema(schema, {}, 2225474124, report, walks=24)
+    assert report.refusals["instance:limit"] >= 1, report.summary()
+    assert not report.failures
