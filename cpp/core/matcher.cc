@@ -1483,17 +1483,20 @@ bool Matcher::FirstCharWalk(int32_t config, uint32_t* words) {
   const std::vector<int32_t>& plain = v.plain_by_chars();
   if (v.max_plain_chars() >= 1) SetBits(plain.data(), v.plain_chars_begin(1), v.plain_chars_begin(2), words);
   walk_nodes_ += static_cast<int64_t>(n_words) / 16;  // bits cost like nodes, a word at a time
-  // First bytes that start no plain character ('"', '\', control and continuation bytes), and
-  // the odd leads (cleared of the one-character tokens set above).
-  for (int b = 0; b < 256; ++b) {
-    const int32_t root = v.trie_root_child(static_cast<uint8_t>(b));
-    if (root < 0) continue;
-    const bool odd_lead = b >= 0xC0 && (odd >> (b - 0xC0) & 1);
-    if (odd_lead) walk_nodes_ += ClearSubtreeBits(v, root, words);
-    const bool plain_start =
-        b < 0x80 ? IsPlainAscii(static_cast<uint8_t>(b)) : b >= 0xC0 && (kPlainLeadBits3 >> (b - 0xC0) & 1) != 0;
-    if ((plain_start && !odd_lead) || !(live[b >> 6] >> (b & 63) & 1)) continue;
-    WalkSubtree<false>(root, node[root].subtree_end, config, words);
+  // The odd leads' subtrees, cleared of the one-character tokens set above, and the first bytes
+  // that start no plain character ('"', '\', control and continuation bytes): walked from
+  // `config` where it reads them.
+  for (uint64_t w = odd; w != 0; w &= w - 1) {
+    const int32_t root = v.trie_root_child(static_cast<uint8_t>(0xC0 + __builtin_ctzll(w)));
+    if (root >= 0) walk_nodes_ += ClearSubtreeBits(v, root, words);
+  }
+  const uint64_t walked[4] = {live[0] & ~kPlainBits0, live[1] & ~kPlainBits1, live[2],
+                              live[3] & (~kPlainLeadBits3 | odd)};
+  for (int q = 0; q < 4; ++q) {
+    for (uint64_t w = walked[q]; w != 0; w &= w - 1) {
+      const int32_t root = v.trie_root_child(static_cast<uint8_t>(64 * q + __builtin_ctzll(w)));
+      if (root >= 0) WalkSubtree<false>(root, node[root].subtree_end, config, words);
+    }
   }
   const std::vector<int32_t>& bad = v.bad_first_char_tokens();
   DecideTokens(config, bad.data(), static_cast<int32_t>(bad.size()), words);

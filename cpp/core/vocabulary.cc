@@ -492,6 +492,7 @@ void Vocabulary::BuildFirstCharIndex() {
   // The first character's nodes: a plain ASCII byte's root child, or the node where a plain
   // lead's character completes (below a lead, the walk follows the UTF-8 decoder down to it).
   std::vector<std::pair<uint8_t, int32_t>> after;  // (byte, node) of the nodes below them
+  std::vector<Utf8State> by_depth(static_cast<size_t>(max_token_length_) + 1);  // below a lead
   bad_first_char_tokens_.clear();
   first_char_nodes_ = 0;
   auto add_children = [&](int32_t i) {
@@ -510,7 +511,6 @@ void Vocabulary::BuildFirstCharIndex() {
     }
     const Utf8State first = Utf8Step(Utf8State{}, lead);
     if (first.need <= 0) continue;  // no lead byte: never a plain character's start
-    std::vector<Utf8State> by_depth(static_cast<size_t>(max_token_length_) + 1);
     by_depth[1] = first;
     for (int32_t j = root + 1; j < trie_nodes_[root].subtree_end;) {
       const TrieNode& at = trie_nodes_[j];
