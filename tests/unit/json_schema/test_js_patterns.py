@@ -31,7 +31,18 @@ def test_overlapping_patterns_by_prefix() -> None:
 
 @pytest.mark.parametrize(
     ("pattern", "lo", "hi"),
-    [("^[a-z]+(\\.[a-z]+)*$", 3, 5), ("^(ab|c)*d?$", 2, None), ("^(?:\\S+\\s+){0,3}\\S+$", 0, 12)],
+    [
+        ("^[a-z]+(\\.[a-z]+)*$", 3, 5),
+        ("^(ab|c)*d?$", 2, None),
+        ("^(?:\\S+\\s+){0,3}\\S+$", 0, 12),
+        # Long lengths: the layers repeat (periods 3 and 1), and are counted by periods.
+        ("^(abc)*x?$", 0, 700),
+        ("^(abc)*x?$", 1, 701),
+        ("^[a-z]{2,9}(-[a-z]{2,9})*$", 0, 150),
+        ("^(ab|c)*$", 40, None),
+        ("^(abc)*x?$", 40, None),
+        ("^(abc)*x?$", 41, None),
+    ],
 )
 def test_length_product_count_is_the_rules_built(
     pattern: str, lo: int, hi: int | None, new_lowering: Callable[..., driver.Lowering]

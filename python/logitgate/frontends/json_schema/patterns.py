@@ -90,6 +90,7 @@ class _Nfa:
         self.start = 0
         self.accept = 0
         self._closures: dict[int, frozenset[int]] = {}
+        self._successors: list[frozenset[int]] | None = None
 
     def state(self) -> int:
         self.eps.append([])
@@ -112,6 +113,14 @@ class _Nfa:
                         stack.append(t)
             hit = self._closures[q] = frozenset(seen)
         return hit
+
+    def successors(self) -> list[frozenset[int]]:
+        """Per state q: the states one code point moves to from q's closure (memoized)."""
+        if self._successors is None:
+            self._successors = [
+                frozenset(t for x in self.closure(q) for _, t in self.moves[x]) for q in range(len(self.moves))
+            ]
+        return self._successors
 
     @classmethod
     def build(cls, node: Node, limits: Limits) -> _Nfa | None:
@@ -184,19 +193,51 @@ class _NfaTooLarge(Exception):
 
 
 def _length_product_size(nfa: _Nfa, hi: int | None, cap: int, budget: int = _NFA_PRODUCT_RULES) -> int:
-    """How many (state, length) pairs ``nfa_with_length`` would reach for one NFA, counted
-    with plain sets and stopping once past ``budget``, so a product that cannot fit fails in
-    a few ms instead of after building thousands of rules."""
-    layer = {nfa.start}
-    seen: set[tuple[int, int]] = {(nfa.start, 0)}
+    """How many (state, length) pairs ``nfa_with_length`` would reach for one NFA (lengths past
+    ``cap`` count as ``cap`` when ``hi`` is None), or some number past ``budget`` once the count
+    passes it: a product that cannot fit fails in a few ms instead of after building thousands
+    of rules."""
+    succ = nfa.successors()
+    total, layer = _layers_up_to(succ, nfa.start, cap if hi is None else hi, budget)
+    if hi is not None:
+        return total
+    at_cap = set(layer)
+    while layer and total <= budget:
+        nxt: set[int] = set()
+        for q in layer:
+            nxt |= succ[q]
+        layer = frozenset(nxt - at_cap)
+        at_cap |= layer
+        total += len(layer)
+    return total
+
+
+def _layers_up_to(succ: list[frozenset[int]], start: int, last: int, budget: int) -> tuple[int, frozenset[int]]:
+    """The layers L_0 = {start}, L_k+1 = succ(L_k) (the states strings of length k reach): the
+    sum of their sizes up to L_last (or a number past ``budget``), and L_last. Once a layer
+    repeats an earlier one the layers repeat with that period: the rest is counted by periods."""
+    layer = frozenset((start,))
+    layers = [layer]
+    index = {layer: 0}
+    total = len(layer)
     k = 0
-    while layer and (hi is None or k < hi) and len(seen) <= budget:
-        k2 = min(k + 1, cap) if hi is None else k + 1
-        nxt = {t for q in layer for x in nfa.closure(q) for _, t in nfa.moves[x]}
-        layer = {t for t in nxt if (t, k2) not in seen}
-        seen.update((t, k2) for t in layer)
-        k = k2
-    return len(seen)
+    while layer and k < last and total <= budget:
+        nxt: set[int] = set()
+        for q in layer:
+            nxt |= succ[q]
+        layer = frozenset(nxt)
+        k += 1
+        k0 = index.get(layer)
+        if k0 is not None:
+            # L_k = L_k0: the layers L_k0 .. L_k-1 repeat until L_last.
+            period = layers[k0:]
+            whole, part = divmod(last - k + 1, len(period))
+            total += whole * sum(map(len, period)) + sum(map(len, period[:part]))
+            return total, period[(last - k0) % len(period)]
+        index[layer] = k
+        layers.append(layer)
+        total += len(layer)
+    return total, layer
 
 
 def _depth_guard(depth: int, limits: Limits) -> None:
@@ -218,42 +259,66 @@ def _map_leaves(node: Node, fn: Callable[[Node], Node], limits: Limits, depth: i
     return fn(node)
 
 
-def _length_range(node: Node, limits: Limits, depth: int = 0) -> tuple[int, int | None]:
-    _depth_guard(depth, limits)
-    if isinstance(node, Literal):
-        return (len(node.value.decode("utf-8")),) * 2  # type: ignore[return-value]
-    if isinstance(node, CharClass):
-        return (1, 1)
-    if isinstance(node, Seq):
-        lo = 0
-        hi_opt: int | None = 0
-        for i in node.items:
-            a, b = _length_range(i, limits, depth + 1)
-            lo += a
-            hi_opt = None if hi_opt is None or b is None else hi_opt + b
-        return lo, hi_opt
-    if isinstance(node, Alt):
-        if not node.items:
-            return (0, 0)
-        rs = [_length_range(i, limits, depth + 1) for i in node.items]
-        his = [b for _, b in rs]
-        return min(a for a, _ in rs), None if any(b is None for b in his) else max(b for b in his if b is not None)
-    if isinstance(node, Repeat):
-        a, b = _length_range(node.item, limits, depth + 1)
-        return a * node.min, None if node.max is None or b is None else b * node.max
-    raise TypeError(node)
+class _LengthRanges:
+    """The least and most code points of a node's strings (most: None when unbounded),
+    memoized by node identity for one walk (_restrict_length, _fit_length ask again of every
+    part at every level). The memo holds each node it answers for, so no id is reused while
+    it lives."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        self._memo: dict[int, tuple[Node, tuple[int, int | None]]] = {}
+
+    def __call__(self, node: Node, depth: int = 0) -> tuple[int, int | None]:
+        hit = self._memo.get(id(node))
+        if hit is not None:
+            return hit[1]
+        _depth_guard(depth, self.limits)
+        out: tuple[int, int | None]
+        if isinstance(node, Literal):
+            n = len(node.value.decode("utf-8"))
+            out = (n, n)
+        elif isinstance(node, CharClass):
+            out = (1, 1)
+        elif isinstance(node, Seq):
+            lo = 0
+            hi_opt: int | None = 0
+            for i in node.items:
+                a, b = self(i, depth + 1)
+                lo += a
+                hi_opt = None if hi_opt is None or b is None else hi_opt + b
+            out = (lo, hi_opt)
+        elif isinstance(node, Alt):
+            if not node.items:
+                out = (0, 0)
+            else:
+                rs = [self(i, depth + 1) for i in node.items]
+                his = [b for _, b in rs]
+                most = None if any(b is None for b in his) else max(b for b in his if b is not None)
+                out = (min(a for a, _ in rs), most)
+        elif isinstance(node, Repeat):
+            a, b = self(node.item, depth + 1)
+            out = (a * node.min, None if node.max is None or b is None else b * node.max)
+        else:
+            raise TypeError(node)
+        self._memo[id(node)] = (node, out)
+        return out
 
 
-def _restrict_length(node: Node, lo: int, hi: int | None, limits: Limits, depth: int = 0) -> Node | None:
+def _restrict_length(
+    node: Node, lo: int, hi: int | None, limits: Limits, depth: int = 0, lengths: _LengthRanges | None = None
+) -> Node | None:
     """``node`` ∩ strings of length [lo, hi], when expressible simply; None when not."""
     _depth_guard(depth, limits)
-    a, b = _length_range(node, limits)
+    if lengths is None:
+        lengths = _LengthRanges(limits)
+    a, b = lengths(node)
     if a >= lo and (hi is None or (b is not None and b <= hi)):
         return node
     if (hi is not None and a > hi) or (b is not None and b < lo):
         return _EMPTY_LANG
     if isinstance(node, Repeat):
-        ia, ib = _length_range(node.item, limits)
+        ia, ib = lengths(node.item)
         if ia == ib and ia > 0:
             w = ia
             nmin = max(node.min, -(-lo // w))
@@ -268,13 +333,13 @@ def _restrict_length(node: Node, lo: int, hi: int | None, limits: Limits, depth:
             return Repeat(node.item, nmin, nmax)
         return None
     if isinstance(node, Seq):
-        ranges = [_length_range(i, limits) for i in node.items]
+        ranges = [lengths(i) for i in node.items]
         var = [i for i, (x, y) in enumerate(ranges) if x != y]
         if len(var) != 1:
             return None
         fixed = sum(x for i, (x, _) in enumerate(ranges) if i != var[0])
         sub = _restrict_length(
-            node.items[var[0]], max(0, lo - fixed), None if hi is None else hi - fixed, limits, depth + 1
+            node.items[var[0]], max(0, lo - fixed), None if hi is None else hi - fixed, limits, depth + 1, lengths
         )
         if sub is None:
             return None
@@ -284,7 +349,7 @@ def _restrict_length(node: Node, lo: int, hi: int | None, limits: Limits, depth:
     if isinstance(node, Alt):
         out = []
         for i in node.items:
-            r = _restrict_length(i, lo, hi, limits, depth + 1)
+            r = _restrict_length(i, lo, hi, limits, depth + 1, lengths)
             if r is None:
                 return None
             out.append(r)
@@ -298,7 +363,7 @@ def _optional(node: Node) -> bool:
     return isinstance(node, Repeat) and node.min == 0 and node.max == 1
 
 
-def _fit_length(node: Node, hi: int, limits: Limits, depth: int = 0) -> Node:
+def _fit_length(node: Node, hi: int, limits: Limits, depth: int = 0, lengths: _LengthRanges | None = None) -> Node:
     """A sub-language of ``node`` whose strings have at most ``hi`` code points, when ``node``
     is too large for the exact intersection (a format's automaton times a length counter): a
     sequence shares the length its parts may add among those that may add it, an optional part
@@ -308,16 +373,18 @@ def _fit_length(node: Node, hi: int, limits: Limits, depth: int = 0) -> Node:
     _FIT_COPIES copies of an equal share, or _FIT_COPIES times as many of a smaller one. Sound
     (a narrowing; a union of narrowings); a departure documented in docs/json_schema.md."""
     _depth_guard(depth, limits)
-    a, b = _length_range(node, limits)
+    if lengths is None:
+        lengths = _LengthRanges(limits)
+    a, b = lengths(node)
     if b is not None and b <= hi:
         return node
     if a > hi:
         return _EMPTY_LANG
     if isinstance(node, Alt):
-        out = [x for x in (_fit_length(i, hi, limits, depth + 1) for i in node.items) if not _is_empty(x)]
+        out = [x for x in (_fit_length(i, hi, limits, depth + 1, lengths) for i in node.items) if not _is_empty(x)]
         return _alt(out) if out else _EMPTY_LANG
     if isinstance(node, Seq):
-        ranges = [_length_range(i, limits) for i in node.items]
+        ranges = [lengths(i) for i in node.items]
         left = hi - sum(x for x, _ in ranges)
         growing = sorted(
             (i for i, (x, y) in enumerate(ranges) if y != x),
@@ -334,7 +401,7 @@ def _fit_length(node: Node, hi: int, limits: Limits, depth: int = 0) -> Node:
                 give = min(give, y - x)
             left -= give
             weights -= weight[i]
-            items[i] = _fit_length(items[i], x + give, limits, depth + 1)
+            items[i] = _fit_length(items[i], x + give, limits, depth + 1, lengths)
         return _EMPTY_LANG if any(_is_empty(x) for x in items) else _seq(items)
     if isinstance(node, Repeat):
 
@@ -344,7 +411,7 @@ def _fit_length(node: Node, hi: int, limits: Limits, depth: int = 0) -> Node:
                 raise LimitExceeded("max_repeat", limits.max_repeat, "maximum length")
             return n
 
-        ia, ib = _length_range(node.item, limits)
+        ia, ib = lengths(node.item)
         most = node.max
         count = max(node.min, min(_FIT_COPIES if most is None else most, _FIT_COPIES, hi // max(ia, 1)))
         if ib is not None and ib > 0 and hi // ib >= count:
@@ -354,7 +421,7 @@ def _fit_length(node: Node, hi: int, limits: Limits, depth: int = 0) -> Node:
                 Repeat(node.item, node.min, copies_of(hi // ib if most is None else min(most, hi // ib)))
             ]
             if 0 < ia < ib:
-                narrow = _fit_length(node.item, ia, limits, depth + 1)
+                narrow = _fit_length(node.item, ia, limits, depth + 1, lengths)
                 if not _is_empty(narrow):
                     wide.append(Repeat(narrow, node.min, copies_of(hi // ia if most is None else min(most, hi // ia))))
             return _alt(wide)
@@ -365,10 +432,10 @@ def _fit_length(node: Node, hi: int, limits: Limits, depth: int = 0) -> Node:
         # each is sound): a URI path of one long segment, a few, or many short ones.
         many = max(count, min(count * _FIT_COPIES, hi // max(ia, 1)))
         for copies in dict.fromkeys((max(node.min, 1), count, many)):
-            item = _fit_length(node.item, hi // copies, limits, depth + 1)
+            item = _fit_length(node.item, hi // copies, limits, depth + 1, lengths)
             if _is_empty(item):
                 continue
-            width = _length_range(item, limits)[1]
+            width = lengths(item)[1]
             if width:  # the fitted part may be narrower than its share: as many as fit
                 copies = max(copies, hi // width if most is None else min(most, hi // width))
             if most is not None:
