@@ -204,6 +204,9 @@ def _open_disk_cache(directory: Any, max_bytes: int) -> DiskCache:
         ) from e
 
 
+_json_text = functools.partial(json.dumps, ensure_ascii=False, separators=(",", ":"))
+
+
 @functools.lru_cache(maxsize=64)
 def _limits_forms(limits: Limits) -> tuple[bytes, dict[str, int]]:
     """The limits as part of a cache key, and the core's fields by name (astuple deep-copies:
@@ -296,9 +299,9 @@ class Compiler:
         self._hits = self._misses = self._evictions = 0
         self._compiles = self._disk_hits = self._disk_misses = self._disk_errors = 0
         self._disk = _open_disk_cache(cache_dir, cache_dir_bytes) if cache_dir is not None else None
-        # With a cache_dir: the inputs compiled lately (spec key -> the program's digest and a
-        # JSON Schema's details), so that compiling one again finds the grammar in memory
-        # without its frontend or a file.
+        # The inputs compiled lately (spec key -> the program's digest and a JSON Schema's
+        # details), so that compiling one again finds the grammar in memory without its
+        # frontend (or a file).
         self._specs: OrderedDict[bytes, tuple[str, tuple[str, ...], dict[str, str]]] = OrderedDict()
         # Everything a file's name must change with besides the grammar (which the digest of
         # each compile adds): the vocabulary, this library and both file formats.
@@ -369,18 +372,21 @@ class Compiler:
         ).digest()
 
     def _spec_key(self, kind: str, spec: object, options: dict[str, Any]) -> bytes | None:
-        """The disk key of a compile of ``spec`` (text or JSON) with ``options``, or None (no
-        ``cache_dir``, or an input that is not plain JSON: such compiles are keyed by their
-        program). Property order is kept: it is part of what a schema means here."""
-        if self._disk is None:
-            return None
+        """The key of a compile of ``spec`` (text or JSON) with ``options``: in memory (a
+        compile of the same input finds its grammar without running the frontend) and, with a
+        ``cache_dir``, on disk. None for an input that is not plain JSON (such compiles are
+        keyed by their program only). Property order is kept: it is part of what a schema
+        means here. The key's text is ``json.dumps([kind, spec, options])``; text input is
+        taken as it is (only JSON data needs the round trip that tells it plain)."""
         try:
-            text = json.dumps([kind, spec, options], ensure_ascii=False, separators=(",", ":"))
-            if json.loads(text) != [kind, spec, options]:  # tuples, non-str keys, NaN: not plain
+            opts = _json_text(options) if options else "{}"
+            body = _json_text(spec)
+            # Tuples, non-str keys, NaN: not plain (``kind`` is one of this module's names).
+            if (options and json.loads(opts) != options) or (not isinstance(spec, str) and json.loads(body) != spec):
                 return None
         except (TypeError, ValueError, RecursionError):
             return None
-        return self._disk_key(b"spec", text.encode("utf-8", "surrogatepass"))
+        return self._disk_key(b"spec", f'["{kind}",{body},{opts}]'.encode("utf-8", "surrogatepass"))
 
     def _find_spec(self, key: bytes | None) -> tuple[CompiledGrammar, tuple[str, ...], dict[str, str]] | None:
         """The grammar compiled for a spec key before (in memory, else on disk), with its
@@ -395,6 +401,8 @@ class Compiler:
                 self._cache.move_to_end(known[0])
                 self._specs.move_to_end(key)
                 return hit, known[1], known[2]
+        if self._disk is None:
+            return None
         entry = self._read(key)
         if entry is None:
             return None
@@ -423,7 +431,8 @@ class Compiler:
             return
         grammar, program, names, digest = compiled
         pointers = pointers or {}
-        self._write(key, Entry(digest, names, program, grammar._core.save_image(), dropped, pointers))
+        if self._disk is not None:
+            self._write(key, Entry(digest, names, program, grammar._core.save_image(), dropped, pointers))
         self._remember(key, digest, dropped, pointers)
 
     def _remember(self, key: bytes, digest: str, dropped: tuple[str, ...], pointers: dict[str, str]) -> None:

@@ -6,6 +6,7 @@ import gc
 import random
 import threading
 import weakref
+from typing import Any
 
 import pytest
 from tests.unit.trees import tree_document, tree_schema
@@ -121,6 +122,49 @@ def test_cache_returns_same_object_and_is_thread_safe(compiler: lg.Compiler) -> 
 
 
 BYTE_VOCAB = [bytes([i]) for i in range(256)]
+
+
+def test_compiling_an_input_again_skips_its_frontend(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Without a cache_dir too: the same text or JSON data with the same options finds its
+    # grammar in memory, details included, without lowering it again.
+    import logitgate.frontends.json_schema as frontend
+    import logitgate.frontends.regex as regex_frontend
+
+    compiler = lg.Compiler(lg.Vocabulary.from_tokens(BYTE_VOCAB))
+    unique = {"type": "array", "items": {"type": "integer"}, "uniqueItems": True}
+    text = '{"type": "object", "properties": {"a": {"type": "string"}}}'
+    a = compiler.compile_json_schema(unique, lenient=True)
+    b = compiler.compile_json_schema(text)
+    r = compiler.compile_regex("[ab]+c")
+    assert a.dropped and a.rule_pointers
+
+    def no_frontend(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the frontend ran")
+
+    monkeypatch.setattr(frontend, "schema_to_grammar", no_frontend)
+    monkeypatch.setattr(regex_frontend, "parse_regex", no_frontend)
+    a2 = compiler.compile_json_schema(unique, lenient=True)
+    assert a2._core is a._core and (a2.dropped, a2.rule_pointers) == (a.dropped, a.rule_pointers)
+    assert compiler.compile_json_schema(text)._core is b._core
+    assert compiler.compile_regex("[ab]+c") is r
+    info = compiler.cache_info()
+    assert (info.hits, info.misses) == (3, 3)
+    # Options, other text and data that is not plain JSON (a tuple) run the frontend.
+    for again in (
+        lambda: compiler.compile_json_schema(unique),
+        lambda: compiler.compile_json_schema(text + " "),
+        lambda: compiler.compile_json_schema({"enum": ("x",)}),
+        lambda: compiler.compile_regex("[ab]+d"),
+    ):
+        with pytest.raises(AssertionError, match="the frontend ran"):
+            again()
+    # With the cache off, nothing is found again.
+    monkeypatch.undo()
+    off = lg.Compiler(lg.Vocabulary.from_tokens(BYTE_VOCAB), cache_size=0)
+    off.compile_json_schema(text)
+    monkeypatch.setattr(frontend, "schema_to_grammar", no_frontend)
+    with pytest.raises(AssertionError, match="the frontend ran"):
+        off.compile_json_schema(text)
 
 
 def test_memory_bytes_counts_the_automaton_and_what_matchers_build() -> None:
