@@ -3,7 +3,7 @@
 The harness runs each engine in its own worker, minutes apart, on a VM whose speed moves by
 ±30% between minutes; its compile ratio moves with it. This script compiles every schema of a
 harness run's cases with both engines back to back, each compile after a 64 MiB sweep of the
-caches (what the harness worker's `gc.collect()` over a large heap does to them), so that a
+caches (as the harness worker sweeps them before each compile), so that a
 compile-time change can be compared by the per-case ratio, which drifts much less:
 
     python bench/compile_cold.py bench/results/<run>/cases.json [--tokenizer smollm2] [--limit N]
