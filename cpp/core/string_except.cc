@@ -72,6 +72,9 @@ void Automaton::HexDigits(int32_t s, uint32_t lo, int left, Exit&& exit, After&&
     }
   }
   // Digits with one target share edges: [0-9], [A-F], [a-f] at most per run of targets.
+  int runs = 0;
+  for (int h = 1; h < 16; ++h) runs += h == 10 || targets[h] != targets[h - 1];
+  bytes_[s].reserve(bytes_[s].size() + 2 * static_cast<size_t>(runs) + 2);
   for (int h = 0; h < 16;) {
     int e = h;
     while (e + 1 < 16 && e + 1 != 10 && targets[e + 1] == targets[h]) ++e;
@@ -224,6 +227,9 @@ void Automaton::BuildStringExcept(const std::vector<std::vector<uint32_t>>& word
     const TrieNode& node = trie[k];
     const int32_t s = state[k];
     if (!node.word) eps_[s].push_back(end);
+    // Its raw children, the other ASCII runs around them, the non-ASCII leads and '\\' (the
+    // lists grow by doubling in the arena: sized once, no copy is left behind).
+    bytes_[s].reserve(2 * node.kids.size() + 2 + non_ascii.size());
     bool other_raw[0x80] = {};  // the ASCII characters read raw to the tail
     for (int b = 0x20; b < 0x80; ++b) other_raw[b] = b != '"' && b != '\\';
     bool non_ascii_kid = false;
@@ -265,6 +271,7 @@ void Automaton::BuildStringExcept(const std::vector<std::vector<uint32_t>>& word
     // Escapes: the short ones, then \uXXXX.
     kids = &node.kids;
     const int32_t backslash = fresh(), u = fresh();
+    bytes_[backslash].reserve(std::size(kShortEscapes) + 1);
     bytes_[s].push_back({'\\', '\\', backslash});
     for (const auto& [byte, cp] : kShortEscapes) {
       const int32_t c = kid_in(cp, cp);
