@@ -212,6 +212,22 @@ class Automaton {
   int32_t BackslashU(int32_t to, Fresh&& fresh);
   template <typename Exit, typename After>
   void HexDigits(int32_t s, uint32_t lo, int left, Exit&& exit, After&& after);
+  // The states "d more hex digits (of a high surrogate, then \\u and a low one), then `free`"
+  // that escapes leaving to `free` share.
+  struct HexChains {
+    explicit HexChains(int32_t free) : hex_left(5, -1), high_left(5, -1) { hex_left[0] = free; }
+    std::vector<int32_t> hex_left, high_left;
+    int32_t d_free = -1;
+  };
+  // From `u` (after "\\u"): the hex digits of a \uXXXX or a surrogate pair, to the target of each
+  // of `kids` (code point, state or -1 for none; sorted) that they spell, else to the chains' end.
+  template <typename Fresh>
+  void HexEscapes(int32_t u, const std::vector<std::pair<uint32_t, int32_t>>& kids, HexChains& chains,
+                  Fresh&& fresh);
+  // The rule that reads the rest of an escape after its backslash ("u" and hex digits) spelling
+  // cps[0] (`spells`), or spelling any character but `cps` (sorted), never a lone surrogate
+  // (made on first use, shared by the grammar's StringExcept nodes).
+  int32_t EscapeRule(bool spells, std::vector<uint32_t> cps);
   void CheckLeftRecursion();
   void PruneDead();
   void Determinize();
@@ -251,6 +267,8 @@ class Automaton {
   // Per state (empty when the grammar has no token terminal); Determinize renumbers it.
   std::vector<TokenRead> token_read_;
   std::map<TokenSet, int32_t> token_rules_;  // set -> its rule (while building)
+  std::map<std::vector<uint32_t>, int32_t> escape_rules_;  // EscapeRule's (cps, spells) -> rule (while building)
+  bool called_escapes_ = false;  // StringExcept nodes of few children call EscapeRule's rules
   bool reads_token(int32_t s) const { return !token_read_.empty() && token_read_[s].set >= 0; }
   // The rule reading one token of `set` (made on first use).
   int32_t TokenRule(TokenSet set);

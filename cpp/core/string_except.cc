@@ -18,7 +18,18 @@
 // and a configuration inside the trie holds one head. (An earlier layout read the other escapes
 // in a rule per set of children, called from every node: 17 states per set, a third of a median
 // MaskBench schema's automaton, and a second head in every configuration inside a key.)
+//
+// Where a grammar's tries are large (Automaton::Build counts their code points), the \uXXXX of
+// a node of one or two children is read instead by calls from its backslash state, made once
+// the backslash is read: of a rule spelling each child's code point, returning to the child,
+// and of a rule spelling any other character, returning to the tail (EscapeRule; each rule is
+// made once per grammar and shared by every node of those children). The four or so escape
+// states of each node become a few call edges, and a configuration holds more than one head only
+// inside such an escape. Small tries keep their own escape states: the shared rules' states
+// would outnumber what they save.
 #include <algorithm>
+#include <cstdio>
+#include <string>
 
 #include "automaton.h"
 #include "utf8_ranges.h"
@@ -90,6 +101,172 @@ void Automaton::HexDigits(int32_t s, uint32_t lo, int left, Exit&& exit, After&&
   }
 }
 
+namespace {
+// A node with at most this many children reads its \uXXXX escapes through calls of rules the
+// grammar shares (EscapeRule): one per child, returning to it, and one for every other
+// character, returning to the tail. More children would make as many parse heads after the
+// backslash; such nodes keep escape states of their own.
+constexpr size_t kCalledEscapeKids = 2;
+
+// The hex digit characters spelling the 4-digit value v, most significant first.
+void HexSpelling(uint32_t v, int out[4]) {
+  for (int k = 0; k < 4; ++k) out[k] = static_cast<int>(v >> (4 * (3 - k)) & 0xF);
+}
+}  // namespace
+
+template <typename Fresh>
+void Automaton::HexEscapes(int32_t u, const std::vector<std::pair<uint32_t, int32_t>>& kids, HexChains& chains,
+                           Fresh&& fresh) {
+  // The chains' states: hex_left[d], d more hex digits, then `free`; high_left[d], d more digits
+  // of a high surrogate, then "\\u" and any low surrogate, then `free` (a pair whose character
+  // is no child). Made when first needed.
+  auto chain = [&](std::vector<int32_t>& c, int d, auto&& self) -> int32_t {
+    if (c[d] < 0) {
+      const int32_t next = self(c, d - 1, self);
+      c[d] = fresh();
+      bytes_[c[d]].push_back({'0', '9', next});
+      bytes_[c[d]].push_back({'A', 'F', next});
+      bytes_[c[d]].push_back({'a', 'f', next});
+    }
+    return c[d];
+  };
+  auto high_chain = [&](int d) {
+    if (chains.high_left[0] < 0) {
+      const int32_t d_digit = fresh(), third = fresh();
+      const int32_t rest = chain(chains.hex_left, 2, chain);
+      bytes_[d_digit].push_back({'D', 'D', third});
+      bytes_[d_digit].push_back({'d', 'd', third});
+      bytes_[third].push_back({'C', 'F', rest});
+      bytes_[third].push_back({'c', 'f', rest});
+      chains.high_left[0] = BackslashU(d_digit, fresh);
+    }
+    return chain(chains.high_left, d, chain);
+  };
+  // The digits' exits (HexDigits: -1 nothing is read, -2 tell the values apart digit by digit):
+  // a child's target once the four digits spell it (-1 for a child that leads nowhere), kFree
+  // when no value read so far spells a child, kHighFree for high surrogates of pairs that spell
+  // none, and kHighKid - h for a high surrogate h of a pair that may spell one (its low half is
+  // told apart here). kDFree: a first digit 'D' when no child is among D000-D7FF and the pairs
+  // (read by states the chains share).
+  constexpr int32_t kFree = -3, kHighFree = -4, kDFree = -5, kHighKid = -6;
+  const std::vector<std::pair<uint32_t, int32_t>>* now = &kids;
+  // Children among the code points [a, b]: kFree when none, a child's target for [a, a], -2
+  // for a range that holds some.
+  auto kid_in = [&](uint32_t a, uint32_t b) -> int32_t {
+    auto it = std::lower_bound(now->begin(), now->end(), std::make_pair(a, INT32_MIN));
+    if (it == now->end() || it->first > b) return kFree;
+    return a == b ? it->second : -2;
+  };
+  auto exit = [&](uint32_t a, uint32_t b) -> int32_t {
+    if (a >= kLowFirst && b <= kLowLast) return -1;  // lone low surrogates
+    if (a >= kHighFirst && b <= kHighLast) {
+      const int32_t hit =
+          kid_in(0x10000 + ((a - kHighFirst) << 10), 0x10000 + ((b - kHighFirst) << 10) + 0x3FF);
+      if (hit == kFree) return kHighFree;
+      return a == b ? kHighKid - static_cast<int32_t>(a) : -2;
+    }
+    if (b >= kHighFirst && a <= kLowLast) {  // straddles a surrogate boundary
+      const bool free = a == 0xD000 && b == 0xDFFF && kid_in(0xD000, 0xD7FF) == kFree &&
+                        kid_in(0x10000, 0x10FFFF) == kFree;
+      return free ? kDFree : -2;
+    }
+    return kid_in(a, b);
+  };
+  const std::vector<std::pair<uint32_t, int32_t>> no_kids;
+  auto after = [&](int32_t e, int left, auto&& self) -> int32_t {
+    if (e >= 0) return e;
+    if (e == kFree) return chain(chains.hex_left, left, chain);
+    if (e == kHighFree) return high_chain(left);
+    if (e == kDFree) {
+      if (chains.d_free < 0) {
+        const auto* node_kids = now;
+        now = &no_kids;
+        chains.d_free = fresh();
+        HexDigits(chains.d_free, 0xD000, 3, exit, [&](int32_t x, int l) { return self(x, l, self); });
+        now = node_kids;
+      }
+      return chains.d_free;
+    }
+    // High surrogate `high` (left == 0) of pairs that may spell children: "\\u", then its low half.
+    const auto high = static_cast<uint32_t>(kHighKid - e);
+    const uint32_t base = 0x10000 + ((high - kHighFirst) << 10);
+    const int32_t low = fresh();
+    const int32_t slash = BackslashU(low, fresh);
+    HexDigits(
+        low, 0, 4,
+        [&](uint32_t a, uint32_t b) -> int32_t {
+          if (b < kLowFirst || a > kLowLast) return -1;
+          if (a < kLowFirst || b > kLowLast) return -2;
+          return kid_in(base + (a - kLowFirst), base + (b - kLowFirst));
+        },
+        [&](int32_t x, int l) { return self(x, l, self); });
+    return slash;
+  };
+  HexDigits(u, 0, 4, exit, [&](int32_t e, int left) { return after(e, left, after); });
+}
+
+int32_t Automaton::EscapeRule(bool spells, std::vector<uint32_t> cps) {
+  std::vector<uint32_t> key = cps;
+  key.push_back(spells ? 1 : 0);
+  auto it = escape_rules_.find(key);
+  if (it != escape_rules_.end()) return it->second;
+  const auto r = static_cast<int32_t>(rule_start_.size());
+  auto fresh = [&] {
+    const int32_t q = NewState();
+    state_rule_[q] = r;
+    return q;
+  };
+  const int32_t start = fresh(), end = fresh();
+  final_[end] = true;
+  rule_start_.push_back(start);
+  rule_final_.push_back(end);
+  std::string name = spells ? "<escape of" : "<escape of none of";
+  for (uint32_t cp : cps) {
+    char hex[16];
+    std::snprintf(hex, sizeof hex, " U+%04X", static_cast<unsigned>(cp));
+    name += hex;
+  }
+  rule_names_.push_back(name + ">");
+  escape_rules_.emplace(std::move(key), r);
+  const int32_t u = fresh();
+  bytes_[start].push_back({'u', 'u', u});
+  if (!spells) {
+    std::vector<std::pair<uint32_t, int32_t>> kids;
+    for (uint32_t cp : cps) kids.push_back({cp, -1});  // (sorted: cps are)
+    HexChains chains(end);
+    HexEscapes(u, kids, chains, fresh);
+    return r;
+  }
+  // The four digits of the code point, or of a surrogate pair's halves with "\\u" between.
+  const uint32_t cp = cps[0];
+  std::vector<uint32_t> values{cp};
+  if (cp >= 0x10000) values = {kHighFirst + ((cp - 0x10000) >> 10), kLowFirst + ((cp - 0x10000) & 0x3FF)};
+  int32_t at = u;
+  for (size_t half = 0; half < values.size(); ++half) {
+    if (half > 0) {
+      const int32_t slash = fresh(), next = fresh();
+      bytes_[at].push_back({'\\', '\\', slash});
+      bytes_[slash].push_back({'u', 'u', next});
+      at = next;
+    }
+    int digits[4];
+    HexSpelling(values[half], digits);
+    for (int k = 0; k < 4; ++k) {
+      const bool last = half + 1 == values.size() && k == 3;
+      const int32_t next = last ? end : fresh();
+      const int h = digits[k];
+      if (h < 10) {
+        bytes_[at].push_back({static_cast<uint8_t>('0' + h), static_cast<uint8_t>('0' + h), next});
+      } else {
+        bytes_[at].push_back({static_cast<uint8_t>('A' + h - 10), static_cast<uint8_t>('A' + h - 10), next});
+        bytes_[at].push_back({static_cast<uint8_t>('a' + h - 10), static_cast<uint8_t>('a' + h - 10), next});
+      }
+      at = next;
+    }
+  }
+  return r;
+}
+
 void Automaton::BuildStringExcept(const std::vector<std::vector<uint32_t>>& words, int32_t from, int32_t end,
                                   int32_t tail) {
   std::vector<TrieNode> trie(1);
@@ -134,95 +311,10 @@ void Automaton::BuildStringExcept(const std::vector<std::vector<uint32_t>>& word
       }
     }
   }
-  // The escape states the whole trie shares. hex_left[d]: d more hex digits, then the tail;
-  // high_left[d]: d more digits of a high surrogate, then "\\u" and any low surrogate, then the
-  // tail (a pair whose character is no child). Made when first needed.
-  std::vector<int32_t> hex_left(5, -1), high_left(5, -1);
-  hex_left[0] = tail;
-  auto chain = [&](std::vector<int32_t>& c, int d, auto&& self) -> int32_t {
-    if (c[d] < 0) {
-      const int32_t next = self(c, d - 1, self);
-      c[d] = fresh();
-      bytes_[c[d]].push_back({'0', '9', next});
-      bytes_[c[d]].push_back({'A', 'F', next});
-      bytes_[c[d]].push_back({'a', 'f', next});
-    }
-    return c[d];
-  };
-  auto high_chain = [&](int d) {
-    if (high_left[0] < 0) {
-      const int32_t d_digit = fresh(), third = fresh();
-      const int32_t rest = chain(hex_left, 2, chain);
-      bytes_[d_digit].push_back({'D', 'D', third});
-      bytes_[d_digit].push_back({'d', 'd', third});
-      bytes_[third].push_back({'C', 'F', rest});
-      bytes_[third].push_back({'c', 'f', rest});
-      high_left[0] = BackslashU(d_digit, fresh);
-    }
-    return chain(high_left, d, chain);
-  };
-  // The digits' exits (HexDigits: -1 nothing is read, -2 tell the values apart digit by digit):
-  // a child's state once the four digits spell it (>= 0), kFree when no value read so far
-  // spells a child, kHighFree for high surrogates of pairs that spell none, and kHighKid - h
-  // for a high surrogate h of a pair that may spell one (its low half is told apart per node).
-  // kDFree: a first digit 'D' when no child is among D000-D7FF and the pairs (read by a state
-  // the trie shares).
-  constexpr int32_t kFree = -3, kHighFree = -4, kDFree = -5, kHighKid = -6;
-  const std::vector<std::pair<uint32_t, int32_t>>* kids = nullptr;  // the current node's
-  // Children among the code points [a, b]: kFree when none, a child's state for [a, a], -2
-  // for a range that holds some.
-  auto kid_in = [&](uint32_t a, uint32_t b) -> int32_t {
-    auto it = std::lower_bound(kids->begin(), kids->end(), std::make_pair(a, INT32_MIN));
-    if (it == kids->end() || it->first > b) return kFree;
-    return a == b ? state[static_cast<size_t>(it->second)] : -2;
-  };
-  auto exit = [&](uint32_t a, uint32_t b) -> int32_t {
-    if (a >= kLowFirst && b <= kLowLast) return -1;  // lone low surrogates
-    if (a >= kHighFirst && b <= kHighLast) {
-      const int32_t hit =
-          kid_in(0x10000 + ((a - kHighFirst) << 10), 0x10000 + ((b - kHighFirst) << 10) + 0x3FF);
-      if (hit == kFree) return kHighFree;
-      return a == b ? kHighKid - static_cast<int32_t>(a) : -2;
-    }
-    if (b >= kHighFirst && a <= kLowLast) {  // straddles a surrogate boundary
-      const bool free = a == 0xD000 && b == 0xDFFF && kid_in(0xD000, 0xD7FF) == kFree &&
-                        kid_in(0x10000, 0x10FFFF) == kFree;
-      return free ? kDFree : -2;
-    }
-    return kid_in(a, b);
-  };
-  const std::vector<std::pair<uint32_t, int32_t>> no_kids;
-  int32_t d_free = -1;
-  auto after = [&](int32_t e, int left, auto&& self) -> int32_t {
-    if (e >= 0) return e;
-    if (e == kFree) return chain(hex_left, left, chain);
-    if (e == kHighFree) return high_chain(left);
-    if (e == kDFree) {
-      if (d_free < 0) {
-        const auto* node_kids = kids;
-        kids = &no_kids;
-        d_free = fresh();
-        HexDigits(d_free, 0xD000, 3, exit, [&](int32_t x, int l) { return self(x, l, self); });
-        kids = node_kids;
-      }
-      return d_free;
-    }
-    // High surrogate `high` (left == 0) of pairs that may spell children: "\\u", then its low half.
-    const auto high = static_cast<uint32_t>(kHighKid - e);
-    const uint32_t base = 0x10000 + ((high - kHighFirst) << 10);
-    const int32_t low = fresh();
-    const int32_t slash = BackslashU(low, fresh);
-    HexDigits(
-        low, 0, 4,
-        [&](uint32_t a, uint32_t b) -> int32_t {
-          if (b < kLowFirst || a > kLowLast) return -1;
-          if (a < kLowFirst || b > kLowLast) return -2;
-          return kid_in(base + (a - kLowFirst), base + (b - kLowFirst));
-        },
-        [&](int32_t x, int l) { return self(x, l, self); });
-    return slash;
-  };
-  auto after_fn = [&](int32_t e, int left) { return after(e, left, after); };
+  // The escape states the whole trie shares ("d more digits, then the tail").
+  HexChains chains(tail);
+  std::vector<std::pair<uint32_t, int32_t>> kid_states;  // a node's children: (code point, state)
+  std::vector<uint32_t> kid_cps;
   for (size_t k = 0; k < trie.size(); ++k) {
     const TrieNode& node = trie[k];
     const int32_t s = state[k];
@@ -269,16 +361,32 @@ void Automaton::BuildStringExcept(const std::vector<std::vector<uint32_t>>& word
       AddPlan(PlanUtf8(NormalizeCodePoints(std::move(excluded), true)), s, tail, fresh);
     }
     // Escapes: the short ones, then \uXXXX.
-    kids = &node.kids;
-    const int32_t backslash = fresh(), u = fresh();
+    const int32_t backslash = fresh();
     bytes_[backslash].reserve(std::size(kShortEscapes) + 1);
     bytes_[s].push_back({'\\', '\\', backslash});
+    kid_states.clear();
+    for (const auto& [cp, child] : node.kids) kid_states.push_back({cp, state[static_cast<size_t>(child)]});
     for (const auto& [byte, cp] : kShortEscapes) {
-      const int32_t c = kid_in(cp, cp);
-      bytes_[backslash].push_back({byte, byte, c >= 0 ? c : tail});
+      auto it = std::lower_bound(kid_states.begin(), kid_states.end(), std::make_pair(cp, INT32_MIN));
+      bytes_[backslash].push_back({byte, byte, it != kid_states.end() && it->first == cp ? it->second : tail});
     }
-    bytes_[backslash].push_back({'u', 'u', u});
-    HexDigits(u, 0, 4, exit, after_fn);
+    if (called_escapes_ && node.kids.size() <= kCalledEscapeKids) {
+      // A call per child of the rule spelling its code point, returning to the child, and one of
+      // the rule spelling any other character, returning to the tail (each reads the 'u').
+      kid_cps.clear();
+      for (const auto& [cp, child] : kid_states) {
+        if (IsSurrogate(cp)) continue;  // no spelling reads it
+        const int32_t spelling = EscapeRule(true, {cp});  // (makes states: before calls_[...])
+        calls_[backslash].push_back({spelling, child});
+        kid_cps.push_back(cp);
+      }
+      const int32_t other = EscapeRule(false, kid_cps);
+      calls_[backslash].push_back({other, tail});
+    } else {
+      const int32_t u = fresh();
+      bytes_[backslash].push_back({'u', 'u', u});
+      HexEscapes(u, kid_states, chains, fresh);
+    }
   }
 }
 
