@@ -1463,25 +1463,44 @@ void Automaton::ComputeUniversal() {
   std::vector<LeafSpan> leaf_span(static_cast<size_t>(n));
   Arena scratch;
   std::vector<EdgeList<int32_t>> preds = ArenaLists(static_cast<size_t>(n), &scratch);
+  // Candidates whose edges on lead bytes are the same (every node of a key trie holds one copy
+  // of "any other non-ASCII character, then the tail") follow the same paths: their leaves are
+  // found once, and their spans share them.
+  std::unordered_map<std::vector<int32_t>, LeafSpan, IntVecHash> span_by_leads;
+  std::vector<int32_t> leads;
   for (int32_t s : candidates) {
     for (const ByteEdge& e : bytes_[s]) preds[e.target].push_back(s);
     for (const CallEdge& c : calls_[s]) {
       if (reads_one(c, char_utf8_near_)) preds[c.ret].push_back(s);
     }
+    leads.clear();
+    for (const ByteEdge& e : bytes_[s]) {
+      if (e.hi < 0xC2) continue;
+      leads.push_back(e.lo << 8 | e.hi);
+      leads.push_back(e.target);
+    }
     LeafSpan& span = leaf_span[s];
-    span.begin = static_cast<int32_t>(utf8_leaves.size());
-    auto add_leaf = [&](int32_t t) {
-      if (std::find(utf8_leaves.begin() + span.begin, utf8_leaves.end(), t) == utf8_leaves.end()) utf8_leaves.push_back(t);
-      return true;
-    };
-    // Both sets need every character of the kNear part: a candidate that misses one is neither,
-    // and the kNearLeads part is not looked at.
-    if (EveryPlainUtf8(s, add_leaf, Utf8Part::kNear)) {
-      span.near_end = static_cast<int32_t>(utf8_leaves.size());
-      if (EveryPlainUtf8(s, add_leaf, Utf8Part::kNearLeads)) span.end = static_cast<int32_t>(utf8_leaves.size());
+    auto known = span_by_leads.find(leads);
+    if (known != span_by_leads.end()) {
+      span = known->second;
+    } else {
+      span.begin = static_cast<int32_t>(utf8_leaves.size());
+      auto add_leaf = [&](int32_t t) {
+        if (std::find(utf8_leaves.begin() + span.begin, utf8_leaves.end(), t) == utf8_leaves.end()) {
+          utf8_leaves.push_back(t);
+        }
+        return true;
+      };
+      // Both sets need every character of the kNear part: a candidate that misses one is
+      // neither, and the kNearLeads part is not looked at.
+      if (EveryPlainUtf8(s, add_leaf, Utf8Part::kNear)) {
+        span.near_end = static_cast<int32_t>(utf8_leaves.size());
+        if (EveryPlainUtf8(s, add_leaf, Utf8Part::kNearLeads)) span.end = static_cast<int32_t>(utf8_leaves.size());
+      }
+      utf8_leaves.resize(static_cast<size_t>(std::max({span.begin, span.near_end, span.end})));
+      span_by_leads.emplace(leads, span);
     }
     const int32_t kept = std::max({span.begin, span.near_end, span.end});
-    utf8_leaves.resize(static_cast<size_t>(kept));
     for (int32_t k = span.begin; k < kept; ++k) {
       if (utf8_leaves[k] != s) preds[utf8_leaves[k]].push_back(s);  // a leaf's drop rechecks s
     }
