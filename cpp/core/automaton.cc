@@ -237,7 +237,7 @@ void Automaton::Build(const std::vector<int32_t>& program) {
     int64_t inlined_depth = 0;
   };
   std::vector<RuleShape> shapes(static_cast<size_t>(n_rules));
-  int64_t except_code_points = 0;  // in the words of every StringExcept node
+  std::vector<int32_t> except_code_points;  // of the words of every StringExcept node
   {
     size_t pos = 2;
     for (int32_t r = 0; r < n_rules; ++r) {
@@ -300,10 +300,10 @@ void Automaton::Build(const std::vector<int32_t>& program) {
             for (int32_t w = 0; w < n_words; ++w) {
               const int32_t n = std::max(0, rd.At(p));
               cps += n;
+              for (int32_t k = 1; k <= n; ++k) except_code_points.push_back(rd.At(p + static_cast<size_t>(k)));
               p += 1 + static_cast<size_t>(n);
             }
             add(8 * cps + 48, copies);
-            except_code_points += cps;
             open.push_back({1, copies});  // the tail
             break;
           }
@@ -339,10 +339,17 @@ void Automaton::Build(const std::vector<int32_t>& program) {
         });
   }
   // Tries of many code points in all (keys of many objects) read most escapes through rules they
-  // share (EscapeRule): a few states per node fewer, a few dozen per character more, so fewer
-  // keep their escapes per node (string_except.cc).
-  constexpr int64_t kCalledEscapesMinCodePoints = 256;
-  called_escapes_ = except_code_points >= kCalledEscapesMinCodePoints;
+  // share (EscapeRule, string_except.cc): four states per trie node fewer, a few dozen per
+  // distinct character more. Worth it where the characters repeat: many code points, each
+  // character used often (English keys: a few dozen characters; keys in a large script: about
+  // as many characters as code points, which keep their escapes per node).
+  constexpr size_t kCalledEscapesMinCodePoints = 256, kCalledEscapesMinUses = 8;
+  const size_t total_code_points = except_code_points.size();
+  std::sort(except_code_points.begin(), except_code_points.end());
+  const auto distinct = static_cast<size_t>(
+      std::unique(except_code_points.begin(), except_code_points.end()) - except_code_points.begin());
+  called_escapes_ = total_code_points >= kCalledEscapesMinCodePoints &&
+                    total_code_points >= kCalledEscapesMinUses * distinct;
   // Inlining adds at most about as many states as the program has ints (64k for small grammars).
   int64_t inline_budget = std::max<int64_t>(static_cast<int64_t>(program.size()), 1 << 16);
   static constexpr int64_t kInlineMaxExpansion = 2048;  // estimated states per call site, copies included

@@ -448,7 +448,7 @@ def _random_spelling(rng: random.Random, s: str) -> str:
 # Words whose code points, 256 or more in a grammar's StringExcept nodes, make the core read the
 # escapes of trie nodes of one or two children through shared rules (EscapeRule) instead of
 # states of each node's own: every test of escapes below runs in both layouts.
-_MANY_WORDS = [f"pad{i:03d}qqqqqqqq" for i in range(24)]
+_MANY_WORDS = [f"pad{i:03d}qqqqqqqq" for i in range(40)]
 
 
 @pytest.mark.parametrize("padded", [False, True], ids=["own-escapes", "called-escapes"])
