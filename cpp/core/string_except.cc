@@ -19,14 +19,14 @@
 // in a rule per set of children, called from every node: 17 states per set, a third of a median
 // MaskBench schema's automaton, and a second head in every configuration inside a key.)
 //
-// Where a grammar's tries are large (Automaton::Build counts their code points), the \uXXXX of
-// a node of one or two children is read instead by calls from its backslash state, made once
-// the backslash is read: of a rule spelling each child's code point, returning to the child,
-// and of a rule spelling any other character, returning to the tail (EscapeRule; each rule is
-// made once per grammar and shared by every node of those children). The four or so escape
-// states of each node become a few call edges, and a configuration holds more than one head only
-// inside such an escape. Small tries keep their own escape states: the shared rules' states
-// would outnumber what they save.
+// Where a grammar's tries are large and their characters repeat (Automaton::Build counts their
+// code points and characters), the \uXXXX of a node of one or two children is read instead by
+// calls from its backslash state, made once the backslash is read: of a rule spelling each
+// child's code point, returning to the child, and of a rule spelling any other character,
+// returning to the tail (EscapeRule; each rule is made once per grammar and shared by every node
+// of those children). The four or so escape states of each node become a few call edges, and a
+// configuration holds more than one head only inside such an escape. Other tries keep their own
+// escape states: the shared rules' states would outnumber what they save.
 #include <algorithm>
 #include <cstdio>
 #include <string>
