@@ -107,11 +107,6 @@ namespace {
 // character, returning to the tail. More children would make as many parse heads after the
 // backslash; such nodes keep escape states of their own.
 constexpr size_t kCalledEscapeKids = 2;
-
-// The hex digit characters spelling the 4-digit value v, most significant first.
-void HexSpelling(uint32_t v, int out[4]) {
-  for (int k = 0; k < 4; ++k) out[k] = static_cast<int>(v >> (4 * (3 - k)) & 0xF);
-}
 }  // namespace
 
 template <typename Fresh>
@@ -237,32 +232,22 @@ int32_t Automaton::EscapeRule(bool spells, std::vector<uint32_t> cps) {
     HexEscapes(u, kids, chains, fresh);
     return r;
   }
-  // The four digits of the code point, or of a surrogate pair's halves with "\\u" between.
+  // The four digits of the code point (HexDigits told to read that one value only), or of a
+  // surrogate pair's halves with "\\u" between.
+  auto one_value = [](uint32_t value, int32_t to) {
+    return [value, to](uint32_t a, uint32_t b) -> int32_t {
+      if (value < a || value > b) return -1;
+      return a == b ? to : -2;
+    };
+  };
+  auto state_itself = [](int32_t state, int) { return state; };
   const uint32_t cp = cps[0];
-  std::vector<uint32_t> values{cp};
-  if (cp >= 0x10000) values = {kHighFirst + ((cp - 0x10000) >> 10), kLowFirst + ((cp - 0x10000) & 0x3FF)};
-  int32_t at = u;
-  for (size_t half = 0; half < values.size(); ++half) {
-    if (half > 0) {
-      const int32_t slash = fresh(), next = fresh();
-      bytes_[at].push_back({'\\', '\\', slash});
-      bytes_[slash].push_back({'u', 'u', next});
-      at = next;
-    }
-    int digits[4];
-    HexSpelling(values[half], digits);
-    for (int k = 0; k < 4; ++k) {
-      const bool last = half + 1 == values.size() && k == 3;
-      const int32_t next = last ? end : fresh();
-      const int h = digits[k];
-      if (h < 10) {
-        bytes_[at].push_back({static_cast<uint8_t>('0' + h), static_cast<uint8_t>('0' + h), next});
-      } else {
-        bytes_[at].push_back({static_cast<uint8_t>('A' + h - 10), static_cast<uint8_t>('A' + h - 10), next});
-        bytes_[at].push_back({static_cast<uint8_t>('a' + h - 10), static_cast<uint8_t>('a' + h - 10), next});
-      }
-      at = next;
-    }
+  if (cp < 0x10000) {
+    HexDigits(u, 0, 4, one_value(cp, end), state_itself);
+  } else {
+    const int32_t low = fresh();
+    HexDigits(low, 0, 4, one_value(kLowFirst + ((cp - 0x10000) & 0x3FF), end), state_itself);
+    HexDigits(u, 0, 4, one_value(kHighFirst + ((cp - 0x10000) >> 10), BackslashU(low, fresh)), state_itself);
   }
   return r;
 }
