@@ -203,13 +203,15 @@ def _length_product_size(nfa: _Nfa, hi: int | None, cap: int, budget: int = _NFA
         return total
     at_cap = set(layer)
     while layer and total <= budget:
-        nxt: set[int] = set()
-        for q in layer:
-            nxt |= succ[q]
-        layer = frozenset(nxt - at_cap)
+        layer = _next_layer(succ, layer) - at_cap
         at_cap |= layer
         total += len(layer)
     return total
+
+
+def _next_layer(succ: list[frozenset[int]], layer: frozenset[int]) -> frozenset[int]:
+    """The states one more code point reaches from ``layer``."""
+    return frozenset().union(*(succ[q] for q in layer))
 
 
 def _layers_up_to(succ: list[frozenset[int]], start: int, last: int, budget: int) -> tuple[int, frozenset[int]]:
@@ -222,10 +224,7 @@ def _layers_up_to(succ: list[frozenset[int]], start: int, last: int, budget: int
     total = len(layer)
     k = 0
     while layer and k < last and total <= budget:
-        nxt: set[int] = set()
-        for q in layer:
-            nxt |= succ[q]
-        layer = frozenset(nxt)
+        layer = _next_layer(succ, layer)
         k += 1
         k0 = index.get(layer)
         if k0 is not None:

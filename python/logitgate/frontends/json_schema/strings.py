@@ -54,7 +54,7 @@ from .facts import StringSet, _Facts
 from .formats import _FORMATS, _format_node
 from .pattern_dfa import Dfa, LengthProduct, minimal_dfa, minimal_intersection, minimal_union
 from .pattern_dfa import with_length as dfa_with_length
-from .patterns import _fit_length, _length_product_size, _map_leaves, _Nfa, _restrict_length
+from .patterns import _fit_length, _length_product_size, _LengthRanges, _map_leaves, _Nfa, _restrict_length
 from .rules import RuleTable
 
 
@@ -250,8 +250,9 @@ class StringEmitter:
                 _, kw2, ptr2 = contents[1]
                 self.diag.unsupported(kw2, "several patterns/formats on one string: intersection too large", ptr2)
         if encoded is None and (f.min_len > 0 or f.max_len is not None):
+            lengths = _LengthRanges(self.limits)  # (one memo for the walks over this node below)
             try:
-                restricted = _restrict_length(node, f.min_len, f.max_len, self.limits)
+                restricted = _restrict_length(node, f.min_len, f.max_len, self.limits, lengths=lengths)
             except LimitExceeded as e:  # (the pattern's repetition: no decomposition as above)
                 raise LimitExceeded(
                     e.limit, e.value, f"minLength {_int_text(f.min_len)} with this {kw}", pointer=f.min_len_ptr
@@ -261,8 +262,8 @@ class StringEmitter:
             if restricted is None and encoded is None and kw == "format" and f.max_len is not None:
                 # Too large to intersect exactly: the format narrowed to fit (a departure).
                 try:
-                    fitted = _fit_length(node, f.max_len, self.limits)
-                    restricted = _restrict_length(fitted, f.min_len, f.max_len, self.limits)
+                    fitted = _fit_length(node, f.max_len, self.limits, lengths=lengths)
+                    restricted = _restrict_length(fitted, f.min_len, f.max_len, self.limits, lengths=lengths)
                 except LimitExceeded as e:
                     raise LimitExceeded(
                         e.limit, e.value, f"maxLength {_int_text(f.max_len)} with this {kw}", pointer=f.max_len_ptr
