@@ -881,6 +881,16 @@ void Automaton::ComputeKernels() {
   kernel_offset_[n] = static_cast<int32_t>(kernel_.size());
   eps_.clear();
   eps_.shrink_to_fit();
+  ComputeKernelKinds();
+}
+
+void Automaton::ComputeKernelKinds() {
+  kernel_kinds_.resize(kernel_.size());
+  for (size_t k = 0; k < kernel_.size(); ++k) {
+    const int32_t t = kernel_[k];
+    kernel_kinds_[k] = static_cast<uint8_t>((!bytes_[t].empty() || reads_token(t) ? kHeadState : 0) |
+                                            (calls_[t].empty() ? 0 : kCalls) | (final_[t] ? kFinal : 0));
+  }
 }
 
 void Automaton::MarkTailCalls() {
@@ -1784,7 +1794,7 @@ int64_t Automaton::memory_bytes() const {
   n += HeapBytes(final_) + HeapBytes(deterministic_) + HeapBytes(universal_) + HeapBytes(capacity_);
   n += HeapBytes(single_start_) + HeapBytes(char_ascii_) + HeapBytes(char_utf8_) + HeapBytes(char_rule_at_);
   n += HeapBytes(near_universal_) + HeapBytes(near_single_start_) + HeapBytes(char_utf8_near_);
-  n += HeapBytes(kernel_offset_) + HeapBytes(kernel_) + HeapBytes(plan_states_) + HeapBytes(token_read_);
+  n += HeapBytes(kernel_offset_) + HeapBytes(kernel_) + HeapBytes(kernel_kinds_) + HeapBytes(plan_states_) + HeapBytes(token_read_);
   for (const TokenSet& t : token_sets_) n += static_cast<int64_t>(sizeof(t)) + HeapBytes(t.ids);
   return n;
 }

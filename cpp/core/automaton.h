@@ -145,6 +145,12 @@ class Automaton {
   // Kernel states of the epsilon closure of s (s itself included when it is a kernel state).
   const int32_t* kernel_begin(int32_t s) const { return kernel_.data() + kernel_offset_[s]; }
   const int32_t* kernel_end(int32_t s) const { return kernel_.data() + kernel_offset_[s + 1]; }
+  // What each of those states does in a closure (kHeadState | kCalls | kFinal bits), beside
+  // them: the parser's closure reads this byte instead of the state's edge lists and flags.
+  static constexpr uint8_t kHeadState = 1;  // byte edges or a token read: a parse head
+  static constexpr uint8_t kCalls = 2;
+  static constexpr uint8_t kFinal = 4;
+  const uint8_t* kernel_kinds_begin(int32_t s) const { return kernel_kinds_.data() + kernel_offset_[s]; }
   const std::vector<std::string>& rule_names() const { return rule_names_; }
   // Token terminals (kOpTokenSet). Each distinct set is a rule of its own, two states: its
   // start *reads a token* of the set to its final state, and has no other edge. Such a start
@@ -232,6 +238,7 @@ class Automaton {
   void PruneDead();
   void Determinize();
   void ComputeKernels();
+  void ComputeKernelKinds();  // kernel_kinds_, from kernel_ and the states' edges (after a load too)
   void MarkTailCalls();
   void ComputeStackNeedBound();  // from the calls' tail flags
   void IndexCharacterRules();    // char_rule_at_, from rule_start_, char_ascii_ and char_utf8_
@@ -295,6 +302,7 @@ class Automaton {
   Flags char_utf8_near_;  // every one but those of kNearLeads' leads
   std::vector<int32_t> char_rule_at_;  // derived from the above (IndexCharacterRules)
   std::vector<int32_t> kernel_offset_, kernel_;
+  Flags kernel_kinds_;  // per kernel_ entry (ComputeKernelKinds)
   int32_t stack_need_bound_ = 0;
   mutable std::once_flag stack_need_once_;
   mutable std::vector<int32_t> stack_need_;

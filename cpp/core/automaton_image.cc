@@ -298,6 +298,7 @@ std::shared_ptr<const Automaton> Automaton::LoadImage(const uint8_t* data, size_
 
   // Derived data, as the build derives it.
   a->ComputeByteClasses();
+  a->ComputeKernelKinds();
   a->ComputeStackNeedBound();
   a->IndexCharacterRules();
   return a;

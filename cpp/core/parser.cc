@@ -19,14 +19,19 @@ inline int32_t FrameOf(uint64_t head) { return static_cast<int32_t>(head >> 32);
 }  // namespace
 
 namespace {
+inline uint64_t MixHead(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  return x ^ (x >> 33);
+}
+// Independent of the heads' order (a sum of their mixes), so that a closure's heads are
+// looked up in the order the closure found them.
 uint64_t HashHeads(const uint64_t* heads, uint32_t count, bool accepting) {
-  uint64_t h = 0xcbf29ce484222325ull ^ (count * 2 + accepting);
-  for (uint32_t i = 0; i < count; ++i) {
-    h ^= heads[i];
-    h *= 0x100000001b3ull;
-    h ^= h >> 29;
-  }
-  return h ^ (h >> 32);
+  uint64_t sum = 0;
+  for (uint32_t i = 0; i < count; ++i) sum += MixHead(heads[i]);
+  return MixHead(sum ^ (count * 2 + accepting) * 0x9e3779b97f4a7c15ull);
 }
 }  // namespace
 
@@ -45,20 +50,15 @@ Parser::Parser(std::shared_ptr<const Automaton> automaton, const CoreLimits& lim
     const bool same = automaton_->byte_class(byte) == automaton_->byte_class(static_cast<uint8_t>(b + 1));
     class_run_end_[b] = same ? class_run_end_[b + 1] : byte;
   }
-  config_table_.assign(64, -1);
-  config_hash_.reserve(32);
-  config_live_classes_.reserve(32);
-  config_heads_.reserve(32);
-  heads_.reserve(256);
   std::lock_guard<std::mutex> lock(mu_);
   // Configuration 0 is dead: its own successor on every byte (rows start kDead).
   out_.clear();
-  Intern(false);
+  Intern(false, false);
   out_.clear();
   visited_.Clear();
   accepting_scratch_ = false;
   Closure(automaton_->root_start(), 0);
-  initial_ = Intern(accepting_scratch_);
+  initial_ = Intern(accepting_scratch_, true);
   if (initial_ == kDead) {
     throw CoreError::Limit("max_stack_depth", limits_.max_stack_depth,
                            "every output of this grammar nests rules " +
@@ -81,9 +81,8 @@ int64_t Parser::memory_bytes() const {
   const int64_t per_block = static_cast<int64_t>(sizeof(Block)) + int64_t{kBlockSize} * num_classes_ * 4;
   int64_t n = static_cast<int64_t>(sizeof(*this)) + max_blocks_ * static_cast<int64_t>(sizeof(Block*));
   n += num_blocks_ * per_block + masks_stored_ * static_cast<int64_t>(sizeof(uint32_t)) * mask_words_hint_;
-  n += HeapBytes(frames_) + HeapBytes(frame_shortest_) + HeapBytes(frame_index_) + HeapBytes(heads_) +
-       HeapBytes(config_heads_);
-  n += HeapBytes(config_table_) + HeapBytes(config_hash_) + HeapBytes(config_live_classes_);
+  n += HeapBytes(frames_) + HeapBytes(frame_shortest_) + frame_index_.memory_bytes() + heads_.memory_bytes() +
+       configs_.memory_bytes() + index_.memory_bytes();
   n += HeapBytes(out_) + HeapBytes(work_) + HeapBytes(group_events_) + HeapBytes(group_active_);
   n += HeapBytes(group_position_) + HeapBytes(group_stamp_);
   n += HeapBytes(group_pairs_) + HeapBytes(group_hashes_) + HeapBytes(group_begin_) + HeapBytes(group_leaders_);
@@ -101,9 +100,10 @@ bool Parser::NearDepthLimitLocked(int64_t depth) {
 }
 
 int32_t Parser::PushFrame(int32_t ret, int32_t parent) {
-  uint64_t key = Pack(ret, parent);
-  auto it = frame_index_.find(key);
-  if (it != frame_index_.end()) return it->second;
+  const uint64_t h = MixHead(Pack(ret, parent));
+  const int32_t found =
+      frame_index_.Find(h, [&](int32_t id) { return frames_[id].ret == ret && frames_[id].parent == parent; });
+  if (found >= 0) return found;
   int32_t depth = frames_[parent].depth + 1;
   if (depth > limits_.max_stack_depth) {
     throw CoreError::Limit("max_stack_depth", limits_.max_stack_depth, "rules nest too deeply in the output");
@@ -111,7 +111,7 @@ int32_t Parser::PushFrame(int32_t ret, int32_t parent) {
   int32_t id = static_cast<int32_t>(frames_.size());
   frames_.push_back({ret, parent, depth});
   if (dist_) frame_shortest_.push_back(std::min(kFar, (*dist_)[static_cast<size_t>(ret)] + frame_shortest_[parent]));
-  frame_index_.emplace(key, id);
+  frame_index_.Insert(id, h);
   return id;
 }
 
@@ -133,18 +133,20 @@ void Parser::Closure(int32_t state0, int32_t frame0) {
     int32_t frame = FrameOf(item);
     const bool near = NearDepthLimitLocked(frames_[frame].depth);
     const int64_t room = limits_.max_stack_depth - frames_[frame].depth;  // frames it may still push
-    for (const int32_t* k = a.kernel_begin(StateOf(item)); k != a.kernel_end(StateOf(item)); ++k) {
+    const uint8_t* kind = a.kernel_kinds_begin(StateOf(item));
+    for (const int32_t* k = a.kernel_begin(StateOf(item)); k != a.kernel_end(StateOf(item)); ++k, ++kind) {
       int32_t s = *k;
       if (near && stack_need_[s] > room) continue;  // every way to end s's rule nests too deep
       uint64_t head = Pack(s, frame);
       if (!visited_.Insert(head)) continue;
-      if (!a.bytes(s).empty() || a.token_set(s) >= 0) {
+      if (*kind & Automaton::kHeadState) {
         out_.push_back(head);
         if (static_cast<int64_t>(out_.size()) > limits_.max_parse_heads) {
           throw CoreError::Limit("max_parse_heads", limits_.max_parse_heads,
                                  "the grammar is too ambiguous at this point of the output");
         }
       }
+      if (!(*kind & (Automaton::kCalls | Automaton::kFinal))) continue;
       for (const CallEdge& c : a.calls(s)) {
         const int32_t start = a.rule_start(c.rule);
         if (c.tail) {
@@ -153,7 +155,7 @@ void Parser::Closure(int32_t state0, int32_t frame0) {
           work_.push_back(Pack(start, PushFrame(c.ret, frame)));
         }
       }
-      if (a.is_final(s)) {
+      if (*kind & Automaton::kFinal) {
         if (frame == 0) {
           accepting_scratch_ = true;
         } else {
@@ -181,9 +183,9 @@ std::vector<int32_t> Parser::Adopt(const Parser& from, const std::vector<int32_t
       const auto [it, fresh] = config_index.emplace(configs[i], static_cast<int32_t>(heads_end.size()));
       which[i] = it->second;
       if (!fresh) continue;
-      const auto [offset, count] = from.config_heads_[configs[i]];
-      for (uint32_t k = 0; k < count; ++k) {
-        const uint64_t head = from.heads_[offset + k];
+      const ConfigRecord& record = from.configs_[static_cast<size_t>(configs[i])];
+      for (uint32_t k = 0; k < record.count; ++k) {
+        const uint64_t head = record.heads[k];
         chain.clear();
         for (int32_t f = FrameOf(head); frame_index.count(f) == 0; f = from.frames_[f].parent) chain.push_back(f);
         for (auto f = chain.rbegin(); f != chain.rend(); ++f) {
@@ -206,48 +208,35 @@ std::vector<int32_t> Parser::Adopt(const Parser& from, const std::vector<int32_t
     for (size_t k = d == 0 ? 0 : heads_end[d - 1]; k < heads_end[d]; ++k) {
       out_.push_back(Pack(StateOf(heads[k]), frame_id[static_cast<size_t>(FrameOf(heads[k]))]));
     }
-    config_id[d] = Intern(accepting[d] != 0);
+    config_id[d] = Intern(accepting[d] != 0, false);
   }
   std::vector<int32_t> ids(configs.size());
   for (size_t i = 0; i < configs.size(); ++i) ids[i] = config_id[static_cast<size_t>(which[i])];
   return ids;
 }
 
-size_t Parser::FindSlot(const uint64_t* heads, uint32_t count, bool accepting, uint64_t h) const {
-  const size_t mask = config_table_.size() - 1;
-  for (size_t i = h & mask;; i = (i + 1) & mask) {
-    const int32_t id = config_table_[i];
-    if (id < 0) return i;
-    if (config_hash_[id] != h || config_heads_[id].second != count || this->accepting(id) != accepting) continue;
-    if (std::equal(heads, heads + count, heads_.data() + config_heads_[id].first)) return i;
+int32_t Parser::Intern(bool accepting, bool closed) {
+  if (!closed) {
+    std::sort(out_.begin(), out_.end());
+    out_.erase(std::unique(out_.begin(), out_.end()), out_.end());
   }
-}
-
-int32_t Parser::Intern(bool accepting) {
-  std::sort(out_.begin(), out_.end());
-  out_.erase(std::unique(out_.begin(), out_.end()), out_.end());
   const int32_t existing = num_configs_.load(std::memory_order_relaxed);
   if (existing > 0 && out_.empty() && !accepting) return kDead;
   const auto count = static_cast<uint32_t>(out_.size());
   const uint64_t h = HashHeads(out_.data(), count, accepting);
-  size_t slot = FindSlot(out_.data(), count, accepting, h);
-  if (config_table_[slot] >= 0) return config_table_[slot];
+  const int32_t found = index_.Find(h, [&](int32_t id) {
+    const ConfigRecord& record = configs_[static_cast<size_t>(id)];
+    if (record.hash != h || record.count != count || this->accepting(id) != accepting) return false;
+    const uint64_t* heads = record.heads;
+    return closed ? std::all_of(heads, heads + count, [this](uint64_t head) { return visited_.Contains(head); })
+                  : std::equal(heads, heads + count, out_.data());
+  });
+  if (found >= 0) return found;
+  // New: stored with its heads in order (Heads() and Adopt read them so).
+  if (closed) std::sort(out_.begin(), out_.end());
   if (existing >= limits_.max_configurations) {
     throw StoreFull(CoreError::Limit("max_configurations", limits_.max_configurations,
                                      "one request needs more parser configurations than max_configurations"));
-  }
-  if (2 * (static_cast<size_t>(existing) + 1) > config_table_.size()) {
-    // At most half full: rehash into twice the slots.
-    std::vector<int32_t> old(config_table_.size() * 2, -1);
-    old.swap(config_table_);
-    const size_t mask = config_table_.size() - 1;
-    for (int32_t id : old) {
-      if (id < 0) continue;
-      size_t i = config_hash_[id] & mask;
-      while (config_table_[i] >= 0) i = (i + 1) & mask;
-      config_table_[i] = id;
-    }
-    slot = FindSlot(out_.data(), count, accepting, h);
   }
   const int32_t id = existing;
   Block* block = blocks_[id >> kBlockBits].load(std::memory_order_relaxed);
@@ -316,10 +305,6 @@ int32_t Parser::Intern(bool accepting) {
       static_cast<uint8_t>((accepting ? kAccepting : 0) | (count ? kHasHeads : 0) | (token_heads ? kHasTokenHeads : 0) |
                            (near_universal ? kNearUniversal : 0)),
       std::memory_order_relaxed);
-  config_heads_.push_back({static_cast<uint32_t>(heads_.size()), count});
-  heads_.insert(heads_.end(), out_.begin(), out_.end());
-  config_hash_.push_back(h);
-  config_table_[slot] = id;
   // Byte classes no head can consume are dead: store them now, so the mask walk never takes
   // the lock for them; the others are computed on first use.
   {
@@ -339,8 +324,9 @@ int32_t Parser::Intern(bool accepting) {
         slot.store(kUnknown, std::memory_order_relaxed);
       }
     }
-    config_live_classes_.push_back(live_classes);
+    configs_.push_back(ConfigRecord{heads_.Append(out_.data(), count), count, live_classes, h});
   }
+  index_.Insert(id, h);  // (after its record: Find reads it)
   num_configs_.store(id + 1, std::memory_order_release);
   return id;
 }
@@ -351,7 +337,7 @@ int32_t Parser::ComputeLocked(int32_t config, uint8_t b) {
   std::atomic<int32_t>& slot = Slot(config, a.byte_class(b));
   int32_t next = slot.load(std::memory_order_relaxed);
   if (next >= 0) return next;  // another thread computed it meanwhile
-  if (next == kUnknown && config_live_classes_[config] >= kGroupLiveClasses) {
+  if (next == kUnknown && configs_[static_cast<size_t>(config)].live_classes >= kGroupLiveClasses) {
     GroupClassesLocked(config);
     next = slot.load(std::memory_order_relaxed);
   }
@@ -378,14 +364,14 @@ int32_t Parser::TransitionLocked(int32_t config, uint8_t b) {
   out_.clear();
   visited_.Clear();
   accepting_scratch_ = false;
-  const auto [offset, count] = config_heads_[config];
+  const auto [heads, count] = HeadsOf(config);
   for (uint32_t i = 0; i < count; ++i) {
-    const uint64_t head = heads_[offset + i];
+    const uint64_t head = heads[i];
     for (const ByteEdge& e : automaton_->bytes(StateOf(head))) {
       if (e.lo <= b && b <= e.hi) Closure(e.target, FrameOf(head));
     }
   }
-  return Intern(accepting_scratch_);
+  return Intern(accepting_scratch_, true);
 }
 
 // Groups `config`'s unknown live classes by the (head, edge) pairs that match them: classes of
@@ -400,7 +386,7 @@ int32_t Parser::TransitionLocked(int32_t config, uint8_t b) {
 // their set, kept as pairs come and go, and compared in full when the hashes meet.
 void Parser::GroupClassesLocked(int32_t config) {
   const Automaton& a = *automaton_;
-  const auto [offset, count] = config_heads_[config];
+  const auto [heads, count] = HeadsOf(config);
   // Edge events, bucketed by byte (a counting sort over the bytes where events happen): at
   // byte lo the edge's pair enters, after byte hi it leaves. A pair is its edge's index in the
   // heads' edges, in order. After the fill, byte b's events end at events_end[b] and number
@@ -409,7 +395,7 @@ void Parser::GroupClassesLocked(int32_t config) {
   uint64_t event_bytes[4] = {0, 0, 0, 0};  // the bytes where some pair enters or leaves
   uint32_t n_pairs = 0;
   for (uint32_t i = 0; i < count; ++i) {
-    for (const ByteEdge& e : a.bytes(StateOf(heads_[offset + i]))) {
+    for (const ByteEdge& e : a.bytes(StateOf(heads[i]))) {
       ++events_at[e.lo];
       event_bytes[e.lo >> 6] |= 1ull << (e.lo & 63);
       if (e.hi < 255) {
@@ -431,7 +417,7 @@ void Parser::GroupClassesLocked(int32_t config) {
   {
     uint32_t pair = 0;
     for (uint32_t i = 0; i < count; ++i) {
-      for (const ByteEdge& e : a.bytes(StateOf(heads_[offset + i]))) {
+      for (const ByteEdge& e : a.bytes(StateOf(heads[i]))) {
         group_events_[events_end[e.lo]++] = {pair, true};
         if (e.hi < 255) group_events_[events_end[e.hi + 1]++] = {pair, false};
         ++pair;
@@ -620,8 +606,8 @@ Parser::StepSet Parser::Steps(int32_t config, bool with_leads) {
     std::vector<int32_t> head_states, rep_targets;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      const auto [offset, count] = config_heads_[config];
-      for (uint32_t i = 0; i < count; ++i) head_states.push_back(StateOf(heads_[offset + i]));
+      const auto [heads, count] = HeadsOf(config);
+      for (uint32_t i = 0; i < count; ++i) head_states.push_back(StateOf(heads[i]));
     }
     bool by_state = rep >= 0;
     for (int32_t st : head_states) {
@@ -752,17 +738,17 @@ void Parser::TrackShortest(std::shared_ptr<const std::vector<int64_t>> dist) {
   }
   const int32_t n = num_configs_.load(std::memory_order_relaxed);
   for (int32_t c = 0; c < n; ++c) {
-    const auto [offset, count] = config_heads_[c];
-    BlockOf(c)->shortest[c & kBlockMask].store(ShortestLocked(heads_.data() + offset, count), std::memory_order_relaxed);
+    const auto [heads, count] = HeadsOf(c);
+    BlockOf(c)->shortest[c & kBlockMask].store(ShortestLocked(heads, count), std::memory_order_relaxed);
   }
   tracks_shortest_.store(true, std::memory_order_release);
 }
 
 void Parser::Heads(int32_t config, std::vector<std::pair<int32_t, int32_t>>* out) const {
   std::lock_guard<std::mutex> lock(mu_);
-  const auto [offset, count] = config_heads_[config];
+  const auto [heads, count] = HeadsOf(config);
   out->clear();
-  for (uint32_t i = 0; i < count; ++i) out->push_back({StateOf(heads_[offset + i]), FrameOf(heads_[offset + i])});
+  for (uint32_t i = 0; i < count; ++i) out->push_back({StateOf(heads[i]), FrameOf(heads[i])});
 }
 
 std::pair<int32_t, int32_t> Parser::FrameLink(int32_t frame) const {
@@ -773,9 +759,9 @@ std::pair<int32_t, int32_t> Parser::FrameLink(int32_t frame) const {
 std::vector<int32_t> Parser::TokenSets(int32_t config) const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<int32_t> sets;
-  const auto [offset, count] = config_heads_[config];
+  const auto [heads, count] = HeadsOf(config);
   for (uint32_t i = 0; i < count; ++i) {
-    const int32_t set = automaton_->token_set(StateOf(heads_[offset + i]));
+    const int32_t set = automaton_->token_set(StateOf(heads[i]));
     if (set >= 0) sets.push_back(set);
   }
   std::sort(sets.begin(), sets.end());
@@ -793,13 +779,13 @@ int32_t Parser::NextToken(int32_t config, int32_t token) {
   out_.clear();
   visited_.Clear();
   accepting_scratch_ = false;
-  const auto [offset, count] = config_heads_[config];
+  const auto [heads, count] = HeadsOf(config);
   for (uint32_t i = 0; i < count; ++i) {
-    const uint64_t head = heads_[offset + i];
+    const uint64_t head = heads[i];
     const int32_t set = a.token_set(StateOf(head));
     if (set >= 0 && a.token_sets()[set].Contains(token)) Closure(a.token_target(StateOf(head)), FrameOf(head));
   }
-  const int32_t next = Intern(accepting_scratch_);
+  const int32_t next = Intern(accepting_scratch_, true);
   token_next_.emplace(key, next);
   return next;
 }
@@ -810,10 +796,10 @@ int32_t Parser::Union(int32_t a, int32_t b) {
   std::lock_guard<std::mutex> lock(mu_);
   out_.clear();
   for (int32_t c : {a, b}) {
-    const auto [offset, count] = config_heads_[c];
-    out_.insert(out_.end(), heads_.begin() + offset, heads_.begin() + offset + count);
+    const auto [heads, count] = HeadsOf(c);
+    out_.insert(out_.end(), heads, heads + count);
   }
-  return Intern(accepting(a) || accepting(b));
+  return Intern(accepting(a) || accepting(b), false);
 }
 
 }  // namespace logitgate

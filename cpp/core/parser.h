@@ -29,6 +29,8 @@
 #include <vector>
 
 #include "automaton.h"
+#include "chunked.h"
+#include "hash_index.h"
 #include "stamp_set.h"
 
 namespace logitgate {
@@ -214,11 +216,10 @@ class Parser {
   int32_t TransitionLocked(int32_t config, uint8_t b);
   void GroupClassesLocked(int32_t config);
   void Closure(int32_t state, int32_t frame);
-  // Interns the configuration of the heads in out_ (sorted, deduplicated here).
-  int32_t Intern(bool accepting);
-  // Index slot of the configuration (heads, accepting) with hash h: its slot when interned,
-  // else the empty slot where it belongs.
-  size_t FindSlot(const uint64_t* heads, uint32_t count, bool accepting, uint64_t h) const;
+  // Interns the configuration of the heads in out_ (sorted and deduplicated here). `closed`:
+  // out_ is the closure just computed (distinct heads, each in visited_), so a configuration
+  // of as many heads all in visited_ is the same one, and out_ is sorted only when it is new.
+  int32_t Intern(bool accepting, bool closed);
   int32_t PushFrame(int32_t ret, int32_t parent);
   // The shortest completion through `heads` (TrackShortest); dist_ is set.
   int64_t ShortestLocked(const uint64_t* heads, uint32_t count) const;
@@ -247,15 +248,24 @@ class Parser {
   std::shared_ptr<const std::vector<int64_t>> dist_;
   std::vector<int64_t> frame_shortest_;
   std::atomic<bool> tracks_shortest_{false};
-  std::unordered_map<uint64_t, int32_t> frame_index_;
-  std::vector<uint64_t> heads_;
-  std::vector<std::pair<uint32_t, uint32_t>> config_heads_;  // (offset, count) into heads_
-  // The interning index: open addressing over configuration ids (-1: empty slot), keyed by a
-  // configuration's heads and accepting bit; config_hash_[id] is configuration id's hash.
-  // No allocation per configuration: interning is on the path of every first-visit walk.
-  std::vector<int32_t> config_table_;
-  std::vector<uint64_t> config_hash_;
-  std::vector<int32_t> config_live_classes_;  // byte classes some head consumes, per configuration
+  HashIndex frame_index_;  // of frames_ by (return state, parent)
+  // Per configuration: its heads (sorted, stored in heads_), its hash, and the byte classes
+  // some head consumes. Chunked, so that no store growth copies them (chunked.h).
+  struct ConfigRecord {
+    const uint64_t* heads;
+    uint32_t count;
+    int32_t live_classes;
+    uint64_t hash;
+  };
+  ChunkedVector<ConfigRecord> configs_;
+  std::pair<const uint64_t*, uint32_t> HeadsOf(int32_t config) const {
+    const ConfigRecord& record = configs_[static_cast<size_t>(config)];
+    return {record.heads, record.count};
+  }
+  ChunkedRuns<uint64_t> heads_;
+  // The interning index, keyed by a configuration's heads and accepting bit. No allocation per
+  // configuration: interning is on the path of every first-visit walk.
+  HashIndex index_;
   int64_t num_blocks_ = 0;  // blocks allocated
   int64_t masks_stored_ = 0;
   int64_t mask_words_hint_ = 0;

@@ -22,6 +22,14 @@ class StampSet {
     return static_cast<int64_t>(keys_.capacity() * sizeof(uint64_t) + stamps_.capacity() * sizeof(uint32_t));
   }
 
+  bool Contains(uint64_t key) const {
+    const size_t mask = keys_.size() - 1;
+    for (size_t i = Hash(key) & mask;; i = (i + 1) & mask) {
+      if (stamps_[i] != epoch_) return false;
+      if (keys_[i] == key) return true;
+    }
+  }
+
   // Inserts `key`; returns false when it was already present.
   bool Insert(uint64_t key) {
     if ((size_ + 1) * 2 > keys_.size()) Grow();

@@ -9,7 +9,9 @@
 //      (a budget-restricted mask within the mask; -inf logits exactly where the mask is 0);
 //   3. mutants of each program (truncated, one value overwritten) compile or raise CoreError;
 //   4. compiles of the largest case cancelled from another thread, or past a tiny timeout,
-//      raise the interrupt's error (LeakSanitizer checks at exit that they freed everything).
+//      raise the interrupt's error (LeakSanitizer checks at exit that they freed everything);
+//   5. the parser's HashIndex finds every id inserted and no other, across its growths (while
+//      an old table is drained), with spread hashes and with hashes whose low halves collide.
 // Prints one line per failure and exits 1 on any (the sanitizers abort on their own reports).
 //
 //   sanitized DIR
@@ -28,6 +30,7 @@
 #include "../../bench/native/case_files.h"
 #include "../../cpp/core/automaton.h"
 #include "../../cpp/core/budget.h"
+#include "../../cpp/core/hash_index.h"
 #include "../../cpp/core/interrupt.h"
 #include "../../cpp/core/logits_mask.h"
 #include "../../cpp/core/matcher.h"
@@ -271,6 +274,25 @@ void RunInterrupts(const std::shared_ptr<const Vocabulary>& vocab, const Case& c
   }
 }
 
+// Inserts ids 0..n-1 under hash_of(id), checking after each insert that the id is found and
+// the next is not, and every id so far after inserting a power of two: the insert that grows
+// the index, so most of them are still in the old table.
+template <typename HashOf>
+void CheckHashIndex(const char* what, int32_t n, HashOf&& hash_of) {
+  HashIndex index;
+  auto find = [&](int32_t id) { return index.Find(hash_of(id), [&](int32_t held) { return held == id; }); };
+  for (int32_t id = 0; id < n; ++id) {
+    index.Insert(id, hash_of(id));
+    if (find(id) != id) Fail("hash index (%s): id %d not found after its insert", what, id);
+    if (find(id + 1) != -1) Fail("hash index (%s): id %d found before its insert", what, id + 1);
+    if ((id & (id - 1)) == 0) {
+      for (int32_t k = 0; k <= id; ++k) {
+        if (find(k) != k) Fail("hash index (%s): id %d lost after %d inserts", what, k, id + 1);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -315,5 +337,9 @@ int main(int argc, char** argv) {
               static_cast<long long>(compiled), static_cast<long long>(failures));
   if (largest) RunInterrupts(vocab, *largest);
   std::printf("interrupted compiles of %s: failures %lld\n", largest ? largest->id.c_str() : "-", static_cast<long long>(failures));
+  CheckHashIndex("spread", 100000, [](int32_t id) { return static_cast<uint64_t>(id) * 0x9e3779b97f4a7c15ull; });
+  // Low halves in 7 values: every probe sequence runs through long clusters, in both tables.
+  CheckHashIndex("colliding", 3000, [](int32_t id) { return static_cast<uint64_t>(id) << 32 | static_cast<uint32_t>(id % 7); });
+  std::printf("hash index: failures %lld\n", static_cast<long long>(failures));
   return failures == 0 ? 0 : 1;
 }

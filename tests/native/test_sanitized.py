@@ -54,6 +54,7 @@ def test_core_under_address_and_ub_sanitizers(tmp_path: Path, smollm2_vocab: Any
     mutants = re.search(r"mutants: (\d+), (\d+) compiled, failures 0", out)
     assert mutants and int(mutants[2]) > 0, out
     assert re.search(r"interrupted compiles of \S+: failures 0", out), out
+    assert "hash index: failures 0" in out, out
 
 
 THREAD_BUILDS = {
