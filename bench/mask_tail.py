@@ -36,6 +36,7 @@ import datetime
 import functools
 import gc
 import gzip
+import importlib.util
 import json
 import os
 import random
@@ -451,7 +452,14 @@ def summarize(args: argparse.Namespace, rows: list[dict[str, Any]], wall_s: floa
         "machine": machine_info(),
         "command": " ".join(sys.argv),
         "commit": _git_commit(),
+        "package": _package_dir(),
     }
+
+
+def _package_dir() -> str:
+    """Where the logitgate that the workers import lives (the checkout's, or one installed apart)."""
+    spec = importlib.util.find_spec("logitgate")
+    return str(Path(spec.origin).parent) if spec and spec.origin else ""
 
 
 def _git_commit() -> str:
@@ -461,11 +469,20 @@ def _git_commit() -> str:
         return ""
 
 
+def _code_label(summary: dict[str, Any]) -> str:
+    """The checkout's commit, and the package imported when it is not the checkout's."""
+    package = summary.get("package", "")
+    checkout = str(Path(__file__).resolve().parents[1])
+    if not package or package.startswith(checkout + os.sep):
+        return str(summary["commit"])
+    return f"{summary['commit']} (logitgate imported from {package}, not the checkout's)"
+
+
 def markdown(summary: dict[str, Any], rows: list[dict[str, Any]], before: dict[str, dict[str, Any]]) -> str:
     lines = [
         f"# Mask tail, whole corpus, {summary['tokenizer']}",
         "",
-        f"`{summary['command']}` on {summary['commit']}, {summary['date']}, {summary['wall_s']:.0f} s wall; "
+        f"`{summary['command']}` on {_code_label(summary)}, {summary['date']}, {summary['wall_s']:.0f} s wall; "
         f"{summary['schemas']} schemas ({', '.join(f'{k} {v}' for k, v in sorted(summary['statuses'].items()))}; "
         f"{summary['walked']} of them without a valid instance, walked at random).",
         "",

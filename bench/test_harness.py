@@ -1,7 +1,8 @@
 """Self-test of the harness (needs the benchmark dependencies): `pytest bench/test_harness.py`.
 
 Checks the property the harness exists for: a case that hangs or kills its worker is recorded and the run goes on
-with a fresh worker; and the statistics helpers compute nearest-rank percentiles.
+with a fresh worker; that the statistics helpers compute nearest-rank percentiles; and that a mask-tail summary says
+when the logitgate it measured is not the checkout's.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import percentile, summarize
+from mask_tail import _code_label
 from run import run_engine
 
 
@@ -50,3 +52,12 @@ def test_cases_only_writes_the_inputs_and_runs_no_engine(tmp_path: Path) -> None
     assert cases["tokenizer"] == "smollm2" and cases["cases"]
     assert all(c["suite"] == "regex" and c["instances"] for c in cases["cases"])
     assert not list(tmp_path.glob("*.jsonl")) and not (tmp_path / "summary.md").exists()
+
+
+def test_mask_tail_names_a_package_imported_from_elsewhere() -> None:
+    checkout = Path(__file__).resolve().parents[1]
+    ours = {"commit": "abc1234", "package": str(checkout / "python" / "logitgate")}
+    assert _code_label(ours) == "abc1234"
+    apart = {"commit": "abc1234", "package": "/tmp/old/logitgate"}
+    assert _code_label(apart) == "abc1234 (logitgate imported from /tmp/old/logitgate, not the checkout's)"
+    assert _code_label({"commit": "abc1234"}) == "abc1234"  # summaries written before the field
