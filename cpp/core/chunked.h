@@ -1,7 +1,7 @@
 // Storage that grows in chunks and never moves what it holds, for the parser's per-configuration
-// records: a std::vector that doubles copies everything it holds at once, and once a store holds
-// 100k configurations that copy (megabytes, and the new buffer's page faults) lands inside one
-// mask fill. Here growing costs one chunk's allocation, and a pointer to an element stays valid.
+// records: a std::vector that doubles copies everything it holds at once, inside whichever mask
+// fill crosses the power of two, at a cost that grows with the store. Here growing costs one
+// chunk's allocation, and a pointer to an element stays valid.
 #pragma once
 
 #include <algorithm>

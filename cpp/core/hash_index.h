@@ -4,12 +4,11 @@
 // Open addressing with linear probing; a slot holds an id and the low half of its key's hash
 // (ids are int32, so the table never has 2^32 slots and the position comes from the slot
 // alone). It grows without a pause: once half full, a table of twice the slots takes the
-// inserts, and each insert moves a few slots of the old table over. A whole rehash would land
-// in one mask fill, costing it milliseconds once a store holds 100k configurations (a
-// node-based map's, 10k frames). Until the old table is drained a lookup probes both (an entry
-// is in the new table, or still in the old one, whose slots are never cleared, so its probe
-// sequences stay whole). Tables come from calloc, where a zero slot is empty: pages no insert
-// reaches are never touched.
+// inserts, and each insert moves a few slots of the old table over: a whole rehash (or a
+// node-based map's) would land in one mask fill, whose cost grows with the store. Until the
+// old table is drained a lookup probes both (an entry is in the new table, or still in the old
+// one, whose slots are never cleared, so its probe sequences stay whole). Tables come from
+// calloc, where a zero slot is empty: pages no insert reaches are never touched.
 #pragma once
 
 #include <cstdint>
