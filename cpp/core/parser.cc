@@ -99,6 +99,11 @@ bool Parser::NearDepthLimitLocked(int64_t depth) {
   return depth > last_safe_depth_;
 }
 
+std::pair<const uint64_t*, uint32_t> Parser::HeadsOf(int32_t config) const {
+  const ConfigRecord& record = configs_[static_cast<size_t>(config)];
+  return {record.heads, record.count};
+}
+
 int32_t Parser::PushFrame(int32_t ret, int32_t parent) {
   const uint64_t h = MixHead(Pack(ret, parent));
   const int32_t found =

@@ -221,6 +221,8 @@ class Parser {
   // of as many heads all in visited_ is the same one, and out_ is sorted only when it is new.
   int32_t Intern(bool accepting, bool closed);
   int32_t PushFrame(int32_t ret, int32_t parent);
+  // A configuration's heads and their count (configs_; under mu_).
+  std::pair<const uint64_t*, uint32_t> HeadsOf(int32_t config) const;
   // The shortest completion through `heads` (TrackShortest); dist_ is set.
   int64_t ShortestLocked(const uint64_t* heads, uint32_t count) const;
   // True when a head at this frame depth may be unable to complete within max_stack_depth
@@ -258,10 +260,6 @@ class Parser {
     uint64_t hash;
   };
   ChunkedVector<ConfigRecord> configs_;
-  std::pair<const uint64_t*, uint32_t> HeadsOf(int32_t config) const {
-    const ConfigRecord& record = configs_[static_cast<size_t>(config)];
-    return {record.heads, record.count};
-  }
   ChunkedRuns<uint64_t> heads_;
   // The interning index, keyed by a configuration's heads and accepting bit. No allocation per
   // configuration: interning is on the path of every first-visit walk.
