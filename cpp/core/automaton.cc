@@ -869,7 +869,7 @@ void Automaton::ComputeKernels() {
       PollInterrupt();
       int32_t t = work.back();
       work.pop_back();
-      if (!bytes_[t].empty() || !calls_[t].empty() || final_[t] || reads_token(t)) kernel_.push_back(t);
+      if (KernelKind(t) != 0) kernel_.push_back(t);
       for (int32_t u : eps_[t]) {
         if (stamp[u] != s) {
           stamp[u] = s;
@@ -884,13 +884,14 @@ void Automaton::ComputeKernels() {
   ComputeKernelKinds();
 }
 
+uint8_t Automaton::KernelKind(int32_t t) const {
+  return static_cast<uint8_t>((!bytes_[t].empty() || reads_token(t) ? kHeadState : 0) |
+                              (calls_[t].empty() ? 0 : kCalls) | (final_[t] ? kFinal : 0));
+}
+
 void Automaton::ComputeKernelKinds() {
   kernel_kinds_.resize(kernel_.size());
-  for (size_t k = 0; k < kernel_.size(); ++k) {
-    const int32_t t = kernel_[k];
-    kernel_kinds_[k] = static_cast<uint8_t>((!bytes_[t].empty() || reads_token(t) ? kHeadState : 0) |
-                                            (calls_[t].empty() ? 0 : kCalls) | (final_[t] ? kFinal : 0));
-  }
+  for (size_t k = 0; k < kernel_.size(); ++k) kernel_kinds_[k] = KernelKind(kernel_[k]);
 }
 
 void Automaton::MarkTailCalls() {

@@ -238,6 +238,8 @@ class Automaton {
   void PruneDead();
   void Determinize();
   void ComputeKernels();
+  // What state t does in a closure (kHeadState | kCalls | kFinal); 0: it is no kernel state.
+  uint8_t KernelKind(int32_t t) const;
   void ComputeKernelKinds();  // kernel_kinds_, from kernel_ and the states' edges (after a load too)
   void MarkTailCalls();
   void ComputeStackNeedBound();  // from the calls' tail flags

@@ -151,13 +151,14 @@ void Parser::Closure(int32_t state0, int32_t frame0) {
                                  "the grammar is too ambiguous at this point of the output");
         }
       }
-      if (!(*kind & (Automaton::kCalls | Automaton::kFinal))) continue;
-      for (const CallEdge& c : a.calls(s)) {
-        const int32_t start = a.rule_start(c.rule);
-        if (c.tail) {
-          work_.push_back(Pack(start, frame));
-        } else if (!near || (stack_need_[c.ret] <= room && 1 + static_cast<int64_t>(stack_need_[start]) <= room)) {
-          work_.push_back(Pack(start, PushFrame(c.ret, frame)));
+      if (*kind & Automaton::kCalls) {
+        for (const CallEdge& c : a.calls(s)) {
+          const int32_t start = a.rule_start(c.rule);
+          if (c.tail) {
+            work_.push_back(Pack(start, frame));
+          } else if (!near || (stack_need_[c.ret] <= room && 1 + static_cast<int64_t>(stack_need_[start]) <= room)) {
+            work_.push_back(Pack(start, PushFrame(c.ret, frame)));
+          }
         }
       }
       if (*kind & Automaton::kFinal) {
@@ -188,9 +189,9 @@ std::vector<int32_t> Parser::Adopt(const Parser& from, const std::vector<int32_t
       const auto [it, fresh] = config_index.emplace(configs[i], static_cast<int32_t>(heads_end.size()));
       which[i] = it->second;
       if (!fresh) continue;
-      const ConfigRecord& record = from.configs_[static_cast<size_t>(configs[i])];
-      for (uint32_t k = 0; k < record.count; ++k) {
-        const uint64_t head = record.heads[k];
+      const auto [from_heads, count] = from.HeadsOf(configs[i]);
+      for (uint32_t k = 0; k < count; ++k) {
+        const uint64_t head = from_heads[k];
         chain.clear();
         for (int32_t f = FrameOf(head); frame_index.count(f) == 0; f = from.frames_[f].parent) chain.push_back(f);
         for (auto f = chain.rbegin(); f != chain.rend(); ++f) {
