@@ -380,8 +380,8 @@ int32_t Parser::TransitionLocked(int32_t config, uint8_t b) {
   return Intern(accepting_scratch_, true);
 }
 
-// Groups `config`'s unknown live classes by the (head, edge) pairs that match them: classes of
-// one group reach the same configuration, so one closure and one interning serve them all (a
+// Groups `config`'s unknown live classes by the (head, target) pairs their bytes lead along
+// (below): classes of one group reach the same configuration, so one closure and one interning serve them all (a
 // string position's ~100 byte classes reach a handful of configurations). Each class's slot
 // becomes pending on its group's leader (the group's first class, itself included); the
 // transitions are computed on demand.
@@ -393,13 +393,41 @@ int32_t Parser::TransitionLocked(int32_t config, uint8_t b) {
 void Parser::GroupClassesLocked(int32_t config) {
   const Automaton& a = *automaton_;
   const auto [heads, count] = HeadsOf(config);
+  // A pair is a head and a target of its edges: edges of one head to one target add the same
+  // closure, so bytes told apart only by which of those edges reads them are one group (a
+  // class's ranges, `[0-9A-Za-z]` as three edges, one closure). group_edge_pair_ holds the
+  // pair of each of the heads' edges, in order.
+  group_edge_pair_.clear();
+  uint32_t n_pairs = 0;
+  for (uint32_t i = 0; i < count; ++i) {
+    const auto& edges = a.bytes(StateOf(heads[i]));
+    if (edges.size() <= 16) {  // most heads: the targets seen so far, one by one
+      int32_t seen[16];
+      const uint32_t pair0 = n_pairs;
+      for (const ByteEdge& e : edges) {
+        uint32_t k = 0;
+        while (k < n_pairs - pair0 && seen[k] != e.target) ++k;
+        if (k == n_pairs - pair0) seen[n_pairs++ - pair0] = e.target;
+        group_edge_pair_.push_back(pair0 + k);
+      }
+      continue;
+    }
+    // A trie's node: by an open-addressing table of its targets.
+    size_t size = 32;
+    while (size < 2 * edges.size()) size <<= 1;
+    group_target_slots_.assign(size, {-1, 0});
+    for (const ByteEdge& e : edges) {
+      size_t at = (static_cast<uint32_t>(e.target) * 0x9E3779B1u) & (size - 1);
+      while (group_target_slots_[at].first >= 0 && group_target_slots_[at].first != e.target) at = (at + 1) & (size - 1);
+      if (group_target_slots_[at].first < 0) group_target_slots_[at] = {e.target, n_pairs++};
+      group_edge_pair_.push_back(group_target_slots_[at].second);
+    }
+  }
   // Edge events, bucketed by byte (a counting sort over the bytes where events happen): at
-  // byte lo the edge's pair enters, after byte hi it leaves. A pair is its edge's index in the
-  // heads' edges, in order. After the fill, byte b's events end at events_end[b] and number
-  // events_at[b].
+  // byte lo the edge's pair enters, after byte hi it leaves. After the fill, byte b's events
+  // end at events_end[b] and number events_at[b].
   std::array<uint32_t, 256> events_at{}, events_end;
   uint64_t event_bytes[4] = {0, 0, 0, 0};  // the bytes where some pair enters or leaves
-  uint32_t n_pairs = 0;
   for (uint32_t i = 0; i < count; ++i) {
     for (const ByteEdge& e : a.bytes(StateOf(heads[i]))) {
       ++events_at[e.lo];
@@ -408,7 +436,6 @@ void Parser::GroupClassesLocked(int32_t config) {
         ++events_at[e.hi + 1];
         event_bytes[(e.hi + 1) >> 6] |= 1ull << ((e.hi + 1) & 63);
       }
-      ++n_pairs;
     }
   }
   uint32_t n_events = 0;
@@ -421,18 +448,21 @@ void Parser::GroupClassesLocked(int32_t config) {
   }
   group_events_.resize(n_events);
   {
-    uint32_t pair = 0;
+    size_t edge = 0;
     for (uint32_t i = 0; i < count; ++i) {
       for (const ByteEdge& e : a.bytes(StateOf(heads[i]))) {
+        const uint32_t pair = group_edge_pair_[edge++];
         group_events_[events_end[e.lo]++] = {pair, true};
         if (e.hi < 255) group_events_[events_end[e.hi + 1]++] = {pair, false};
-        ++pair;
       }
     }
   }
-  // The active pairs, each with its position in group_active_ (removal swaps in the last).
+  // The active pairs, each with its position in group_active_ (removal swaps in the last) and
+  // the number of its edges that read the current byte (a pair is active while it is not 0:
+  // an NFA state's edges to one target may overlap).
   group_active_.clear();
   group_position_.resize(n_pairs);
+  group_edges_on_.assign(n_pairs, 0);
   if (group_stamp_.size() < n_pairs) group_stamp_.resize(n_pairs, 0);
   // (Stamps of earlier calls are below the current epoch; past its wrap they are reset.)
   if (group_epoch_ > UINT32_MAX - 256) {
@@ -459,10 +489,12 @@ void Parser::GroupClassesLocked(int32_t config) {
       for (uint32_t k = events_end[lo] - events_at[lo]; k < events_end[lo]; ++k) {
         const Event& ev = group_events_[k];
         if (ev.enter) {
+          if (group_edges_on_[ev.pair]++ > 0) continue;
           group_position_[ev.pair] = static_cast<uint32_t>(group_active_.size());
           group_active_.push_back(ev.pair);
           hash += mix(ev.pair);
         } else {
+          if (--group_edges_on_[ev.pair] > 0) continue;
           const uint32_t at = group_position_[ev.pair];
           group_active_[at] = group_active_.back();
           group_position_[group_active_[at]] = at;

@@ -270,12 +270,13 @@ class Parser {
   std::vector<uint64_t> out_, work_;
   // GroupClassesLocked scratch.
   struct Event {
-    uint32_t pair;  // the edge's index among the heads' edges
+    uint32_t pair;  // the edge's (head, target) pair
     bool enter;     // at its first byte, else after its last
   };
   std::unordered_map<uint64_t, int32_t> token_next_;  // NextToken's memo: config << 32 | token
   std::vector<Event> group_events_;  // by byte
-  std::vector<uint32_t> group_active_, group_position_, group_stamp_, group_pairs_;
+  std::vector<uint32_t> group_edge_pair_, group_edges_on_, group_active_, group_position_, group_stamp_, group_pairs_;
+  std::vector<std::pair<int32_t, uint32_t>> group_target_slots_;  // (target state, pair)
   std::vector<uint64_t> group_hashes_;
   std::vector<size_t> group_begin_, group_leaders_;
   uint32_t group_epoch_ = 0;  // group_stamp_'s current stamp

@@ -339,3 +339,19 @@ def test_nested_bounded_repetitions_stay_tractable() -> None:
         assert m.accept(b)
     assert not m.is_complete()  # 99 characters before the final "z9"; the repetition needs 100
     assert m.accept_bytes(b"z9") and m.is_complete()
+
+
+def test_classes_leading_to_one_target_share_one_transition(vocab: lg.Vocabulary) -> None:
+    # The loop state of `[0-9A-Za-z]+` reads its class as three edges to itself (the ranges are
+    # not adjacent), and the other branch splits a-h into byte classes of their own: a dozen
+    # live classes, grouped on the state's first transition by the targets they lead to. One
+    # closure serves every letter and digit; "!" is a group of its own.
+    g = lg.Compiler(vocab).compile_ebnf('root ::= [0-9A-Za-z]+ "!" | "abcdefgh"')
+    m = g.matcher()
+    assert m.accept_bytes(b"x")
+    before = g._core.num_transitions
+    for text in (b"y", b"Y", b"5", b"c", b"z"):
+        assert m.accept_bytes(text)
+    assert g._core.num_transitions - before == 1
+    assert m.accept_bytes(b"!") and m.is_complete()
+    assert g._core.num_transitions - before == 2
