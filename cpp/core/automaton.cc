@@ -1041,6 +1041,11 @@ void Automaton::Determinize() {
   auto relevant = [&](int32_t s) { return !bytes_[s].empty() || !calls_[s].empty() || final_[s]; };
 
   std::vector<int32_t> stamp(n, -1), work, remap(n, -1);
+  // The DFA state of one NFA state's closure, valid where single_rule[t] is the rule being
+  // built: most byte intervals and returns go to one NFA state, whose closure and set are then
+  // found once per rule.
+  constexpr int32_t kEmptyClosure = -2;
+  std::vector<int32_t> single_rule(n, -1), single_dfa(n, -1);
   int32_t epoch = 0;
   // Adds the kernel states of the epsilon closure of s to `acc` (visited: stamp == epoch).
   auto closure_into = [&](int32_t s, std::vector<int32_t>& acc) {
@@ -1181,10 +1186,24 @@ void Automaton::Determinize() {
       const int32_t id = new_out(r);
       return id;
     };
-    ++epoch;
-    set.clear();
-    closure_into(rule_start_[r], set);
-    out_start[r] = intern(set);
+    // The DFA state of t's closure, interned (-1 once over the cap); kEmptyClosure, with `set`
+    // empty, where the closure has no kernel state (not kept: an interval then has no edge, a
+    // return or a start interns the empty set).
+    auto dfa_of = [&](int32_t t) -> int32_t {
+      if (single_rule[t] == r) return single_dfa[t];
+      ++epoch;
+      set.clear();
+      closure_into(t, set);
+      if (set.empty()) return kEmptyClosure;
+      const int32_t d = intern(set);
+      if (d >= 0) single_rule[t] = r, single_dfa[t] = d;
+      return d;
+    };
+    auto dfa_or_empty = [&](int32_t t) {
+      const int32_t d = dfa_of(t);
+      return d == kEmptyClosure ? intern(set) : d;
+    };
+    out_start[r] = dfa_or_empty(rule_start_[r]);
     for (size_t i = 0; i < n_sets() && !overflow; ++i) {
       PollInterrupt();
       const int32_t d = static_cast<int32_t>(base + i);
@@ -1206,10 +1225,15 @@ void Automaton::Determinize() {
       std::sort(calls.begin(), calls.end());
       for (size_t k = 0; k < calls.size() && !overflow;) {
         const int32_t callee = calls[k].first;
-        ++epoch;
-        set.clear();
-        for (; k < calls.size() && calls[k].first == callee; ++k) closure_into(calls[k].second, set);
-        const int32_t ret = intern(set);
+        int32_t ret;
+        if (k + 1 == calls.size() || calls[k + 1].first != callee) {
+          ret = dfa_or_empty(calls[k++].second);
+        } else {
+          ++epoch;
+          set.clear();
+          for (; k < calls.size() && calls[k].first == callee; ++k) closure_into(calls[k].second, set);
+          ret = intern(set);
+        }
         if (ret >= 0) out_calls[d].push_back({callee, ret});
       }
       std::sort(points.begin(), points.end());
@@ -1235,11 +1259,16 @@ void Automaton::Determinize() {
         std::sort(targets.begin(), targets.end());
         int32_t t = prev_t;
         if (t < 0 || targets != prev_targets) {
-          ++epoch;
-          set.clear();
-          for (int32_t target : targets) closure_into(target, set);
-          if (set.empty()) continue;
-          t = intern(set);
+          if (targets.size() == 1) {
+            t = dfa_of(targets[0]);
+            if (t == kEmptyClosure) continue;
+          } else {
+            ++epoch;
+            set.clear();
+            for (int32_t target : targets) closure_into(target, set);
+            if (set.empty()) continue;
+            t = intern(set);
+          }
           if (t < 0) break;
           prev_targets.swap(targets);
           prev_t = t;
