@@ -1236,6 +1236,27 @@ void Automaton::Determinize() {
         }
         if (ret >= 0) out_calls[d].push_back({callee, ret});
       }
+      // One member whose edges are in order and disjoint (three DFA states in four): each edge
+      // is one interval of the sweep below, to its target's DFA state.
+      if (members.size() == 1) {
+        const EdgeList<ByteEdge>& own = bytes_[members[0]];
+        bool in_order = true;
+        for (size_t k = 1; k < own.size() && in_order; ++k) in_order = own[k - 1].hi < own[k].lo;
+        if (in_order) {
+          for (const ByteEdge& e : own) {
+            const int32_t t = dfa_of(e.target);
+            if (t == kEmptyClosure) continue;
+            if (t < 0) break;
+            auto& edges = out_bytes[d];  // (after dfa_of: interning may grow out_bytes)
+            if (!edges.empty() && edges.back().target == t && edges.back().hi + 1 == e.lo) {
+              edges.back().hi = e.hi;
+            } else {
+              edges.push_back({e.lo, e.hi, t});
+            }
+          }
+          continue;
+        }
+      }
       std::sort(points.begin(), points.end());
       points.erase(std::unique(points.begin(), points.end()), points.end());
       // Sweep the elementary intervals between points in order, keeping the spans that cover
