@@ -382,10 +382,10 @@ int32_t Parser::TransitionLocked(int32_t config, uint8_t b) {
 }
 
 // Groups `config`'s unknown live classes by the (head, target) pairs their bytes lead along
-// (below): classes of one group reach the same configuration, so one closure and one interning serve them all (a
-// string position's ~100 byte classes reach a handful of configurations). Each class's slot
-// becomes pending on its group's leader (the group's first class, itself included); the
-// transitions are computed on demand.
+// (below): classes of one group reach the same configuration, so one closure and one
+// interning serve them all (a string position's ~100 byte classes reach a handful of
+// configurations). Each class's slot becomes pending on its group's leader (the group's first
+// class, itself included); the transitions are computed on demand.
 //
 // A sweep over the bytes: the heads' edge ends cut them into intervals, each matched by one
 // set of pairs (a byte class, a refinement of every edge, lies inside one interval). Adjacent
