@@ -1204,6 +1204,17 @@ void Automaton::Determinize() {
       return d == kEmptyClosure ? intern(set) : d;
     };
     out_start[r] = dfa_or_empty(rule_start_[r]);
+    // Appends DFA state d's edge on [lo, hi] to t, merged into its last edge where that one
+    // ends just before lo and goes to t. (A reference into out_bytes is taken only here, after
+    // the interning that found t, which may grow out_bytes.)
+    auto add_edge = [&](int32_t d, int lo, int hi, int32_t t) {
+      auto& edges = out_bytes[d];
+      if (!edges.empty() && edges.back().target == t && edges.back().hi + 1 == lo) {
+        edges.back().hi = static_cast<uint8_t>(hi);
+      } else {
+        edges.push_back({static_cast<uint8_t>(lo), static_cast<uint8_t>(hi), t});
+      }
+    };
     for (size_t i = 0; i < n_sets() && !overflow; ++i) {
       PollInterrupt();
       const int32_t d = static_cast<int32_t>(base + i);
@@ -1247,12 +1258,7 @@ void Automaton::Determinize() {
             const int32_t t = dfa_of(e.target);
             if (t == kEmptyClosure) continue;
             if (t < 0) break;
-            auto& edges = out_bytes[d];  // (after dfa_of: interning may grow out_bytes)
-            if (!edges.empty() && edges.back().target == t && edges.back().hi + 1 == e.lo) {
-              edges.back().hi = e.hi;
-            } else {
-              edges.push_back({e.lo, e.hi, t});
-            }
+            add_edge(d, e.lo, e.hi, t);
           }
           continue;
         }
@@ -1294,12 +1300,7 @@ void Automaton::Determinize() {
           prev_targets.swap(targets);
           prev_t = t;
         }
-        auto& edges = out_bytes[d];
-        if (!edges.empty() && edges.back().target == t && edges.back().hi + 1 == lo) {
-          edges.back().hi = static_cast<uint8_t>(hi);
-        } else {
-          edges.push_back({static_cast<uint8_t>(lo), static_cast<uint8_t>(hi), t});
-        }
+        add_edge(d, lo, hi, t);
       }
     }
     if (!overflow) continue;

@@ -402,8 +402,9 @@ void Parser::GroupClassesLocked(int32_t config) {
   uint32_t n_pairs = 0;
   for (uint32_t i = 0; i < count; ++i) {
     const auto& edges = a.bytes(StateOf(heads[i]));
-    if (edges.size() <= 16) {  // most heads: the targets seen so far, one by one
-      int32_t seen[16];
+    constexpr size_t kFewEdges = 16;
+    if (edges.size() <= kFewEdges) {  // most heads: the targets seen so far, one by one
+      int32_t seen[kFewEdges];
       const uint32_t pair0 = n_pairs;
       for (const ByteEdge& e : edges) {
         uint32_t k = 0;
