@@ -218,24 +218,57 @@ Parser& Budget::StoreLocked(const Matcher& m) {
   return *store_;
 }
 
-int64_t Budget::FrameDistance(int32_t frame) {
-  // Up the stack until a known frame (or the empty stack), then back down: no recursion.
-  auto known = [&](int32_t f) { return static_cast<size_t>(f) < frame_dist_.size() && frame_dist_[f] >= 0; };
-  if (frame == 0) return 0;
-  if (known(frame)) return frame_dist_[static_cast<size_t>(frame)];
-  std::vector<std::pair<int32_t, int32_t>> path;  // (frame, its return state)
-  while (frame != 0 && !known(frame)) {
-    const auto [ret, parent] = store_->FrameLink(frame);
-    path.push_back({frame, ret});
-    frame = parent;
+std::pair<int64_t, int64_t> Budget::FrameDistances(int32_t frame) {
+  // Each frame after the frames it refers to (its parent, a frame set's members), from a list
+  // of pending ones: no recursion.
+  auto known = [&](int32_t f) {
+    return f == 0 || (static_cast<size_t>(f) < frame_dist_.size() && frame_dist_[static_cast<size_t>(f)].first >= 0);
+  };
+  auto of = [&](int32_t f) { return f == 0 ? std::pair<int64_t, int64_t>{0, 0} : frame_dist_[static_cast<size_t>(f)]; };
+  std::vector<int32_t> pending{frame};
+  while (!pending.empty()) {
+    const int32_t f = pending.back();
+    if (known(f)) {
+      pending.pop_back();
+      continue;
+    }
+    const auto [ret, parent] = store_->FrameLink(f);
+    std::pair<int64_t, int64_t> d{kUnreachable, 0};
+    if (ret == Parser::kFrameSet) {
+      store_->FrameSetMembers(f, &members_);
+      bool ready = true;
+      for (int32_t m : members_) {
+        if (known(m)) {
+          d = {std::min(d.first, of(m).first), std::max(d.second, of(m).second)};
+        } else {
+          pending.push_back(m);
+          ready = false;
+        }
+      }
+      if (!ready) continue;
+    } else if (!known(parent)) {
+      pending.push_back(parent);
+      continue;
+    } else {
+      d = {SatAdd(paths_.dist(ret), of(parent).first), SatAdd(paths_.dist(ret), of(parent).second)};
+    }
+    pending.pop_back();
+    if (static_cast<size_t>(f) >= frame_dist_.size()) frame_dist_.resize(static_cast<size_t>(f) + 1, {-1, -1});
+    frame_dist_[static_cast<size_t>(f)] = d;
   }
-  int64_t d = frame == 0 ? 0 : frame_dist_[static_cast<size_t>(frame)];
-  for (auto it = path.rbegin(); it != path.rend(); ++it) {
-    d = SatAdd(d, paths_.dist(it->second));
-    if (static_cast<size_t>(it->first) >= frame_dist_.size()) frame_dist_.resize(static_cast<size_t>(it->first) + 1, -1);
-    frame_dist_[static_cast<size_t>(it->first)] = d;
+  return of(frame);
+}
+
+std::pair<int32_t, int32_t> Budget::LinkOnShortest(int32_t frame) {
+  auto link = store_->FrameLink(frame);
+  if (link.first != Parser::kFrameSet) return link;
+  FrameDistances(frame);  // (its members' too)
+  store_->FrameSetMembers(frame, &members_);
+  int32_t best = members_[0];
+  for (int32_t m : members_) {
+    if (frame_dist_[static_cast<size_t>(m)].first < frame_dist_[static_cast<size_t>(best)].first) best = m;
   }
-  return d;
+  return store_->FrameLink(best);
 }
 
 std::pair<int32_t, int32_t> Budget::BestHead(int32_t config) {
@@ -243,8 +276,11 @@ std::pair<int32_t, int32_t> Budget::BestHead(int32_t config) {
   std::pair<int32_t, int32_t> head{-1, -1};
   store_->Heads(config, &heads_);
   for (const auto& h : heads_) {
-    const int64_t through = SatAdd(paths_.dist(h.first), FrameDistance(h.second));
-    longest = std::max(longest, through);
+    // A head whose frame is a set stands for one head per member: the shortest and the
+    // longest of theirs.
+    const auto [near, far] = FrameDistances(h.second);
+    const int64_t through = SatAdd(paths_.dist(h.first), near);
+    longest = std::max(longest, SatAdd(paths_.dist(h.first), far));
     if (through < best) best = through, head = h;
   }
   Known& k = Entry(config);
@@ -259,7 +295,7 @@ bool Budget::SpellLocked(int32_t config, std::string* out) {
   const auto [state, frame] = BestHead(config);
   if (state < 0 || !paths_.Spell(state, out, kMaxSpelledBytes)) return false;
   for (int32_t f = frame; f != 0;) {
-    const auto [ret, parent] = store_->FrameLink(f);
+    const auto [ret, parent] = LinkOnShortest(f);
     if (!paths_.Spell(ret, out, kMaxSpelledBytes)) return false;
     f = parent;
   }
@@ -280,7 +316,7 @@ void Budget::CostLocked(int32_t config) {
   if (!SpellLocked(config, &text)) {
     // Too long to spell (or no completion): its length is still known.
     const auto [state, frame] = BestHead(config);
-    k.bytes = state < 0 ? kUnreachable : SatAdd(paths_.dist(state), FrameDistance(frame));
+    k.bytes = state < 0 ? kUnreachable : SatAdd(paths_.dist(state), FrameDistances(frame).first);
     k.tokens = bytes_are_tokens_ && k.bytes < kUnreachable ? SatAdd(k.bytes, 1) : kUnreachable;
     return;
   }

@@ -138,7 +138,11 @@ class Budget {
   Parser& StoreLocked(const Matcher& m);
   // The cheapest head's (state, frame); Entry(config).longest is set on the way.
   std::pair<int32_t, int32_t> BestHead(int32_t config);
-  int64_t FrameDistance(int32_t frame);
+  // The shortest and the longest of the shortest completions after returning into `frame`
+  // (a frame set's members each one way).
+  std::pair<int64_t, int64_t> FrameDistances(int32_t frame);
+  // `frame`'s (return state, parent); for a frame set, its member's on the shortest way out.
+  std::pair<int32_t, int32_t> LinkOnShortest(int32_t frame);
   bool SpellLocked(int32_t config, std::string* out);
   void CostLocked(int32_t config);
   // Fewest tokens spelling `data` (dynamic programming over the trie); empty when none does.
@@ -151,8 +155,9 @@ class Budget {
   std::mutex mu_;
   std::shared_ptr<Parser> store_;  // the store known_ and frame_dist_ describe
   std::vector<Known> known_;  // by configuration id (ids are dense in a store)
-  std::vector<int64_t> frame_dist_;  // by frame id; -1: not known yet
+  std::vector<std::pair<int64_t, int64_t>> frame_dist_;  // FrameDistances by frame id; -1: not known yet
   std::vector<std::pair<int32_t, int32_t>> heads_;  // BestHead's scratch
+  std::vector<int32_t> members_;  // FrameDistances' and LinkOnShortest's scratch
 };
 
 }  // namespace logitgate

@@ -87,8 +87,8 @@ int64_t Parser::memory_bytes() const {
   n += HeapBytes(group_position_) + HeapBytes(group_stamp_);
   n += HeapBytes(group_pairs_) + HeapBytes(group_hashes_) + HeapBytes(group_begin_) + HeapBytes(group_leaders_);
   n += HeapBytes(group_edge_pair_) + HeapBytes(group_edges_on_) + HeapBytes(group_target_slots_);
-  n += HeapBytes(token_next_);
-  return n + visited_.memory_bytes();
+  n += HeapBytes(token_next_) + HeapBytes(set_members_) + HeapBytes(merge_members_);
+  return n + visited_.memory_bytes() + merge_states_.memory_bytes();
 }
 
 bool Parser::NearDepthLimitLocked(int64_t depth) {
@@ -119,6 +119,84 @@ int32_t Parser::PushFrame(int32_t ret, int32_t parent) {
   if (dist_) frame_shortest_.push_back(std::min(kFar, (*dist_)[static_cast<size_t>(ret)] + frame_shortest_[parent]));
   frame_index_.Insert(id, h);
   return id;
+}
+
+int32_t Parser::FrameSetLocked(const std::vector<int32_t>& members) {
+  uint64_t h = MixHead(static_cast<uint64_t>(members.size()) ^ 0x5e7f4a3e5e7f4a3eull);
+  for (int32_t m : members) h = MixHead(h ^ static_cast<uint32_t>(m));
+  const int32_t found = frame_index_.Find(h, [&](int32_t id) {
+    if (frames_[id].ret != kFrameSet) return false;
+    const int32_t* stored = &set_members_[static_cast<size_t>(frames_[id].parent)];
+    return static_cast<size_t>(stored[0]) == members.size() && std::equal(members.begin(), members.end(), stored + 1);
+  });
+  if (found >= 0) return found;
+  const auto id = static_cast<int32_t>(frames_.size());
+  frames_.push_back({kFrameSet, static_cast<int32_t>(set_members_.size()), frames_[members[0]].depth});
+  set_members_.push_back(static_cast<int32_t>(members.size()));
+  set_members_.insert(set_members_.end(), members.begin(), members.end());
+  if (dist_) {
+    int64_t best = kFar;
+    for (int32_t m : members) best = std::min(best, frame_shortest_[m]);
+    frame_shortest_.push_back(best);
+  }
+  frame_index_.Insert(id, h);
+  return id;
+}
+
+// Heads of one state continue alike until that state's rule ends, whatever their stacks: a
+// head whose frame is the set of their frames stands for all of them, and its rule's end
+// returns to each member (Closure). Where many alternatives reach one rule (the members of
+// several object schemas that a key does not tell apart yet), a configuration keeps one head
+// per state instead of one per state and stack, and its transitions close over that many.
+// Frames are merged only at one depth, so the depth limit prunes exactly as for the heads
+// apart. The language of a configuration is unchanged; its heads are not the same, so the
+// two forms are different configurations (interned as they come).
+bool Parser::MergeSameStateHeadsLocked() {
+  if (out_.size() < 2) return false;
+  merge_states_.Clear();
+  bool repeated = false;
+  for (uint64_t head : out_) {
+    if (!merge_states_.Insert(static_cast<uint32_t>(StateOf(head)))) {
+      repeated = true;
+      break;
+    }
+  }
+  if (!repeated) return false;
+  auto depth_of = [this](uint64_t head) { return frames_[FrameOf(head)].depth; };
+  std::sort(out_.begin(), out_.end(), [&](uint64_t a, uint64_t b) {
+    if (StateOf(a) != StateOf(b)) return StateOf(a) < StateOf(b);
+    if (depth_of(a) != depth_of(b)) return depth_of(a) < depth_of(b);
+    return FrameOf(a) < FrameOf(b);
+  });
+  size_t kept = 0;
+  bool merged = false;
+  for (size_t i = 0; i < out_.size();) {
+    size_t j = i + 1;
+    while (j < out_.size() && StateOf(out_[j]) == StateOf(out_[i]) && depth_of(out_[j]) == depth_of(out_[i])) ++j;
+    if (j - i == 1) {
+      out_[kept++] = out_[i];
+      i = j;
+      continue;
+    }
+    merge_members_.clear();
+    for (size_t k = i; k < j; ++k) {
+      const int32_t f = FrameOf(out_[k]);
+      if (frames_[f].ret == kFrameSet) {
+        const int32_t* stored = &set_members_[static_cast<size_t>(frames_[f].parent)];
+        merge_members_.insert(merge_members_.end(), stored + 1, stored + 1 + stored[0]);
+      } else {
+        merge_members_.push_back(f);
+      }
+    }
+    std::sort(merge_members_.begin(), merge_members_.end());
+    merge_members_.erase(std::unique(merge_members_.begin(), merge_members_.end()), merge_members_.end());
+    const int32_t frame = merge_members_.size() == 1 ? merge_members_[0] : FrameSetLocked(merge_members_);
+    out_[kept++] = Pack(StateOf(out_[i]), frame);
+    merged = true;
+    i = j;
+  }
+  out_.resize(kept);
+  return merged;
 }
 
 // Adds to out_ every head reachable from (state, frame) without consuming a byte: epsilon
@@ -165,6 +243,12 @@ void Parser::Closure(int32_t state0, int32_t frame0) {
       if (*kind & Automaton::kFinal) {
         if (frame == 0) {
           accepting_scratch_ = true;
+        } else if (frames_[frame].ret == kFrameSet) {
+          const auto at = static_cast<size_t>(frames_[frame].parent);
+          for (int32_t k = 1; k <= set_members_[at]; ++k) {
+            const Frame& member = frames_[static_cast<size_t>(set_members_[at + static_cast<size_t>(k)])];
+            work_.push_back(Pack(member.ret, member.parent));
+          }
         } else {
           work_.push_back(Pack(frames_[frame].ret, frames_[frame].parent));
         }
@@ -174,10 +258,14 @@ void Parser::Closure(int32_t state0, int32_t frame0) {
 }
 
 std::vector<int32_t> Parser::Adopt(const Parser& from, const std::vector<int32_t>& configs) {
-  // Read from `from` into a store-free form: frames as (return state, parent index), parents
-  // first, index 0 the empty stack; each distinct configuration as its heads (state, frame
-  // index) and its accepting bit.
-  std::vector<std::pair<int32_t, int32_t>> frames{{-1, -1}};
+  // Read from `from` into a store-free form: frames as (return state, parent index), or a
+  // frame set's member indices, each after the frames it refers to, index 0 the empty stack;
+  // each distinct configuration as its heads (state, frame index) and its accepting bit.
+  struct PortableFrame {
+    int32_t ret, parent;
+    std::vector<int32_t> members;  // a frame set's (ret is kFrameSet)
+  };
+  std::vector<PortableFrame> frames(1, PortableFrame{-1, -1, {}});
   std::unordered_map<int32_t, int32_t> frame_index{{0, 0}}, config_index;
   std::vector<int32_t> which(configs.size());  // index of configs[i] among the distinct ones
   std::vector<uint64_t> heads;
@@ -185,7 +273,7 @@ std::vector<int32_t> Parser::Adopt(const Parser& from, const std::vector<int32_t
   std::vector<uint8_t> accepting;
   {
     std::lock_guard<std::mutex> lock(from.mu_);
-    std::vector<int32_t> chain;
+    std::vector<int32_t> pending;  // frames to index, each after those it refers to (no recursion)
     for (size_t i = 0; i < configs.size(); ++i) {
       const auto [it, fresh] = config_index.emplace(configs[i], static_cast<int32_t>(heads_end.size()));
       which[i] = it->second;
@@ -193,12 +281,38 @@ std::vector<int32_t> Parser::Adopt(const Parser& from, const std::vector<int32_t
       const auto [from_heads, count] = from.HeadsOf(configs[i]);
       for (uint32_t k = 0; k < count; ++k) {
         const uint64_t head = from_heads[k];
-        chain.clear();
-        for (int32_t f = FrameOf(head); frame_index.count(f) == 0; f = from.frames_[f].parent) chain.push_back(f);
-        for (auto f = chain.rbegin(); f != chain.rend(); ++f) {
-          const Frame& frame = from.frames_[*f];
-          frame_index.emplace(*f, static_cast<int32_t>(frames.size()));
-          frames.push_back({frame.ret, frame_index.at(frame.parent)});
+        pending.assign(1, FrameOf(head));
+        while (!pending.empty()) {
+          const int32_t f = pending.back();
+          if (frame_index.count(f) != 0) {
+            pending.pop_back();
+            continue;
+          }
+          const Frame& frame = from.frames_[f];
+          PortableFrame portable{frame.ret, -1, {}};
+          bool ready = true;
+          if (frame.ret == kFrameSet) {
+            const auto at = static_cast<size_t>(frame.parent);
+            for (int32_t m = 1; m <= from.set_members_[at]; ++m) {
+              const int32_t member = from.set_members_[at + static_cast<size_t>(m)];
+              const auto known = frame_index.find(member);
+              if (known == frame_index.end()) {
+                pending.push_back(member);
+                ready = false;
+              } else {
+                portable.members.push_back(known->second);
+              }
+            }
+          } else if (const auto known = frame_index.find(frame.parent); known == frame_index.end()) {
+            pending.push_back(frame.parent);
+            ready = false;
+          } else {
+            portable.parent = known->second;
+          }
+          if (!ready) continue;
+          pending.pop_back();
+          frame_index.emplace(f, static_cast<int32_t>(frames.size()));
+          frames.push_back(std::move(portable));
         }
         heads.push_back(Pack(StateOf(head), frame_index.at(FrameOf(head))));
       }
@@ -208,7 +322,17 @@ std::vector<int32_t> Parser::Adopt(const Parser& from, const std::vector<int32_t
   }
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<int32_t> frame_id(frames.size(), 0);
-  for (size_t j = 1; j < frames.size(); ++j) frame_id[j] = PushFrame(frames[j].first, frame_id[frames[j].second]);
+  for (size_t j = 1; j < frames.size(); ++j) {
+    if (frames[j].ret != kFrameSet) {
+      frame_id[j] = PushFrame(frames[j].ret, frame_id[static_cast<size_t>(frames[j].parent)]);
+      continue;
+    }
+    merge_members_.clear();
+    for (int32_t m : frames[j].members) merge_members_.push_back(frame_id[static_cast<size_t>(m)]);
+    std::sort(merge_members_.begin(), merge_members_.end());
+    merge_members_.erase(std::unique(merge_members_.begin(), merge_members_.end()), merge_members_.end());
+    frame_id[j] = merge_members_.size() == 1 ? merge_members_[0] : FrameSetLocked(merge_members_);
+  }
   std::vector<int32_t> config_id(heads_end.size());
   for (size_t d = 0; d < heads_end.size(); ++d) {
     out_.clear();
@@ -223,6 +347,7 @@ std::vector<int32_t> Parser::Adopt(const Parser& from, const std::vector<int32_t
 }
 
 int32_t Parser::Intern(bool accepting, bool closed) {
+  if (MergeSameStateHeadsLocked()) closed = false;
   if (!closed) {
     std::sort(out_.begin(), out_.end());
     out_.erase(std::unique(out_.begin(), out_.end()), out_.end());
@@ -274,11 +399,8 @@ int32_t Parser::Intern(bool accepting, bool closed) {
   uint64_t class_ascii[2] = {0, 0};
   bool class_utf8 = false;
   int64_t class_least = -1;
-  for (uint32_t i = 0; i < count; ++i) {
-    const int32_t state = StateOf(out_[i]), frame = FrameOf(out_[i]);
-    // The automaton's capacities assume that no head on the way is dropped for its depth:
-    // near the limit the head guarantees nothing.
-    if (NearDepthLimitLocked(frames_[frame].depth)) continue;
+  // Per head, and per member of a frame set (each as the head it stands for).
+  auto add_head = [&](int32_t state, int32_t frame) {
     capacity = std::max(capacity, automaton_->plain_capacity(state));
     if (frame != 0 && automaton_->starts_plain_character(state)) {
       const int64_t through = 1 + static_cast<int64_t>(automaton_->plain_capacity(frames_[frame].ret));
@@ -295,6 +417,18 @@ int32_t Parser::Intern(bool accepting, bool closed) {
     near_universal = near_universal || automaton_->is_near_universal(state) ||
                      (frame != 0 && automaton_->starts_near_plain_character(state) &&
                       automaton_->is_near_universal(frames_[frame].ret));
+  };
+  for (uint32_t i = 0; i < count; ++i) {
+    const int32_t state = StateOf(out_[i]), frame = FrameOf(out_[i]);
+    // The automaton's capacities assume that no head on the way is dropped for its depth:
+    // near the limit the head guarantees nothing.
+    if (NearDepthLimitLocked(frames_[frame].depth)) continue;
+    if (frames_[frame].ret != kFrameSet) {
+      add_head(state, frame);
+      continue;
+    }
+    const auto at = static_cast<size_t>(frames_[frame].parent);
+    for (int32_t k = 1; k <= set_members_[at]; ++k) add_head(state, set_members_[at + static_cast<size_t>(k)]);
   }
   if (class_least >= 0 && class_utf8 && HasAllPlainAscii(class_ascii)) {
     // Every plain character is read by one of those rules, each then returning to at least
@@ -771,9 +905,17 @@ void Parser::TrackShortest(std::shared_ptr<const std::vector<int64_t>> dist) {
   if (dist_) return;
   dist_ = std::move(dist);
   // Frames are pushed after their parents: one pass in id order.
+  // (A frame set after its members, too.)
   frame_shortest_.assign(1, 0);
   for (size_t f = 1; f < frames_.size(); ++f) {
     const Frame& fr = frames_[f];
+    if (fr.ret == kFrameSet) {
+      int64_t best = kFar;
+      const auto at = static_cast<size_t>(fr.parent);
+      for (int32_t k = 1; k <= set_members_[at]; ++k) best = std::min(best, frame_shortest_[set_members_[at + k]]);
+      frame_shortest_.push_back(best);
+      continue;
+    }
     frame_shortest_.push_back(std::min(kFar, (*dist_)[static_cast<size_t>(fr.ret)] + frame_shortest_[fr.parent]));
   }
   const int32_t n = num_configs_.load(std::memory_order_relaxed);
@@ -793,7 +935,17 @@ void Parser::Heads(int32_t config, std::vector<std::pair<int32_t, int32_t>>* out
 
 std::pair<int32_t, int32_t> Parser::FrameLink(int32_t frame) const {
   std::lock_guard<std::mutex> lock(mu_);
+  if (frames_[frame].ret == kFrameSet) return {kFrameSet, -1};
   return {frames_[frame].ret, frames_[frame].parent};
+}
+
+void Parser::FrameSetMembers(int32_t frame, std::vector<int32_t>* out) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  out->clear();
+  if (frames_[frame].ret != kFrameSet) return;
+  const auto at = static_cast<size_t>(frames_[frame].parent);
+  out->assign(set_members_.begin() + static_cast<std::ptrdiff_t>(at + 1),
+              set_members_.begin() + static_cast<std::ptrdiff_t>(at + 1 + static_cast<size_t>(set_members_[at])));
 }
 
 std::vector<int32_t> Parser::TokenSets(int32_t config) const {

@@ -155,10 +155,14 @@ class Parser {
   }
 
   // The heads of `config` as (automaton state, frame) pairs, and a frame's (return state,
-  // parent frame); frame 0 is the empty stack. Thread-safe (take mu_). For budget.h, which
-  // measures completions from the heads.
+  // parent frame); frame 0 is the empty stack. A *frame set* (heads of one state whose stacks
+  // differ, merged: see MergeSameStateHeadsLocked) has no link of its own: FrameLink returns
+  // kFrameSet and FrameSetMembers its members, plain frames of one depth. Thread-safe (take
+  // mu_). For budget.h, which measures completions from the heads.
+  static constexpr int32_t kFrameSet = -2;
   void Heads(int32_t config, std::vector<std::pair<int32_t, int32_t>>* out) const;  // replaces *out
   std::pair<int32_t, int32_t> FrameLink(int32_t frame) const;
+  void FrameSetMembers(int32_t frame, std::vector<int32_t>* out) const;  // replaces *out
 
   int32_t num_configurations() const { return num_configs_.load(std::memory_order_acquire); }
   // Transitions computed so far (each one a closure and an interning); for profiling.
@@ -190,6 +194,8 @@ class Parser {
     std::atomic<int32_t> plain_successor[kBlockSize];  // PlainAsciiSuccessor once known, else kUnknown
     std::atomic<int64_t> shortest[kBlockSize];         // shortest(), -1 until tracked
   };
+  // A frame: return state and parent frame; or, for a frame set, kFrameSet and the offset of
+  // its members in set_members_ (their count, then their ids in order).
   struct Frame {
     int32_t ret;
     int32_t parent;
@@ -221,6 +227,11 @@ class Parser {
   // of as many heads all in visited_ is the same one, and out_ is sorted only when it is new.
   int32_t Intern(bool accepting, bool closed);
   int32_t PushFrame(int32_t ret, int32_t parent);
+  // The frame set of `members` (sorted, distinct, plain frames of one depth, at least two).
+  int32_t FrameSetLocked(const std::vector<int32_t>& members);
+  // Replaces heads of one state and one frame depth in out_ by one head whose frame is the set
+  // of their frames; true when it merged any.
+  bool MergeSameStateHeadsLocked();
   // A configuration's heads and their count (configs_; under mu_).
   std::pair<const uint64_t*, uint32_t> HeadsOf(int32_t config) const;
   // The shortest completion through `heads` (TrackShortest); dist_ is set.
@@ -246,6 +257,7 @@ class Parser {
   int64_t last_safe_depth_;  // NearDepthLimitLocked: the deepest frame depth known to be far
   const int32_t* stack_need_ = nullptr;  // the automaton's, once a head came near the limit
   std::vector<Frame> frames_;
+  std::vector<int32_t> set_members_;  // frame sets' members (Frame)
   // TrackShortest: the states' distances, and per frame the sum of its return states'.
   std::shared_ptr<const std::vector<int64_t>> dist_;
   std::vector<int64_t> frame_shortest_;
@@ -281,6 +293,9 @@ class Parser {
   std::vector<size_t> group_begin_, group_leaders_;
   uint32_t group_epoch_ = 0;  // group_stamp_'s current stamp
   StampSet visited_;
+  // MergeSameStateHeadsLocked scratch.
+  StampSet merge_states_;
+  std::vector<int32_t> merge_members_;
   bool accepting_scratch_ = false;
 };
 

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 from tests.e2e.tasks import TASKS
+from tests.unit.test_matcher import NESTED_AMBIGUOUS
 from tests.unit.trees import tree_document, tree_schema
 
 import logitgate as lg
@@ -411,6 +412,20 @@ def test_costs_follow_a_matcher_onto_a_fresh_configuration_store() -> None:
     assert tuple(core.cost(m)) == tuple(budget_core(fresh).cost(m2))
     assert tuple(core.shortest_completion(m)) == tuple(budget_core(fresh).shortest_completion(m2))
     assert before[0] < core.cost(m)[0]
+
+
+def test_completions_through_frame_sets(bytes_compiler: lg.Compiler) -> None:
+    # Below a state of `r` the stacks differ (which rule read each parenthesis): one frame set.
+    g = bytes_compiler.compile_ebnf(NESTED_AMBIGUOUS)
+    core = budget_core(g)
+    m = g.matcher()
+    assert m.accept_bytes(b"(" * 6 + b"z")
+    # The shortest way out returns through `a` at every level; the longest of the shortest
+    # completions through a head, through `b` (two bytes a level): exact_from's bound counts it.
+    assert core.shortest_completion(m) == b")" * 6
+    assert tuple(core.cost(m)) == (6, 7)
+    assert core.exact_from(m, 1) >= 12
+    assert m.accept_bytes(b")!") and core.shortest_completion(m) == b")" * 5
 
 
 def test_zero_repetition_of_an_unbounded_item_is_empty_not_nan() -> None:

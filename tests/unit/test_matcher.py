@@ -3,6 +3,9 @@ forced bytes, batch fills, and the logits width."""
 
 from __future__ import annotations
 
+import itertools
+import random
+
 import numpy as np
 import pytest
 
@@ -254,6 +257,9 @@ def test_fill_masks_many_batches_of_every_size(vocab: lg.Vocabulary) -> None:
 
 _MANY_THREADS_SCRIPT = """
 import sys
+import itertools
+import random
+
 import numpy as np
 import logitgate as lg
 
@@ -339,6 +345,57 @@ def test_nested_bounded_repetitions_stay_tractable() -> None:
         assert m.accept(b)
     assert not m.is_complete()  # 99 characters before the final "z9"; the repetition needs 100
     assert m.accept_bytes(b"z9") and m.is_complete()
+
+
+# Each "(" is read by `a` or by `b`, rules of their own, each then calling `r` with a return of
+# its own: n parentheses are 2^n stacks below one state of `r`.
+NESTED_AMBIGUOUS = """
+root ::= r
+r ::= a | b | "z"
+a ::= "(" r ")" | "a" a
+b ::= "(" r ")!" | "b" b
+"""
+
+
+def test_heads_of_one_state_share_their_stacks(vocab: lg.Vocabulary) -> None:
+    # Heads of one state keep one frame set instead of a head per stack, so the depth costs
+    # heads linearly (the core before frame sets passed max_parse_heads, 20,000, at 14
+    # parentheses).
+    g = lg.Compiler(vocab).compile_ebnf(NESTED_AMBIGUOUS)
+    m = g.matcher()
+    assert m.accept_bytes(b"(" * 40 + b"z)")
+    # Either rule may have read the innermost parenthesis: its end is ")" or ")!".
+    fork = m.fork()
+    assert fork.accept_bytes(b")" * 39) and fork.is_complete()
+    assert m.accept_bytes(b"!" + b")!" * 39) and m.is_complete()
+    assert not g.matcher().accept_bytes(b"(z)!!")
+
+
+def test_frame_sets_follow_a_matcher_onto_a_fresh_configuration_store() -> None:
+    # A store of few configurations fills while the matcher reads (other requests fill it): the
+    # matcher moves to fresh stores, carrying its frame sets (Parser::Adopt), and goes on as on
+    # a grammar with room, mask for mask.
+    vocab = lg.Vocabulary.from_tokens([bytes([i]) for i in range(256)] + [b"</s>"], eos_ids=[256])
+    small = lg.Compiler(vocab, limits=lg.Limits(max_configurations=200)).compile_ebnf(NESTED_AMBIGUOUS)
+    roomy = lg.Compiler(vocab).compile_ebnf(NESTED_AMBIGUOUS)
+    rng = random.Random(0)
+
+    def document(depth: int) -> bytes:  # a random sentence of the grammar
+        if depth == 0:
+            return b"z"
+        letter, close = rng.choice([(b"a", b")"), (b"b", b")!")])
+        return letter * rng.randrange(3) + b"(" + document(depth - 1) + close
+
+    text = b"(" * 40 + b"z" + b")!)" * 12 + b")!" * 16
+    moved, reference = small.matcher(), roomy.matcher()
+    sizes = []
+    for i in range(len(text)):
+        assert small.matcher().accept_bytes(document(rng.randrange(1, 12)))
+        assert allowed(moved, vocab) == allowed(reference, vocab), i
+        assert moved.accept_bytes(text[i : i + 1]) and reference.accept_bytes(text[i : i + 1]), i
+        sizes.append(small._core.num_configurations)
+    assert moved.is_complete() and reference.is_complete()
+    assert any(b < a for a, b in itertools.pairwise(sizes))  # (a store was replaced)
 
 
 def test_classes_leading_to_one_target_share_one_transition(vocab: lg.Vocabulary) -> None:
