@@ -1804,7 +1804,7 @@ void Automaton::LeadTargets(int32_t s, int32_t* out) const {
   for (int k = 0; k < kNumLeads; ++k) {
     if (out[k] < 0) continue;
     const Utf8Lead shape = Utf8LeadOf(static_cast<uint8_t>(0xC2 + k));
-    int32_t end = kMixedTarget - 1;  // not known yet
+    int32_t end = INT32_MIN;  // not known yet
     for (int j = 0; j < n_known; ++j) {
       const Known& m = known[j];
       if (m.after_lead == out[k] && m.shape.continuations == shape.continuations && m.shape.lo == shape.lo &&
@@ -1812,7 +1812,7 @@ void Automaton::LeadTargets(int32_t s, int32_t* out) const {
         end = m.end;
       }
     }
-    if (end == kMixedTarget - 1) {
+    if (end == INT32_MIN) {
       end = CharEnd(out[k], shape);
       if (n_known < 8) known[n_known++] = {out[k], end, shape};
     }
@@ -1825,13 +1825,20 @@ int32_t Automaton::CharEnd(int32_t t, Utf8Lead shape) const {
   for (int step = 0; step < shape.continuations && t >= 0; ++step) {
     // Mid-character: the state must only read bytes (no call to push, no end to pop).
     if (!deterministic_[t] || final_[t] || !calls_[t].empty()) return kMixedTarget;
-    // One edge (sorted, disjoint: determinized) covers the continuation range, or none meets it.
+    // One edge (sorted, disjoint: determinized) covers the continuation range, or none meets
+    // it; edges that leave some of it uncovered read only some of the characters.
     int32_t next = kNoTarget;
+    int covered = lo - 1;  // the range is covered up to here, without a gap
+    bool gap = false, apart = false;
     for (const ByteEdge& e : bytes_[t]) {
       if (e.hi < lo || e.lo > hi) continue;
-      if (e.lo > lo || e.hi < hi || (next != kNoTarget && next != e.target)) return kMixedTarget;
+      gap = gap || e.lo > covered + 1;
+      covered = std::max<int>(covered, e.hi);
+      apart = apart || (next != kNoTarget && next != e.target);
       next = e.target;
     }
+    if (next != kNoTarget && (gap || covered < hi)) return kPartialTarget;
+    if (apart) return kMixedTarget;
     t = next;
     lo = 0x80, hi = 0xBF;
   }

@@ -167,7 +167,9 @@ class Automaton {
   // (for a character: through states without calls that cannot end their rule, so no frame
   // moves on the way), kNoTarget when nothing is read, and kMixedTarget when it is not one
   // state (s not determinized, or characters of the lead that end apart or only some read).
-  static constexpr int32_t kNoTarget = -1, kMixedTarget = -2;
+  // LeadTargets tells one case apart: kPartialTarget where some but not every character of
+  // the lead is read (from a determinized state, the others having no edge on the way).
+  static constexpr int32_t kNoTarget = -1, kMixedTarget = -2, kPartialTarget = -3;
   int32_t ByteTarget(int32_t s, uint8_t b) const;
   // The same for every ASCII byte of `set` (2 words) at once: the one state all of them reach,
   // kNoTarget when none is read, kMixedTarget otherwise (some are not read, or reach apart).

@@ -796,10 +796,18 @@ Parser::StepSet Parser::Steps(int32_t config, bool with_leads) {
       lead_targets.resize(kNumLeads * head_states.size());
       for (size_t i = 0; i < head_states.size(); ++i) automaton_->LeadTargets(head_states[i], &lead_targets[kNumLeads * i]);
     }
-    // Leads the states decide: 1 = in the set, 0 = not; -1 = undecided.
+    // Leads the states decide: 1 = in the set, 0 = not; -1 = undecided. Not where the one
+    // head that reads the lead reads only some of its characters: the others die.
     auto decided = [&](int lead) {
       if (!by_state) return -1;
-      int verdict = 1;
+      int verdict = 1, readers = 0;
+      bool partial = false;
+      for (size_t i = 0; i < head_states.size(); ++i) {
+        const int32_t t = lead_targets[kNumLeads * i + static_cast<size_t>(lead - 0xC2)];
+        readers += t != Automaton::kNoTarget;
+        partial = partial || t == Automaton::kPartialTarget;
+      }
+      if (partial) return readers == 1 ? 0 : -1;
       for (size_t i = 0; i < head_states.size(); ++i) {
         const int32_t t = lead_targets[kNumLeads * i + static_cast<size_t>(lead - 0xC2)];
         if (t == Automaton::kMixedTarget) return -1;

@@ -3,6 +3,7 @@ forced bytes, batch fills, and the logits width."""
 
 from __future__ import annotations
 
+import codecs
 import itertools
 import random
 
@@ -329,6 +330,55 @@ def test_unicode_class_lowering_matches_python(vocab: lg.Vocabulary) -> None:
                 assert (m.accept_bytes(chr(cp).encode()) and m.is_complete()) == inside, (ranges, negated, hex(cp))
             surrogate = b"\xed\xa0\x80"  # U+D800 encoded: never valid UTF-8
             assert not g.matcher().accept_bytes(surrogate)
+
+
+def test_lead_bytes_that_start_some_characters_of_a_class() -> None:
+    # Lead 0xD0 starts а-я's first half (0xB0-0xBF after it) and characters outside (Ѐ-Я, 0x80-
+    # 0xAF); 0xD1 the second half (0x80-0x8F) and ё and beyond: a position of the chain reads
+    # only some of each lead's characters, so neither lead is a step of the chain (the core tells
+    # that from the automaton's states alone). Masks along random walks agree with an oracle
+    # over the decoded text.
+    words = ["при", "вет", "мир", "дом", "ёлка", "Дом", "яя", "aб", "жz", "ѐ", "ё"]
+    tokens = [bytes([b]) for b in range(0x61, 0x7B)] + [chr(c).encode() for c in range(0x430, 0x450)]
+    tokens += [w.encode() for w in words] + [bytes([b]) for b in [0xD0, 0xD1, *range(0x80, 0xC0)]] + [b"\xd0\xb0\xd1"]
+    eos = len(tokens)
+    vocab = lg.Vocabulary.from_tokens([*tokens, b"</s>"], eos_ids=[eos])
+    g = lg.Compiler(vocab).compile_regex("[a-zа-я]{1,12}")
+    in_class = {chr(c) for c in [*range(0x61, 0x7B), *range(0x430, 0x450)]}
+
+    def viable(data: bytes) -> bool:
+        decoder = codecs.getincrementaldecoder("utf-8")()
+        try:
+            text = decoder.decode(data)
+        except UnicodeDecodeError:
+            return False
+        tail = decoder.getstate()[0]
+        if any(ch not in in_class for ch in text) or len(text) + (1 if tail else 0) > 12:
+            return False
+        return not tail or any(ch.encode().startswith(tail) for ch in in_class)
+
+    rng = random.Random(0)
+    for _ in range(30):
+        m, text = g.matcher(), b""
+        while True:
+            got = allowed(m, vocab)
+            want = {t for t, tok in enumerate(tokens) if viable(text + tok)}
+            if text and viable(text) and decoded_complete(text):
+                want.add(eos)
+            assert got == want, text
+            t = rng.choice(sorted(got))
+            if t == eos:
+                break
+            assert m.accept(t)
+            text += tokens[t]
+
+
+def decoded_complete(data: bytes) -> bool:
+    try:
+        data.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def test_nested_bounded_repetitions_stay_tractable() -> None:
