@@ -143,6 +143,12 @@ int32_t Parser::FrameSetLocked(const std::vector<int32_t>& members) {
   return id;
 }
 
+int32_t Parser::FrameOfMembersLocked(std::vector<int32_t>* members) {
+  std::sort(members->begin(), members->end());
+  members->erase(std::unique(members->begin(), members->end()), members->end());
+  return members->size() == 1 ? (*members)[0] : FrameSetLocked(*members);
+}
+
 // Heads of one state continue alike until that state's rule ends, whatever their stacks: a
 // head whose frame is the set of their frames stands for all of them, and its rule's end
 // returns to each member (Closure). Where many alternatives reach one rule (the members of
@@ -181,17 +187,14 @@ bool Parser::MergeSameStateHeadsLocked() {
     merge_members_.clear();
     for (size_t k = i; k < j; ++k) {
       const int32_t f = FrameOf(out_[k]);
-      if (frames_[f].ret == kFrameSet) {
-        const int32_t* stored = &set_members_[static_cast<size_t>(frames_[f].parent)];
-        merge_members_.insert(merge_members_.end(), stored + 1, stored + 1 + stored[0]);
+      const auto [first, last] = MembersOf(f);
+      if (first != last) {
+        merge_members_.insert(merge_members_.end(), first, last);
       } else {
         merge_members_.push_back(f);
       }
     }
-    std::sort(merge_members_.begin(), merge_members_.end());
-    merge_members_.erase(std::unique(merge_members_.begin(), merge_members_.end()), merge_members_.end());
-    const int32_t frame = merge_members_.size() == 1 ? merge_members_[0] : FrameSetLocked(merge_members_);
-    out_[kept++] = Pack(StateOf(out_[i]), frame);
+    out_[kept++] = Pack(StateOf(out_[i]), FrameOfMembersLocked(&merge_members_));
     merged = true;
     i = j;
   }
@@ -243,12 +246,8 @@ void Parser::Closure(int32_t state0, int32_t frame0) {
       if (*kind & Automaton::kFinal) {
         if (frame == 0) {
           accepting_scratch_ = true;
-        } else if (frames_[frame].ret == kFrameSet) {
-          const auto at = static_cast<size_t>(frames_[frame].parent);
-          for (int32_t k = 1; k <= set_members_[at]; ++k) {
-            const Frame& member = frames_[static_cast<size_t>(set_members_[at + static_cast<size_t>(k)])];
-            work_.push_back(Pack(member.ret, member.parent));
-          }
+        } else if (const auto [first, last] = MembersOf(frame); first != last) {
+          for (const int32_t* m = first; m != last; ++m) work_.push_back(Pack(frames_[*m].ret, frames_[*m].parent));
         } else {
           work_.push_back(Pack(frames_[frame].ret, frames_[frame].parent));
         }
@@ -291,10 +290,9 @@ std::vector<int32_t> Parser::Adopt(const Parser& from, const std::vector<int32_t
           const Frame& frame = from.frames_[f];
           PortableFrame portable{frame.ret, -1, {}};
           bool ready = true;
-          if (frame.ret == kFrameSet) {
-            const auto at = static_cast<size_t>(frame.parent);
-            for (int32_t m = 1; m <= from.set_members_[at]; ++m) {
-              const int32_t member = from.set_members_[at + static_cast<size_t>(m)];
+          if (const auto [first, last] = from.MembersOf(f); first != last) {
+            for (const int32_t* m = first; m != last; ++m) {
+              const int32_t member = *m;
               const auto known = frame_index.find(member);
               if (known == frame_index.end()) {
                 pending.push_back(member);
@@ -329,9 +327,7 @@ std::vector<int32_t> Parser::Adopt(const Parser& from, const std::vector<int32_t
     }
     merge_members_.clear();
     for (int32_t m : frames[j].members) merge_members_.push_back(frame_id[static_cast<size_t>(m)]);
-    std::sort(merge_members_.begin(), merge_members_.end());
-    merge_members_.erase(std::unique(merge_members_.begin(), merge_members_.end()), merge_members_.end());
-    frame_id[j] = merge_members_.size() == 1 ? merge_members_[0] : FrameSetLocked(merge_members_);
+    frame_id[j] = FrameOfMembersLocked(&merge_members_);
   }
   std::vector<int32_t> config_id(heads_end.size());
   for (size_t d = 0; d < heads_end.size(); ++d) {
@@ -423,12 +419,9 @@ int32_t Parser::Intern(bool accepting, bool closed) {
     // The automaton's capacities assume that no head on the way is dropped for its depth:
     // near the limit the head guarantees nothing.
     if (NearDepthLimitLocked(frames_[frame].depth)) continue;
-    if (frames_[frame].ret != kFrameSet) {
-      add_head(state, frame);
-      continue;
-    }
-    const auto at = static_cast<size_t>(frames_[frame].parent);
-    for (int32_t k = 1; k <= set_members_[at]; ++k) add_head(state, set_members_[at + static_cast<size_t>(k)]);
+    const auto [first, last] = MembersOf(frame);
+    if (first == last) add_head(state, frame);
+    for (const int32_t* m = first; m != last; ++m) add_head(state, *m);
   }
   if (class_least >= 0 && class_utf8 && HasAllPlainAscii(class_ascii)) {
     // Every plain character is read by one of those rules, each then returning to at least
@@ -801,19 +794,16 @@ Parser::StepSet Parser::Steps(int32_t config, bool with_leads) {
     auto decided = [&](int lead) {
       if (!by_state) return -1;
       int verdict = 1, readers = 0;
-      bool partial = false;
+      bool partial = false, mixed = false;
       for (size_t i = 0; i < head_states.size(); ++i) {
         const int32_t t = lead_targets[kNumLeads * i + static_cast<size_t>(lead - 0xC2)];
         readers += t != Automaton::kNoTarget;
         partial = partial || t == Automaton::kPartialTarget;
-      }
-      if (partial) return readers == 1 ? 0 : -1;
-      for (size_t i = 0; i < head_states.size(); ++i) {
-        const int32_t t = lead_targets[kNumLeads * i + static_cast<size_t>(lead - 0xC2)];
-        if (t == Automaton::kMixedTarget) return -1;
+        mixed = mixed || t == Automaton::kMixedTarget;
         if (t != rep_targets[i]) verdict = 0;
       }
-      return verdict;
+      if (partial) return readers == 1 ? 0 : -1;
+      return mixed ? -1 : verdict;
     };
     // Otherwise by configurations. Leads with the same continuation ranges usually reach the
     // same configuration, so the check runs once per distinct (configuration, ranges) pair,
@@ -917,10 +907,9 @@ void Parser::TrackShortest(std::shared_ptr<const std::vector<int64_t>> dist) {
   frame_shortest_.assign(1, 0);
   for (size_t f = 1; f < frames_.size(); ++f) {
     const Frame& fr = frames_[f];
-    if (fr.ret == kFrameSet) {
+    if (const auto [first, last] = MembersOf(static_cast<int32_t>(f)); first != last) {
       int64_t best = kFar;
-      const auto at = static_cast<size_t>(fr.parent);
-      for (int32_t k = 1; k <= set_members_[at]; ++k) best = std::min(best, frame_shortest_[set_members_[at + k]]);
+      for (const int32_t* m = first; m != last; ++m) best = std::min(best, frame_shortest_[*m]);
       frame_shortest_.push_back(best);
       continue;
     }
@@ -949,11 +938,8 @@ std::pair<int32_t, int32_t> Parser::FrameLink(int32_t frame) const {
 
 void Parser::FrameSetMembers(int32_t frame, std::vector<int32_t>* out) const {
   std::lock_guard<std::mutex> lock(mu_);
-  out->clear();
-  if (frames_[frame].ret != kFrameSet) return;
-  const auto at = static_cast<size_t>(frames_[frame].parent);
-  out->assign(set_members_.begin() + static_cast<std::ptrdiff_t>(at + 1),
-              set_members_.begin() + static_cast<std::ptrdiff_t>(at + 1 + static_cast<size_t>(set_members_[at])));
+  const auto [first, last] = MembersOf(frame);
+  out->assign(first, last);
 }
 
 std::vector<int32_t> Parser::TokenSets(int32_t config) const {

@@ -229,6 +229,16 @@ class Parser {
   int32_t PushFrame(int32_t ret, int32_t parent);
   // The frame set of `members` (sorted, distinct, plain frames of one depth, at least two).
   int32_t FrameSetLocked(const std::vector<int32_t>& members);
+  // The frame standing for the plain frames of one depth in `*members` (sorted and deduplicated
+  // here): the one frame itself, or their frame set.
+  int32_t FrameOfMembersLocked(std::vector<int32_t>* members);
+  // A frame set's members [first, second) (plain frames); empty for a plain frame. Valid until
+  // the next frame set is made.
+  std::pair<const int32_t*, const int32_t*> MembersOf(int32_t frame) const {
+    if (frames_[frame].ret != kFrameSet) return {nullptr, nullptr};
+    const int32_t* at = set_members_.data() + frames_[frame].parent;
+    return {at + 1, at + 1 + at[0]};
+  }
   // Replaces heads of one state and one frame depth in out_ by one head whose frame is the set
   // of their frames; true when it merged any.
   bool MergeSameStateHeadsLocked();
