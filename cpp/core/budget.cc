@@ -225,6 +225,7 @@ std::pair<int64_t, int64_t> Budget::FrameDistances(int32_t frame) {
     return f == 0 || (static_cast<size_t>(f) < frame_dist_.size() && frame_dist_[static_cast<size_t>(f)].first >= 0);
   };
   auto of = [&](int32_t f) { return f == 0 ? std::pair<int64_t, int64_t>{0, 0} : frame_dist_[static_cast<size_t>(f)]; };
+  if (known(frame)) return of(frame);  // (most calls: BestHead's, per head)
   std::vector<int32_t> pending{frame};
   while (!pending.empty()) {
     const int32_t f = pending.back();
