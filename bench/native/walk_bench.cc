@@ -105,11 +105,7 @@ int main(int argc, char** argv) {
       std::shared_ptr<CompiledGrammar> g;
       const auto c0 = std::chrono::steady_clock::now();
       try {
-        g = std::make_shared<CompiledGrammar>();
-        g->vocab = vocab;
-        g->limits = c.limits;
-        g->automaton = std::make_shared<const Automaton>(c.program, c.names, c.limits);
-        g->parser = std::make_shared<Parser>(g->automaton, c.limits);
+        g = AssembleGrammar(vocab, std::make_shared<const Automaton>(c.program, c.names, c.limits), c.limits);
       } catch (const std::exception& e) {
         if (rep == 0) std::printf("%-40s compile error: %s\n", c.id.c_str(), e.what());
         continue;

@@ -222,19 +222,6 @@ int64_t ApplyMask(nb::handle logits_obj, nb::handle bits_obj, const std::optiona
   return allowed;
 }
 
-// A compiled grammar around a built automaton: the token-set masks for this vocabulary and a
-// fresh parser store (both cheap next to building the automaton).
-std::shared_ptr<CompiledGrammar> Assemble(std::shared_ptr<Vocabulary> vocab, std::shared_ptr<const Automaton> automaton,
-                                          const CoreLimits& limits) {
-  auto g = std::make_shared<CompiledGrammar>();
-  g->vocab = std::move(vocab);
-  g->limits = limits;
-  g->automaton = std::move(automaton);
-  g->token_masks = TokenSetMasks(*g->vocab, *g->automaton);
-  g->parser = std::make_shared<Parser>(g->automaton, limits);
-  return g;
-}
-
 }  // namespace
 
 NB_MODULE(_core, m) {
@@ -286,6 +273,10 @@ NB_MODULE(_core, m) {
       .def_prop_ro("num_configurations", [](const CompiledGrammar& g) { return g.parser->num_configurations(); })
       .def_prop_ro("num_transitions", [](const CompiledGrammar& g) { return g.parser->num_transitions(); })
       .def_prop_ro(
+          "class_trie_nodes", [](const CompiledGrammar& g) { return g.class_trie ? g.class_trie->size() : 0; },
+          "Nodes of the class trie the grammar's mask walks take (tokens by their string of the automaton's "
+          "coarse byte classes), 0 when it has none.")
+      .def_prop_ro(
           "memory_bytes",
           [](const CompiledGrammar& g) { return g.automaton->memory_bytes() + g.parser->memory_bytes(); },
           "Bytes the grammar holds: its automaton, and the parser state matchers built (configurations, "
@@ -331,7 +322,7 @@ NB_MODULE(_core, m) {
         CheckInterrupt();
         auto automaton = std::make_shared<const Automaton>(program, std::move(names), l);
         CheckInterrupt();
-        auto g = Assemble(std::move(vocab), std::move(automaton), l);
+        auto g = AssembleGrammar(std::move(vocab), std::move(automaton), l);
         CheckInterrupt();
         return g;
       },
@@ -350,7 +341,7 @@ NB_MODULE(_core, m) {
         const auto* data = reinterpret_cast<const uint8_t*>(image.c_str());
         const size_t size = image.size();
         nb::gil_scoped_release release;
-        return Assemble(std::move(vocab), Automaton::LoadImage(data, size, l), l);
+        return AssembleGrammar(std::move(vocab), Automaton::LoadImage(data, size, l), l);
       },
       nb::arg("vocab"), nb::arg("image"), nb::arg("limits"),
       "A compiled grammar from an automaton image (CompiledGrammar.save_image) saved under the same limits, "
@@ -407,4 +398,7 @@ NB_MODULE(_core, m) {
   m.def("_set_split_walk_budget", &Matcher::SetSplitWalkBudget, nb::arg("nodes"),
         "Test hook: trie nodes a mask walk visits before it computes a loop split (process-wide); "
         "returns the previous value.");
+  m.def("_set_class_trie_min_states", &SetClassTrieMinStates, nb::arg("states"),
+        "Test hook: automaton states a grammar needs for a class trie (0: every grammar with coarse classes "
+        "gets one, of any size); process-wide, read at compile time; returns the previous value.");
 }

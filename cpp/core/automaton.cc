@@ -932,6 +932,62 @@ void Automaton::ComputeStackNeedBound() {
 // max(1 + need(start(R)), need(ret)) through a call of R returning to ret. Each of these is
 // at least each of its arguments, so a value settled from settled arguments is final. States
 // no run lands on (not entries, not kernel states) keep kNoStackNeed.
+void Automaton::ComputeCoarseClasses() const {
+  if (has_token_sets()) return;
+  const auto n_intervals = static_cast<size_t>(num_byte_classes_);
+  Flags covered(static_cast<size_t>(num_states()), 0);
+  std::vector<int32_t> stack;
+  auto reach = [&](int32_t s) {
+    if (!covered[s]) {
+      covered[s] = 1;
+      stack.push_back(s);
+    }
+  };
+  // Refined over the byte classes (bytes no edge tells apart) one covered state at a time, in
+  // the order they are reached, so that a grammar whose classes pass the bound stops early:
+  // part[k] is byte class k's coarse class, label[k] what the state does with it (0: no edge,
+  // r + 1: its r-th distinct target).
+  std::vector<int32_t> part(n_intervals, 0), label(n_intervals), targets, touched;
+  std::vector<int32_t> class_of_key(static_cast<size_t>(kMaxCoarseClasses + 1) * (n_intervals + 1), -1);
+  int32_t count = 1;
+  reach(root_start());
+  while (!stack.empty()) {
+    const int32_t s = stack.back();
+    stack.pop_back();
+    for (const int32_t* k = kernel_begin(s); k != kernel_end(s); ++k) reach(*k);
+    for (const CallEdge& c : calls_[s]) {
+      reach(rule_start_[c.rule]);
+      reach(c.ret);
+    }
+    std::fill(label.begin(), label.end(), 0);
+    targets.clear();
+    for (const ByteEdge& e : bytes_[s]) {
+      if (e.lo == kCoarseExcluded && e.hi == kCoarseExcluded) continue;  // an escape: not covered
+      reach(e.target);
+      const auto r = static_cast<int32_t>(std::find(targets.begin(), targets.end(), e.target) - targets.begin());
+      if (r == static_cast<int32_t>(targets.size())) targets.push_back(e.target);
+      for (int32_t k = byte_class_[e.lo]; k <= byte_class_[e.hi]; ++k) label[static_cast<size_t>(k)] = r + 1;
+    }
+    if (targets.empty()) continue;
+    int32_t next = 0;
+    touched.clear();
+    for (size_t k = 0; k < n_intervals; ++k) {
+      const size_t key = static_cast<size_t>(part[k]) * (n_intervals + 1) + static_cast<size_t>(label[k]);
+      if (class_of_key[key] < 0) {
+        class_of_key[key] = next++;
+        touched.push_back(static_cast<int32_t>(key));
+      }
+      part[k] = class_of_key[key];
+    }
+    for (int32_t key : touched) class_of_key[static_cast<size_t>(key)] = -1;
+    count = next;
+    if (count > kMaxCoarseClasses) return;
+  }
+  for (int b = 0; b < 256; ++b) coarse_.of_byte[b] = static_cast<uint8_t>(part[static_cast<size_t>(byte_class_[b])]);
+  coarse_.covered = std::move(covered);
+  coarse_.count = count;
+}
+
 void Automaton::ComputeStackNeed() const {
   const int32_t n = num_states();
   struct Call {

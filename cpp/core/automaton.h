@@ -186,6 +186,27 @@ class Automaton {
   const uint64_t* alphabet() const { return alphabet_; }
   bool full_alphabet() const { return (alphabet_[0] & alphabet_[1] & alphabet_[2] & alphabet_[3]) == ~0ull; }
 
+  // *Coarse classes*: a partition of the bytes such that every *covered* state (reachable from
+  // the start without reading kCoarseExcluded) reads all bytes of a class to one state, or none
+  // of them. From a configuration whose heads and return states are all covered, tokens that
+  // spell the same string of classes and hold no excluded byte go alike: each step reads a
+  // covered state, or pops to a covered return state (Vocabulary::ClassTrie, Matcher::ClassWalk).
+  // The excluded byte is the backslash: a JSON string's escapes sit behind it, and their hex
+  // digits and letters would tell most letters apart. count 0: no partition worth a class
+  // trie (token terminals, or more than kMaxCoarseClasses classes). Computed on first use and
+  // kept (a few bytes per state); thread-safe.
+  static constexpr uint8_t kCoarseExcluded = '\\';
+  static constexpr int32_t kMaxCoarseClasses = 32;
+  struct CoarseClasses {
+    int32_t count = 0;
+    std::array<uint8_t, 256> of_byte{};
+    Flags covered;  // per state
+  };
+  const CoarseClasses& coarse_classes() const {
+    std::call_once(coarse_once_, [this] { ComputeCoarseClasses(); });
+    return coarse_;
+  }
+
   // The automaton as bytes, and back (automaton_image.cc): what a compile built, for the
   // compiler's on-disk cache. LoadImage checks every length and index it reads and throws
   // CoreError::CacheFile for a truncated, foreign-version or inconsistent image (never reads
@@ -248,6 +269,7 @@ class Automaton {
   void IndexCharacterRules();    // char_rule_at_, from rule_start_, char_ascii_ and char_utf8_
   bool ReadsSomeCharacter(int32_t r) const;  // rule r reads some character whole (char_ascii_, char_utf8_)
   void ComputeStackNeed() const;
+  void ComputeCoarseClasses() const;
   void ComputeCharacterRules();
   void ComputeUniversal();
   void ComputePlainCapacity();
@@ -311,6 +333,8 @@ class Automaton {
   mutable std::once_flag stack_need_once_;
   mutable std::vector<int32_t> stack_need_;
   mutable int32_t max_stack_need_ = 0;
+  mutable std::once_flag coarse_once_;
+  mutable CoarseClasses coarse_;
   std::vector<int32_t> plan_states_;                           // AddPlan's scratch
   int32_t byte_class_[256] = {};
   int32_t num_byte_classes_ = 1;

@@ -142,6 +142,21 @@ void WideBytesRead(const Parser& parser, const std::vector<int32_t>& chain, uint
 
 std::atomic<int64_t> Matcher::split_walk_budget_{Matcher::kSplitWalkBudget};
 
+namespace {
+std::atomic<int32_t> class_trie_min_states{kClassTrieMinStates};
+}  // namespace
+
+int32_t SetClassTrieMinStates(int32_t states) { return class_trie_min_states.exchange(states); }
+
+std::shared_ptr<const Vocabulary::ClassTrie> ClassTrieFor(const Vocabulary& vocab, const Automaton& automaton) {
+  const int32_t min_states = class_trie_min_states.load(std::memory_order_relaxed);
+  if (automaton.num_states() < min_states) return nullptr;
+  const Automaton::CoarseClasses& classes = automaton.coarse_classes();
+  if (classes.count == 0) return nullptr;
+  const int32_t max_nodes = min_states == 0 ? vocab.trie_size() : vocab.trie_size() / 4;
+  return vocab.class_trie(classes.of_byte, classes.count, Automaton::kCoarseExcluded, max_nodes);
+}
+
 Matcher::Matcher(std::shared_ptr<const CompiledGrammar> grammar)
     : grammar_(std::move(grammar)), store_(grammar_->parser.get()), parser_(store_.get()) {
   history_.push_back({parser_->initial(), false});
@@ -276,7 +291,7 @@ void Matcher::Walk(int32_t config, uint32_t* words) {
   }
   walk_nodes_ = 0;
   StartWalk(config);
-  if (ShortcutWalk(config, words)) return;
+  if (ShortcutWalk(config, words) || ClassWalk(config, words)) return;
   // A narrowed position (NarrowedPlan) gives its split walk or trie walk a budget: past it,
   // the wider position's mask is cheaper. A set whose split is not computed yet is walked
   // without it while that stays cheap (many such walks are: their subtrees are shortcuts),
@@ -377,6 +392,68 @@ bool Matcher::ShortcutWalk(int32_t config, uint32_t* words) {
     return true;
   }
   return false;
+}
+
+bool Matcher::CoarseCovered(int32_t config) {
+  const Flags& covered = parser_->automaton().coarse_classes().covered;
+  parser_->Heads(config, &set_heads_);
+  frames_.clear();
+  for (const auto& [state, frame] : set_heads_) {
+    if (!covered[static_cast<size_t>(state)]) return false;
+    frames_.push_back(frame);
+  }
+  // Every return state on the heads' stacks (a frame set's members' too): a token may pop to
+  // any of them. The stacks are shared, so most frames recur: each is checked once per call.
+  std::sort(frames_.begin(), frames_.end());
+  frames_.erase(std::unique(frames_.begin(), frames_.end()), frames_.end());
+  std::vector<int32_t> pending(frames_);
+  while (!pending.empty()) {
+    const int32_t frame = pending.back();
+    pending.pop_back();
+    if (frame == 0) continue;
+    const auto [ret, parent] = parser_->FrameLink(frame);
+    if (ret == Parser::kFrameSet) {
+      parser_->FrameSetMembers(frame, &frame_members_);
+      for (int32_t m : frame_members_) {
+        if (!std::binary_search(frames_.begin(), frames_.end(), m)) {
+          frames_.insert(std::upper_bound(frames_.begin(), frames_.end(), m), m);
+          pending.push_back(m);
+        }
+      }
+      continue;
+    }
+    if (!covered[static_cast<size_t>(ret)]) return false;
+    if (!std::binary_search(frames_.begin(), frames_.end(), parent)) {
+      frames_.insert(std::upper_bound(frames_.begin(), frames_.end(), parent), parent);
+      pending.push_back(parent);
+    }
+  }
+  return true;
+}
+
+bool Matcher::ClassWalk(int32_t config, uint32_t* words) {
+  const Vocabulary::ClassTrie* trie = grammar_->class_trie.get();
+  if (trie == nullptr || !CoarseCovered(config)) return false;
+  const Vocabulary& v = *grammar_->vocab;
+  Parser& parser = *parser_;
+  std::memset(words, 0, static_cast<size_t>(v.mask_words()) * sizeof(uint32_t));
+  const int32_t* tokens = trie->tokens.data();
+  for (int32_t i = 0; i < trie->size(); ++walk_nodes_) {
+    const int32_t d = trie->depth[static_cast<size_t>(i)];
+    const int32_t c = parser.NextInRow(walk_row_[d - 1], walk_config_[d - 1], trie->byte[static_cast<size_t>(i)]);
+    if (c == Parser::kDead) {
+      i = trie->subtree_end[static_cast<size_t>(i)];
+      continue;
+    }
+    for (int32_t t = trie->token_begin[static_cast<size_t>(i)]; t < trie->token_begin[static_cast<size_t>(i) + 1]; ++t) {
+      words[tokens[t] >> 5] |= 1u << (tokens[t] & 31);
+    }
+    walk_config_[d] = c;
+    walk_row_[d] = parser.Row(c);
+    ++i;
+  }
+  DecideTokens(config, trie->excluded.data(), static_cast<int32_t>(trie->excluded.size()), words);
+  return true;
 }
 
 bool Matcher::SameContinuations(int32_t a, int32_t b, int depth) {
@@ -1893,6 +1970,18 @@ void Matcher::FillMaskInStore(uint32_t* words) {
   const bool expensive =
       walk_nodes_ > static_cast<int64_t>(n_words / 4) || elapsed_ns > 2 * static_cast<int64_t>(n_words);
   parser_->StoreMask(config, words, n_words, expensive);
+}
+
+std::shared_ptr<CompiledGrammar> AssembleGrammar(std::shared_ptr<const Vocabulary> vocab,
+                                                 std::shared_ptr<const Automaton> automaton, const CoreLimits& limits) {
+  auto g = std::make_shared<CompiledGrammar>();
+  g->vocab = std::move(vocab);
+  g->limits = limits;
+  g->automaton = std::move(automaton);
+  g->token_masks = TokenSetMasks(*g->vocab, *g->automaton);
+  g->class_trie = ClassTrieFor(*g->vocab, *g->automaton);
+  g->parser = std::make_shared<Parser>(g->automaton, limits);
+  return g;
 }
 
 std::vector<std::vector<uint32_t>> TokenSetMasks(const Vocabulary& vocab, const Automaton& automaton) {

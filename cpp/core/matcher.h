@@ -37,7 +37,26 @@ struct CompiledGrammar {
   CoreLimits limits;
   // Per token set of the automaton, the ids it allows (mask_words() words; TokenSetMasks).
   std::vector<std::vector<uint32_t>> token_masks;
+  // The vocabulary's class trie for the automaton's coarse classes (ClassTrieFor), or nullptr.
+  std::shared_ptr<const Vocabulary::ClassTrie> class_trie;
 };
+
+// The class trie a compiled grammar's walks may take (Matcher::ClassWalk): for an automaton of
+// at least kClassTrieMinStates states (fewer: its walks are cheap, or shortcuts serve them) with
+// coarse classes (Automaton::CoarseClasses), the vocabulary's class trie where it has at most a
+// quarter of the token trie's nodes (a walk over more would save too little), else nullptr.
+// Built at compile time: its classes cost a pass over the covered states, its trie one over the
+// token trie, which a first mask would otherwise pay.
+std::shared_ptr<const Vocabulary::ClassTrie> ClassTrieFor(const Vocabulary& vocab, const Automaton& automaton);
+constexpr int32_t kClassTrieMinStates = 4096;
+// For tests: 0 gives any automaton a class trie of any size. Process-wide; returns the previous
+// value.
+int32_t SetClassTrieMinStates(int32_t states);
+
+// A compiled grammar around a built automaton: the token sets' masks (TokenSetMasks) and the
+// class trie (ClassTrieFor) for this vocabulary, and a fresh parser store.
+std::shared_ptr<CompiledGrammar> AssembleGrammar(std::shared_ptr<const Vocabulary> vocab,
+                                                 std::shared_ptr<const Automaton> automaton, const CoreLimits& limits);
 
 // The mask of each of the automaton's token sets over `vocab`: a set's ids, or (negated)
 // every text and special id but those and the EOS ids. Throws CoreError (code unknown-token)
@@ -110,6 +129,15 @@ class Matcher {
   // Walk's shortcuts that need no trie walk (plain loops and chains, rest walks): true when
   // one served `config` (slot 0, StartWalk) and filled `words`; nothing written otherwise.
   bool ShortcutWalk(int32_t config, uint32_t* words);
+  // A walk over the grammar's class trie (CompiledGrammar::class_trie) instead of the token
+  // trie: one transition per class string, on a byte of each class, where the token trie walks
+  // every token's bytes; the tokens holding the excluded byte decided by their bytes. Only from
+  // a configuration whose heads and return states are all covered (CoarseCovered). False where
+  // it does not apply (`words` untouched).
+  bool ClassWalk(int32_t config, uint32_t* words);
+  // True when every head's state, and every return state on the heads' stacks, is covered
+  // (Automaton::CoarseClasses).
+  bool CoarseCovered(int32_t config);
   // Its first two: PlainLoop and PlainLoopWithExceptions.
   bool LoopShortcutWalk(int32_t config, uint32_t* words);
   // A position that reads part of what its step successor reads and then goes on as it does
@@ -352,7 +380,8 @@ class Matcher {
   int32_t split_end_ = 0;
   std::vector<int32_t> reach_level_, reach_next_;  // PlainReach's configurations per character count
   std::vector<int32_t> decide_configs_;              // DecideTokens' configurations along the previous token
-  std::vector<std::pair<int32_t, int32_t>> set_heads_;  // SetSuccessor's
+  std::vector<std::pair<int32_t, int32_t>> set_heads_;  // SetSuccessor's, CoarseCovered's
+  std::vector<int32_t> frames_, frame_members_;           // CoarseCovered's
   std::vector<int32_t> first_chain_;      // FirstByteSplit's
   int32_t first_end_ = 0;
   std::vector<std::pair<int32_t, int32_t>> same_pairs_;  // SameContinuations' proven pairs

@@ -882,6 +882,124 @@ const Vocabulary::LoopSplit* Vocabulary::loop_split(const uint64_t* ascii, bool 
   return out;
 }
 
+std::shared_ptr<const Vocabulary::ClassTrie> Vocabulary::class_trie(const std::array<uint8_t, 256>& of_byte,
+                                                                   int32_t count, uint8_t excluded,
+                                                                   int32_t max_nodes) const {
+  std::pair<std::array<uint8_t, 257>, int32_t> key;
+  std::copy(of_byte.begin(), of_byte.end(), key.first.begin());
+  key.first[256] = excluded;
+  key.second = max_nodes;
+  std::lock_guard<std::mutex> lock(class_trie_mu_);
+  auto it = class_tries_.find(key);
+  if (it != class_tries_.end()) return it->second;
+  if (num_class_tries_ >= kMaxClassTries) return nullptr;
+  std::shared_ptr<const ClassTrie> trie = BuildClassTrie(of_byte, count, excluded, max_nodes);
+  // (A partition found too fine is remembered too, a key's bytes, while there are fewer than
+  // 1,024: a grammar compiled again does not scan the token trie again.)
+  constexpr size_t kMaxFinePartitions = 1024;
+  if (trie != nullptr) {
+    ++num_class_tries_;
+  } else if (class_tries_.size() - num_class_tries_ >= kMaxFinePartitions) {
+    return nullptr;
+  }
+  class_tries_.emplace(key, trie);
+  return trie;
+}
+
+std::shared_ptr<const Vocabulary::ClassTrie> Vocabulary::BuildClassTrie(const std::array<uint8_t, 256>& of_byte,
+                                                                        int32_t count, uint8_t excluded,
+                                                                        int32_t max_nodes) const {
+  const auto n_classes = static_cast<size_t>(count);
+  // One preorder pass over the token trie: node `at[d]` of the class trie holds the path to
+  // depth d; kids[p * n_classes + c] is node p's child on class c (node 0 the root, -1 none).
+  // Nodes are numbered as first met, which is not the class trie's own preorder.
+  std::vector<int32_t> kids(n_classes * 1024, -1);
+  std::vector<uint16_t> depth_of{0};
+  std::vector<uint8_t> class_of{0};
+  std::vector<int32_t> node_of(trie_tokens_.size(), -1);  // per token in trie order
+  auto trie = std::make_shared<ClassTrie>();
+  std::vector<int32_t> at(static_cast<size_t>(max_token_length_) + 1, 0);
+  const int64_t n_trie = trie_size();
+  for (int32_t i = 0; i < trie_size();) {
+    // A class trie grows fastest over the first tokens (later ones mostly spell known strings):
+    // one that outgrows its share of `max_nodes` once past a sixteenth of the token trie would
+    // pass it, and is given up there rather than at the end of the scan.
+    if ((i & 4095) == 0 && 16 * static_cast<int64_t>(i) >= n_trie &&
+        static_cast<int64_t>(depth_of.size()) * n_trie > static_cast<int64_t>(max_nodes) * i) {
+      return nullptr;
+    }
+    const TrieNode& node = trie_nodes_[i];
+    if (node.byte == excluded) {
+      const int32_t end = trie_token_begin_[node.subtree_end];
+      trie->excluded.insert(trie->excluded.end(), trie_tokens_.begin() + trie_token_begin_[i], trie_tokens_.begin() + end);
+      i = node.subtree_end;
+      continue;
+    }
+    const size_t slot = static_cast<size_t>(at[node.depth - 1]) * n_classes + of_byte[node.byte];
+    if (kids[slot] < 0) {
+      const auto made = static_cast<int32_t>(depth_of.size());
+      if (made > max_nodes) return nullptr;
+      kids[slot] = made;
+      depth_of.push_back(node.depth);
+      class_of.push_back(of_byte[node.byte]);
+      if (kids.size() < depth_of.size() * n_classes) kids.resize(2 * kids.size(), -1);
+    }
+    const int32_t k = kids[slot];
+    at[node.depth] = k;
+    // Its children look up their class nodes in its row next: fetch the row now (the rows of a
+    // large class trie are scattered over megabytes).
+    if (node.inner >= 0) __builtin_prefetch(&kids[static_cast<size_t>(k) * n_classes]);
+    for (int32_t t = trie_token_begin_[i]; t < trie_token_begin_[i + 1]; ++t) node_of[static_cast<size_t>(t)] = k;
+    ++i;
+  }
+  // Renumbered in preorder (children in class order), then each subtree's end from the depths.
+  const auto n = static_cast<int32_t>(depth_of.size()) - 1;
+  std::array<uint8_t, 256> byte_of{};  // the smallest byte of each class (never `excluded`)
+  for (int b = 255; b >= 0; --b) {
+    if (b != excluded) byte_of[of_byte[b]] = static_cast<uint8_t>(b);
+  }
+  std::vector<int32_t> order(depth_of.size(), -1);
+  trie->depth.reserve(static_cast<size_t>(n));
+  trie->byte.reserve(static_cast<size_t>(n));
+  std::vector<int32_t> pending;
+  auto push_kids = [&](int32_t p) {
+    for (size_t c = n_classes; c-- > 0;) {
+      const int32_t k = kids[static_cast<size_t>(p) * n_classes + c];
+      if (k >= 0) pending.push_back(k);
+    }
+  };
+  push_kids(0);
+  while (!pending.empty()) {
+    const int32_t k = pending.back();
+    pending.pop_back();
+    order[static_cast<size_t>(k)] = trie->size();
+    trie->depth.push_back(depth_of[static_cast<size_t>(k)]);
+    trie->byte.push_back(byte_of[class_of[static_cast<size_t>(k)]]);
+    push_kids(k);
+  }
+  trie->subtree_end.assign(static_cast<size_t>(n), n);
+  std::vector<int32_t> open;  // nodes whose subtree has not ended yet
+  for (int32_t j = 0; j < n; ++j) {
+    while (!open.empty() && trie->depth[static_cast<size_t>(open.back())] >= trie->depth[static_cast<size_t>(j)]) {
+      trie->subtree_end[static_cast<size_t>(open.back())] = j;
+      open.pop_back();
+    }
+    open.push_back(j);
+  }
+  // Tokens by node, in trie order within a node.
+  trie->token_begin.assign(static_cast<size_t>(n) + 1, 0);
+  for (int32_t k : node_of) {
+    if (k >= 0) ++trie->token_begin[static_cast<size_t>(order[static_cast<size_t>(k)]) + 1];
+  }
+  for (int32_t j = 0; j < n; ++j) trie->token_begin[static_cast<size_t>(j) + 1] += trie->token_begin[static_cast<size_t>(j)];
+  trie->tokens.resize(static_cast<size_t>(trie->token_begin[static_cast<size_t>(n)]));
+  std::vector<int32_t> next(trie->token_begin.begin(), trie->token_begin.end() - 1);
+  for (size_t t = 0; t < node_of.size(); ++t) {
+    if (node_of[t] >= 0) trie->tokens[static_cast<size_t>(next[static_cast<size_t>(order[static_cast<size_t>(node_of[t])])]++)] = trie_tokens_[t];
+  }
+  return trie;
+}
+
 Vocabulary::WideList Vocabulary::wide_list(int32_t begin, int32_t end) const {
   return {wide_pool_.data() + begin, wide_text_begin_.data() + begin, wide_text_.data(), end - begin};
 }

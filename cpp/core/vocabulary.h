@@ -296,14 +296,43 @@ class Vocabulary {
   static constexpr size_t kMaxLoopSplits = 512;
   const LoopSplit* loop_split(const uint64_t* ascii, bool compute, int first = -1,
                               const uint64_t* wide = nullptr) const;
-  // Bytes the masks computed on first use hold (alphabet masks and loop splits, shared by
-  // every grammar of this vocabulary; bounded by kMaxAlphabetMasks and kMaxLoopSplits).
-  // Thread-safe.
+  // A *class trie*: the token trie with every byte read as its class (`of_byte`, from
+  // Automaton::CoarseClasses), so that tokens spelling the same string of classes share a node
+  // (where most letters are one class, a tenth of the token trie's nodes). Tokens holding the
+  // `excluded` byte are left out, listed apart in trie order. Flat and in depth-first order
+  // like the token trie: node i (0 .. size() - 1) has subtree [i, subtree_end[i]), depth
+  // depth[i] >= 1, a byte of its class byte[i] (the smallest), and the tokens
+  // tokens[token_begin[i], token_begin[i + 1]).
+  struct ClassTrie {
+    std::vector<int32_t> subtree_end, token_begin, tokens, excluded;
+    std::vector<uint16_t> depth;
+    std::vector<uint8_t> byte;
+    int32_t size() const { return static_cast<int32_t>(depth.size()); }
+    int64_t memory_bytes() const {
+      return static_cast<int64_t>((subtree_end.capacity() + token_begin.capacity() + tokens.capacity() +
+                                   excluded.capacity()) * sizeof(int32_t) +
+                                  depth.capacity() * sizeof(uint16_t) + byte.capacity());
+    }
+  };
+  // The class trie of a partition into `count` classes (at most Automaton::kMaxCoarseClasses),
+  // or nullptr where it would hold more than `max_nodes` nodes (its build stops as soon as its
+  // growth says so). Built on first use per (partition, excluded byte, max_nodes) and kept, at
+  // most kMaxClassTries of them (nullptr once full). Thread-safe.
+  static constexpr size_t kMaxClassTries = 16;
+  std::shared_ptr<const ClassTrie> class_trie(const std::array<uint8_t, 256>& of_byte, int32_t count,
+                                              uint8_t excluded, int32_t max_nodes) const;
+  // Bytes the indexes computed on first use hold (alphabet masks, loop splits and class tries,
+  // shared by every grammar of this vocabulary; bounded by kMaxAlphabetMasks, kMaxLoopSplits
+  // and kMaxClassTries). Thread-safe.
   int64_t shared_cache_bytes() const {
     int64_t n = 0;
     {
       std::lock_guard<std::mutex> lock(alphabet_mu_);
       for (const auto& [key, mask] : alphabet_masks_) n += static_cast<int64_t>(mask->capacity() * sizeof(uint32_t));
+    }
+    {
+      std::lock_guard<std::mutex> lock(class_trie_mu_);
+      for (const auto& [key, trie] : class_tries_) n += trie != nullptr ? trie->memory_bytes() : 0;
     }
     std::lock_guard<std::mutex> lock(loop_split_mu_);
     for (const auto& [key, split] : loop_splits_) {
@@ -448,6 +477,12 @@ class Vocabulary {
   mutable std::mutex loop_split_mu_;
   // By (L, first or 256, the first byte's wide bytes).
   mutable std::map<std::array<uint64_t, 5>, std::unique_ptr<LoopSplit>> loop_splits_;
+  std::shared_ptr<const ClassTrie> BuildClassTrie(const std::array<uint8_t, 256>& of_byte, int32_t count,
+                                                  uint8_t excluded, int32_t max_nodes) const;
+  mutable std::mutex class_trie_mu_;
+  // By ((of_byte, excluded), max_nodes); nullptr where the trie would be larger.
+  mutable std::map<std::pair<std::array<uint8_t, 257>, int32_t>, std::shared_ptr<const ClassTrie>> class_tries_;
+  mutable size_t num_class_tries_ = 0;  // the entries that are no nullptr
 };
 
 }  // namespace logitgate

@@ -36,6 +36,10 @@ class CompiledGrammar:
     @property
     def num_transitions(self) -> int: ...
     @property
+    def class_trie_nodes(self) -> int:
+        """Nodes of the class trie the grammar's mask walks take (tokens by their string of the
+        automaton's coarse byte classes), 0 when it has none."""
+    @property
     def memory_bytes(self) -> int:
         """Bytes the grammar holds: its automaton, and the parser state matchers built
         (configurations, transitions, memoized masks), which grows as they are used. The
@@ -124,6 +128,10 @@ def apply_mask(logits: object, bits: object, indices: Sequence[int] | None = Non
 def _set_split_walk_budget(nodes: int) -> int:
     """Test hook: trie nodes a mask walk visits before it computes a loop split (process-wide);
     returns the previous value."""
+
+def _set_class_trie_min_states(states: int) -> int:
+    """Test hook: automaton states a grammar needs for a class trie (0: every grammar with coarse
+    classes gets one, of any size); process-wide, read at compile time; returns the previous value."""
 
 class Budget:
     """Shortest completions and budget-cut masks of one compiled grammar; thread-safe."""

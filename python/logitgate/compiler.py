@@ -62,7 +62,7 @@ class CacheInfo:
         evictions: grammars dropped to stay within the bounds (a grammar larger than
             ``max_bytes`` alone counts once, when it is not kept).
         vocabulary_bytes: masks computed on first use and shared by every grammar of the
-            vocabulary (alphabet masks, loop splits): bounded in count, never evicted.
+            vocabulary (alphabet masks, loop splits, class tries): bounded in count, never evicted.
         compiles: automata the core built (a miss that the disk cache did not answer).
         disk_hits: misses answered from the ``cache_dir`` without compiling; ``disk_misses``:
             misses it had no file for; ``disk_errors``: files found unusable (truncated,

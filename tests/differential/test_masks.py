@@ -311,6 +311,64 @@ def test_text_head_shortcuts_match_reference(kind: str, source: str, smollm2_voc
     )
 
 
+# Grammars with few coarse byte classes (Automaton::CoarseClasses), each compiled with a class
+# trie whatever its size, so that its walks go over it (Matcher::ClassWalk): combinations of
+# searched patterns under length bounds (the allany schemas' length products), strings with
+# escapes (tokens holding a backslash are decided by their bytes; heads inside an escape are not
+# covered), strings nested in arrays and objects, and recursive grammars (return states on the
+# stack are checked too).
+CLASS_WALK_CASES: list[tuple[str, str]] = [
+    (
+        "json",
+        '{"type": "string", "allOf": [{"not": {"anyOf": [{"not": {"anyOf": [{"pattern": "ab1"}, {"pattern": "b12"}]}},'
+        ' {"not": {"anyOf": [{"pattern": "c2"}, {"pattern": "^[\\\\w]*$"}]}}]}}, {"pattern": "[aA][12].*[zZ]"}],'
+        ' "minLength": 5, "maxLength": 14}',
+    ),
+    ("json", '{"type": "string", "anyOf": [{"pattern": "^[\\\\w]*$"}, {"pattern": "\\\\d\\\\d"}], "maxLength": 12}'),
+    ("json", '{"type": "string", "pattern": "^[a-c]{2}.*z$", "minLength": 3, "maxLength": 12}'),
+    ("json", '{"type": "array", "items": {"type": "string", "pattern": "ab|ba", "maxLength": 6}}'),
+    (
+        "json",
+        '{"type": "object", "properties": {"k": {"type": "string", "pattern": "^x+y*$"}}, "required": ["k"],'
+        ' "additionalProperties": false}',
+    ),
+    ("regex", r"(ab|ba)*[0-9]{2,4}"),
+    ("regex", r"[^ab]*a[^b]*b"),
+    ("gbnf", 'root ::= "(" root ")" | [a-c]+'),
+    ("gbnf", 'root ::= item ("," item)*\nitem ::= "[" root "]" | [a-z]{1,3}'),
+]
+
+
+@pytest.fixture
+def class_tries_everywhere() -> Iterable[None]:
+    """Grammars compiled meanwhile get a class trie wherever their automaton has coarse classes
+    (by default only automata of thousands of states, with a trie a quarter of the token trie's)."""
+    previous = _core._set_class_trie_min_states(0)
+    try:
+        yield
+    finally:
+        _core._set_class_trie_min_states(previous)
+
+
+@pytest.mark.parametrize(("kind", "source"), CLASS_WALK_CASES)
+def test_class_walks_match_reference(kind: str, source: str, smollm2_vocab: Any, class_tries_everywhere: None) -> None:
+    def compile_it(c: Any) -> Any:
+        if kind == "json":
+            return c.compile_json_schema(source)
+        return c.compile_regex(source) if kind == "regex" else c.compile_ebnf(source, root="root")
+
+    compiled = _compile(smollm2_vocab, compile_it)
+    assert compiled._core.class_trie_nodes > 0
+    run_differential(
+        f"{kind} {source!r} (class walk)",
+        compiled,
+        vocab_view(smollm2_vocab),
+        walks=4,
+        max_tokens=14,
+        checks_per_walk=4,
+    )
+
+
 SYNTHETIC_TEXTS = [
     '{"name": "Zoë", "tags": ["日本語", "emoji 😀", "\\u00e9"], "n": -12.5e3, "ok": true}',
     "こんにちは、世界。ひらがなとカタカナ。漢字も。",

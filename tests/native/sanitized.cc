@@ -75,13 +75,7 @@ std::string ErrorName(const CoreError& e) { return e.kind == ErrorKind::kLimit ?
 std::shared_ptr<const CompiledGrammar> Compile(const std::shared_ptr<const Vocabulary>& vocab,
                                                const std::vector<int32_t>& program,
                                                const std::vector<std::string>& names, const CoreLimits& limits) {
-  auto g = std::make_shared<CompiledGrammar>();
-  g->vocab = vocab;
-  g->limits = limits;
-  g->automaton = std::make_shared<const Automaton>(program, names, limits);
-  g->token_masks = TokenSetMasks(*vocab, *g->automaton);
-  g->parser = std::make_shared<Parser>(g->automaton, limits);
-  return g;
+  return AssembleGrammar(vocab, std::make_shared<const Automaton>(program, names, limits), limits);
 }
 
 // export_sanitized.py's mask_digest: sum(w[i] * (2i + 1)) mod 2**64.

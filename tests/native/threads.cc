@@ -50,13 +50,7 @@ std::shared_ptr<const CompiledGrammar> Compile(const std::shared_ptr<const Vocab
   // A compile with an interrupt that never fires: its checks run, as in a compile with a timeout.
   Interrupt interrupt(std::make_shared<CancelFlag>(), 3600.0);
   InterruptScope scope(&interrupt);
-  auto g = std::make_shared<CompiledGrammar>();
-  g->vocab = vocab;
-  g->limits = c.limits;
-  g->automaton = std::make_shared<const Automaton>(c.program, c.names, c.limits);
-  g->token_masks = TokenSetMasks(*vocab, *g->automaton);
-  g->parser = std::make_shared<Parser>(g->automaton, c.limits);
-  return g;
+  return AssembleGrammar(vocab, std::make_shared<const Automaton>(c.program, c.names, c.limits), c.limits);
 }
 
 uint64_t Mix(uint64_t h, const std::vector<uint32_t>& words) {

@@ -462,3 +462,45 @@ def test_classes_leading_to_one_target_share_one_transition(vocab: lg.Vocabulary
     assert g._core.num_transitions - before == 1
     assert m.accept_bytes(b"!") and m.is_complete()
     assert g._core.num_transitions - before == 2
+
+
+# Searched patterns combined under length bounds: the frontend lowers them to the product of one
+# minimal DFA and the length, thousands of states whose bytes fall in two dozen coarse classes.
+PATTERN_PRODUCT = (
+    '{"type": "string", "allOf": [{"not": {"anyOf": [{"not": {"anyOf": [{"pattern": "ab1"}, {"pattern": "b12"}]}},'
+    ' {"not": {"anyOf": [{"pattern": "c2"}, {"pattern": "^[\\\\w]*$"}]}}]}}, {"pattern": "[aA][12].*[zZ]"}],'
+    ' "minLength": 5, "maxLength": 14}'
+)
+
+
+def test_class_trie_walks_give_the_token_trie_walks_masks(smollm2_vocab: lg.Vocabulary) -> None:
+    # Compiled by default with a class trie (tokens by their string of coarse classes), the
+    # product's masks along random walks (escapes and their uncovered heads included) are bit for
+    # bit those of the same grammar compiled without one, whose walks read every token's bytes.
+    from logitgate import _core
+
+    with_trie = lg.Compiler(smollm2_vocab).compile_json_schema(PATTERN_PRODUCT)
+    assert with_trie._core.num_states >= 4096
+    assert 0 < with_trie._core.class_trie_nodes <= smollm2_vocab._core.trie_size // 4
+    previous = _core._set_class_trie_min_states(1 << 30)
+    try:
+        without = lg.Compiler(smollm2_vocab).compile_json_schema(PATTERN_PRODUCT)
+    finally:
+        _core._set_class_trie_min_states(previous)
+    assert without._core.class_trie_nodes == 0
+    escapes = {i for i, t in enumerate(smollm2_vocab.table.tokens) if t is not None and b"\\" in t}
+    rng = random.Random(7)
+    a_bits, b_bits = lg.allocate_mask(smollm2_vocab), lg.allocate_mask(smollm2_vocab)
+    for walk in range(12):
+        a, b = with_trie.matcher(), without.matcher()
+        for _ in range(16):
+            a.fill_mask(a_bits, row=0)
+            b.fill_mask(b_bits, row=0)
+            assert np.array_equal(a_bits, b_bits), (walk, a.num_accepted)
+            ids = np.flatnonzero(mask_to_bool(a_bits[0], smollm2_vocab.size))
+            # Every other walk prefers a token with a backslash (an escape's heads are uncovered).
+            pick = [i for i in ids if i in escapes] if walk % 2 else []
+            token = int(rng.choice(pick or list(ids)))
+            if token in smollm2_vocab.eos_ids:
+                break
+            assert a.accept(token) and b.accept(token)
