@@ -773,6 +773,9 @@ Matcher::SplitUse Matcher::SplitWalk(int32_t config, uint32_t* words, bool may_c
   }
   const Vocabulary::LoopSplit* split = v.loop_split(set, false);
   if (split == nullptr && ascii_reads && QuoteLoopWalk(config, set, words)) return SplitUse::kDone;
+  if (split == nullptr && may_compute && !ascii_reads && ManyWideBoundaries(config, set)) {
+    return SplitUse::kNotApplicable;
+  }
   if (split == nullptr && may_compute) split = v.loop_split(set, true);
   // (Once the vocabulary keeps no more splits, a walk would give up only to walk again.)
   if (split == nullptr) return may_compute || v.loop_splits_full() ? SplitUse::kNotApplicable : SplitUse::kNotComputed;
@@ -835,6 +838,22 @@ Matcher::SplitUse Matcher::SplitWalk(int32_t config, uint32_t* words, bool may_c
   // A boundary node at depth d has d - 1 of the set's bytes above it.
   WalkBoundaries(*split, set, split_chain_, split_end_, 1, words);
   return SplitUse::kDone;
+}
+
+bool Matcher::ManyWideBoundaries(int32_t config, const uint64_t* set) {
+  const Vocabulary& v = *grammar_->vocab;
+  // A short look along the chain: where it ends or loops within it, the boundary nodes the
+  // split's chain would walk are known without the split.
+  constexpr int32_t kLook = 16;
+  if (!SetChain(config, set, kLook, split_chain_, split_end_, true)) return false;
+  const bool loops = split_end_ == kLook && static_cast<int32_t>(split_chain_.size()) <= kLook;
+  if (split_end_ == kLook && !loops) return false;
+  const uint64_t* live = parser_->LiveBytes(config);
+  const uint64_t outside[2] = {live[0] & ~set[0], live[1] & ~set[1]};
+  // (A boundary node below a path of d - 1 of the set's bytes is walked from the chain's
+  // (d - 1)-th position: within a chain of `split_end_` positions; all of them along a loop.)
+  const int32_t depth = loops ? INT32_MAX : split_end_ + 1;
+  return !v.FewRootBoundaries(set, outside, depth, v.trie_size() / 64);
 }
 
 bool Matcher::FewExcludedNodes(int32_t config, const uint64_t* excluded, int32_t depth) {

@@ -254,6 +254,12 @@ class Matcher {
   // unless kDone.
   enum class SplitUse { kDone, kNotApplicable, kNotComputed };
   SplitUse SplitWalk(int32_t config, uint32_t* words, bool may_compute);
+  // For a configuration that reads multi-byte characters, whose split's chain must keep few
+  // boundary nodes on the ASCII bytes it reads outside `set` (FewBoundaryNodes): true when the
+  // split candidates already show too many, so that the split (hundreds of microseconds on a
+  // large vocabulary, then kept) is not computed only to be refused. False when unknown (a
+  // chain longer than a short look).
+  bool ManyWideBoundaries(int32_t config, const uint64_t* set);
   // A *wide split*: `config` steps the bytes of `set` (its SplitSet) into a loop, or a chain of
   // positions, that reads more bytes still (a statement's start, whose letters but a keyword's
   // first ones begin an identifier that then reads every letter and digit; a key pattern's

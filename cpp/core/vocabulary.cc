@@ -793,19 +793,11 @@ const Vocabulary::LoopSplit* Vocabulary::loop_split(const uint64_t* ascii, bool 
     for (int b = 0; b < 256; ++b) {
       if (in_set(static_cast<uint8_t>(b))) continue;
       const size_t from = found.size();
-      for (int32_t k = split_run_begin_[b]; k < split_run_begin_[b + 1]; ++k) {
-        const SplitRun& run = split_runs_[k];
-        if ((run.signature & ~touched) != 0) continue;
-        const int32_t run_end = split_runs_[k + 1].begin;
-        const bool all = (run.signature & ~whole) == 0;
-        for (int32_t j = run.begin; j < run_end; ++j) {
-          const SplitNode& c = split_nodes_[j];
-          if (all || ((c.above[0] & ~key[0]) | (c.above[1] & ~key[1])) == 0) {
-            found.push_back(c.node);
-            deepest = std::max(deepest, c.depth);
-          }
-        }
-      }
+      ForEachRootBoundary(key.data(), touched, whole, static_cast<uint8_t>(b), [&](const SplitNode& c) {
+        found.push_back(c.node);
+        deepest = std::max(deepest, c.depth);
+        return true;
+      });
       std::sort(found.begin() + static_cast<std::ptrdiff_t>(from), found.end());  // node order
       count[b] = static_cast<int32_t>(found.size() - from);
     }
@@ -880,6 +872,23 @@ const Vocabulary::LoopSplit* Vocabulary::loop_split(const uint64_t* ascii, bool 
   const LoopSplit* out = split.get();
   loop_splits_.emplace(key, std::move(split));
   return out;
+}
+
+bool Vocabulary::FewRootBoundaries(const uint64_t* ascii, const uint64_t* bytes, int32_t depth, int64_t most) const {
+  uint32_t touched = 0, whole = 0;
+  ByteGroupsOf(ascii, touched, whole);
+  int64_t n = 0;
+  for (int q = 0; q < 2; ++q) {
+    for (uint64_t w = bytes[q] & ~ascii[q]; w != 0; w &= w - 1) {
+      ForEachRootBoundary(ascii, touched, whole, static_cast<uint8_t>(64 * q + __builtin_ctzll(w)),
+                          [&](const SplitNode& c) {
+                            n += c.depth <= depth ? 1 : 0;
+                            return n <= most;
+                          });
+      if (n > most) return false;
+    }
+  }
+  return true;
 }
 
 std::shared_ptr<const Vocabulary::ClassTrie> Vocabulary::class_trie(const std::array<uint8_t, 256>& of_byte,

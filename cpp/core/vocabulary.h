@@ -296,6 +296,10 @@ class Vocabulary {
   static constexpr size_t kMaxLoopSplits = 512;
   const LoopSplit* loop_split(const uint64_t* ascii, bool compute, int first = -1,
                               const uint64_t* wide = nullptr) const;
+  // True when the root split over `ascii` (2 words) would have at most `most` boundary nodes of
+  // depth `depth` or less on the ASCII bytes of `bytes` (2 words) outside the set: read from
+  // the split candidates, without computing the split (and stopping once past `most`).
+  bool FewRootBoundaries(const uint64_t* ascii, const uint64_t* bytes, int32_t depth, int64_t most) const;
   // A *class trie*: the token trie with every byte read as its class (`of_byte`, from
   // Automaton::CoarseClasses), so that tokens spelling the same string of classes share a node
   // (where most letters are one class, a tenth of the token trie's nodes). Tokens holding the
@@ -454,6 +458,22 @@ class Vocabulary {
   std::vector<SplitNode> split_nodes_;
   std::vector<SplitRun> split_runs_;
   std::array<int32_t, 257> split_run_begin_{};
+  // Calls f(candidate) for each split candidate on byte b whose path is in `ascii` (2 words;
+  // `touched` and `whole`: its byte groups, ByteGroupsOf), in node order within a run: the
+  // root split's boundary nodes on b. Stops when f returns false.
+  template <typename F>
+  void ForEachRootBoundary(const uint64_t* ascii, uint32_t touched, uint32_t whole, uint8_t b, F&& f) const {
+    for (int32_t k = split_run_begin_[b]; k < split_run_begin_[b + 1]; ++k) {
+      const SplitRun& run = split_runs_[static_cast<size_t>(k)];
+      if ((run.signature & ~touched) != 0) continue;  // a group the set has no byte of
+      const int32_t run_end = split_runs_[static_cast<size_t>(k) + 1].begin;
+      const bool all = (run.signature & ~whole) == 0;  // groups the set holds whole
+      for (int32_t j = run.begin; j < run_end; ++j) {
+        const SplitNode& c = split_nodes_[static_cast<size_t>(j)];
+        if ((all || ((c.above[0] & ~ascii[0]) | (c.above[1] & ~ascii[1])) == 0) && !f(c)) return;
+      }
+    }
+  }
   std::vector<int32_t> lead_tokens_;      // by lead byte (see lead_tokens)
   WideList wide_list(int32_t begin, int32_t end) const;
   std::vector<WideToken> wide_pool_;      // the lists of wide_tokens, then those of wide_tail_tokens
