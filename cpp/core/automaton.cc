@@ -925,13 +925,6 @@ void Automaton::ComputeStackNeedBound() {
   stack_need_bound_ = 1 + n_pushed;
 }
 
-// Stack need (Knuth's generalization of Dijkstra's algorithm, values settled in increasing
-// order from a bucket queue): need(s) is the least, over the ways to end s's rule, of the
-// largest number of frames pushed on the way. need(s) = 0 when s is final; need(t) through a
-// byte edge to t or a kernel state t; need(start(R)) through a tail call of R;
-// max(1 + need(start(R)), need(ret)) through a call of R returning to ret. Each of these is
-// at least each of its arguments, so a value settled from settled arguments is final. States
-// no run lands on (not entries, not kernel states) keep kNoStackNeed.
 void Automaton::ComputeCoarseClasses() const {
   if (has_token_sets()) return;
   const auto n_intervals = static_cast<size_t>(num_byte_classes_);
@@ -988,6 +981,13 @@ void Automaton::ComputeCoarseClasses() const {
   coarse_.count = count;
 }
 
+// Stack need (Knuth's generalization of Dijkstra's algorithm, values settled in increasing
+// order from a bucket queue): need(s) is the least, over the ways to end s's rule, of the
+// largest number of frames pushed on the way. need(s) = 0 when s is final; need(t) through a
+// byte edge to t or a kernel state t; need(start(R)) through a tail call of R;
+// max(1 + need(start(R)), need(ret)) through a call of R returning to ret. Each of these is
+// at least each of its arguments, so a value settled from settled arguments is final. States
+// no run lands on (not entries, not kernel states) keep kNoStackNeed.
 void Automaton::ComputeStackNeed() const {
   const int32_t n = num_states();
   struct Call {
