@@ -291,7 +291,7 @@ void Matcher::Walk(int32_t config, uint32_t* words) {
   }
   walk_nodes_ = 0;
   StartWalk(config);
-  if (ShortcutWalk(config, words) || ClassWalk(config, words)) return;
+  if (ShortcutWalk(config, words)) return;
   // A narrowed position (NarrowedPlan) gives its split walk or trie walk a budget: past it,
   // the wider position's mask is cheaper. A set whose split is not computed yet is walked
   // without it while that stays cheap (many such walks are: their subtrees are shortcuts),
@@ -382,7 +382,9 @@ bool Matcher::ShortcutWalk(int32_t config, uint32_t* words) {
     RestWalk(config, words);
     return true;
   }
-  if (FirstCharWalk(config, words) || CapacityWalk(config, words)) return true;
+  // (Before the shortcuts that decide tokens one by one: a class trie's walk reaches the same
+  // configurations, along each class string once.)
+  if (ClassWalk(config, words) || FirstCharWalk(config, words) || CapacityWalk(config, words)) return true;
   // Universal but for the characters of a few lead bytes (a pattern's `.` leaves out U+2028 and
   // U+2029): as if universal, then every token holding one of those bytes decided by its bytes.
   if (parser.near_universal(config) && 32 * v.num_tokens_with_leads(Automaton::kNearLeads) <= v.num_text_tokens()) {
@@ -438,18 +440,28 @@ bool Matcher::ClassWalk(int32_t config, uint32_t* words) {
   Parser& parser = *parser_;
   std::memset(words, 0, static_cast<size_t>(v.mask_words()) * sizeof(uint32_t));
   const int32_t* tokens = trie->tokens.data();
+  auto set_tokens = [&](int32_t from, int32_t to) {
+    for (int32_t t = from; t < to; ++t) words[tokens[t] >> 5] |= 1u << (tokens[t] & 31);
+  };
   for (int32_t i = 0; i < trie->size(); ++walk_nodes_) {
-    const int32_t d = trie->depth[static_cast<size_t>(i)];
-    const int32_t c = parser.NextInRow(walk_row_[d - 1], walk_config_[d - 1], trie->byte[static_cast<size_t>(i)]);
-    if (c == Parser::kDead) {
-      i = trie->subtree_end[static_cast<size_t>(i)];
+    const auto u = static_cast<size_t>(i);
+    const int32_t d = trie->depth[u];
+    // The parent keeps any plain text of this length viable: a subtree of plain tokens no longer
+    // than that is allowed whole, without the transitions into it (as in WalkSubtree).
+    if (trie->plain[u] && walk_capacity_[d - 1] > trie->height[u]) {
+      set_tokens(trie->token_begin[u], trie->token_begin[static_cast<size_t>(trie->subtree_end[u])]);
+      i = trie->subtree_end[u];
       continue;
     }
-    for (int32_t t = trie->token_begin[static_cast<size_t>(i)]; t < trie->token_begin[static_cast<size_t>(i) + 1]; ++t) {
-      words[tokens[t] >> 5] |= 1u << (tokens[t] & 31);
+    const int32_t c = parser.NextInRow(walk_row_[d - 1], walk_config_[d - 1], trie->byte[u]);
+    if (c == Parser::kDead) {
+      i = trie->subtree_end[u];
+      continue;
     }
+    set_tokens(trie->token_begin[u], trie->token_begin[u + 1]);
     walk_config_[d] = c;
     walk_row_[d] = parser.Row(c);
+    walk_capacity_[d] = parser.plain_capacity(c);
     ++i;
   }
   DecideTokens(config, trie->excluded.data(), static_cast<int32_t>(trie->excluded.size()), words);

@@ -1006,6 +1006,20 @@ std::shared_ptr<const Vocabulary::ClassTrie> Vocabulary::BuildClassTrie(const st
   for (size_t t = 0; t < node_of.size(); ++t) {
     if (node_of[t] >= 0) trie->tokens[static_cast<size_t>(next[static_cast<size_t>(order[static_cast<size_t>(node_of[t])])]++)] = trie_tokens_[t];
   }
+  // Heights and plainness, children before parents (a node's children follow it in preorder).
+  trie->height.assign(static_cast<size_t>(n), 0);
+  trie->plain.assign(static_cast<size_t>(n), 1);
+  for (int32_t j = n - 1; j >= 0; --j) {
+    const auto u = static_cast<size_t>(j);
+    for (int32_t t = trie->token_begin[u]; t < trie->token_begin[u + 1]; ++t) {
+      const int32_t id = trie->tokens[static_cast<size_t>(t)];
+      if (!(plain_mask_[static_cast<size_t>(id) >> 5] >> (id & 31) & 1)) trie->plain[u] = 0;
+    }
+    for (int32_t k = j + 1; k < trie->subtree_end[u]; k = trie->subtree_end[static_cast<size_t>(k)]) {
+      trie->height[u] = std::max<uint16_t>(trie->height[u], static_cast<uint16_t>(trie->height[static_cast<size_t>(k)] + 1));
+      trie->plain[u] = trie->plain[u] & trie->plain[static_cast<size_t>(k)];
+    }
+  }
   return trie;
 }
 

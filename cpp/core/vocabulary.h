@@ -306,16 +306,19 @@ class Vocabulary {
   // `excluded` byte are left out, listed apart in trie order. Flat and in depth-first order
   // like the token trie: node i (0 .. size() - 1) has subtree [i, subtree_end[i]), depth
   // depth[i] >= 1, a byte of its class byte[i] (the smallest), and the tokens
-  // tokens[token_begin[i], token_begin[i + 1]).
+  // tokens[token_begin[i], token_begin[i + 1]) (its subtree's: up to token_begin[subtree_end[i]]);
+  // height[i], the longest path below it in bytes, and plain[i], whether every token of its
+  // subtree is a plain token (plain_mask()).
   struct ClassTrie {
     std::vector<int32_t> subtree_end, token_begin, tokens, excluded;
-    std::vector<uint16_t> depth;
-    std::vector<uint8_t> byte;
+    std::vector<uint16_t> depth, height;
+    std::vector<uint8_t> byte, plain;
     int32_t size() const { return static_cast<int32_t>(depth.size()); }
     int64_t memory_bytes() const {
       return static_cast<int64_t>((subtree_end.capacity() + token_begin.capacity() + tokens.capacity() +
                                    excluded.capacity()) * sizeof(int32_t) +
-                                  depth.capacity() * sizeof(uint16_t) + byte.capacity());
+                                  (depth.capacity() + height.capacity()) * sizeof(uint16_t) + byte.capacity() +
+                                  plain.capacity());
     }
   };
   // The class trie of a partition into `count` classes (at most Automaton::kMaxCoarseClasses),
