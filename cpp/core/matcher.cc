@@ -396,46 +396,9 @@ bool Matcher::ShortcutWalk(int32_t config, uint32_t* words) {
   return false;
 }
 
-bool Matcher::CoarseCovered(int32_t config) {
-  const Flags& covered = parser_->automaton().coarse_classes().covered;
-  parser_->Heads(config, &set_heads_);
-  frames_.clear();
-  for (const auto& [state, frame] : set_heads_) {
-    if (!covered[static_cast<size_t>(state)]) return false;
-    frames_.push_back(frame);
-  }
-  // Every return state on the heads' stacks (a frame set's members' too): a token may pop to
-  // any of them. The stacks are shared, so most frames recur: each is checked once per call.
-  std::sort(frames_.begin(), frames_.end());
-  frames_.erase(std::unique(frames_.begin(), frames_.end()), frames_.end());
-  std::vector<int32_t> pending(frames_);
-  while (!pending.empty()) {
-    const int32_t frame = pending.back();
-    pending.pop_back();
-    if (frame == 0) continue;
-    const auto [ret, parent] = parser_->FrameLink(frame);
-    if (ret == Parser::kFrameSet) {
-      parser_->FrameSetMembers(frame, &frame_members_);
-      for (int32_t m : frame_members_) {
-        if (!std::binary_search(frames_.begin(), frames_.end(), m)) {
-          frames_.insert(std::upper_bound(frames_.begin(), frames_.end(), m), m);
-          pending.push_back(m);
-        }
-      }
-      continue;
-    }
-    if (!covered[static_cast<size_t>(ret)]) return false;
-    if (!std::binary_search(frames_.begin(), frames_.end(), parent)) {
-      frames_.insert(std::upper_bound(frames_.begin(), frames_.end(), parent), parent);
-      pending.push_back(parent);
-    }
-  }
-  return true;
-}
-
 bool Matcher::ClassWalk(int32_t config, uint32_t* words) {
   const Vocabulary::ClassTrie* trie = grammar_->class_trie.get();
-  if (trie == nullptr || !CoarseCovered(config)) return false;
+  if (trie == nullptr || !parser_->StacksWithin(config, parser_->automaton().coarse_classes().covered)) return false;
   const Vocabulary& v = *grammar_->vocab;
   Parser& parser = *parser_;
   std::memset(words, 0, static_cast<size_t>(v.mask_words()) * sizeof(uint32_t));

@@ -132,12 +132,9 @@ class Matcher {
   // A walk over the grammar's class trie (CompiledGrammar::class_trie) instead of the token
   // trie: one transition per class string, on a byte of each class, where the token trie walks
   // every token's bytes; the tokens holding the excluded byte decided by their bytes. Only from
-  // a configuration whose heads and return states are all covered (CoarseCovered). False where
-  // it does not apply (`words` untouched).
+  // a configuration whose heads and return states are all covered (Automaton::CoarseClasses,
+  // Parser::StacksWithin). False where it does not apply (`words` untouched).
   bool ClassWalk(int32_t config, uint32_t* words);
-  // True when every head's state, and every return state on the heads' stacks, is covered
-  // (Automaton::CoarseClasses).
-  bool CoarseCovered(int32_t config);
   // Its first two: PlainLoop and PlainLoopWithExceptions.
   bool LoopShortcutWalk(int32_t config, uint32_t* words);
   // A position that reads part of what its step successor reads and then goes on as it does
@@ -386,8 +383,7 @@ class Matcher {
   int32_t split_end_ = 0;
   std::vector<int32_t> reach_level_, reach_next_;  // PlainReach's configurations per character count
   std::vector<int32_t> decide_configs_;              // DecideTokens' configurations along the previous token
-  std::vector<std::pair<int32_t, int32_t>> set_heads_;  // SetSuccessor's, CoarseCovered's
-  std::vector<int32_t> frames_, frame_members_;           // CoarseCovered's
+  std::vector<std::pair<int32_t, int32_t>> set_heads_;  // SetSuccessor's
   std::vector<int32_t> first_chain_;      // FirstByteSplit's
   int32_t first_end_ = 0;
   std::vector<std::pair<int32_t, int32_t>> same_pairs_;  // SameContinuations' proven pairs

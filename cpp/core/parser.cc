@@ -87,8 +87,8 @@ int64_t Parser::memory_bytes() const {
   n += HeapBytes(group_position_) + HeapBytes(group_stamp_);
   n += HeapBytes(group_pairs_) + HeapBytes(group_hashes_) + HeapBytes(group_begin_) + HeapBytes(group_leaders_);
   n += HeapBytes(group_edge_pair_) + HeapBytes(group_edges_on_) + HeapBytes(group_target_slots_);
-  n += HeapBytes(token_next_) + HeapBytes(set_members_) + HeapBytes(merge_members_);
-  return n + visited_.memory_bytes() + merge_states_.memory_bytes();
+  n += HeapBytes(token_next_) + HeapBytes(set_members_) + HeapBytes(merge_members_) + HeapBytes(stack_pending_);
+  return n + visited_.memory_bytes() + merge_states_.memory_bytes() + stack_frames_.memory_bytes();
 }
 
 bool Parser::NearDepthLimitLocked(int64_t depth) {
@@ -940,6 +940,32 @@ void Parser::FrameSetMembers(int32_t frame, std::vector<int32_t>* out) const {
   std::lock_guard<std::mutex> lock(mu_);
   const auto [first, last] = MembersOf(frame);
   out->assign(first, last);
+}
+
+bool Parser::StacksWithin(int32_t config, const std::vector<uint8_t>& states) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto [heads, count] = HeadsOf(config);
+  stack_frames_.Clear();
+  stack_pending_.clear();
+  auto visit = [&](int32_t frame) {
+    if (frame != 0 && stack_frames_.Insert(static_cast<uint32_t>(frame))) stack_pending_.push_back(frame);
+  };
+  for (uint32_t i = 0; i < count; ++i) {
+    if (!states[static_cast<size_t>(StateOf(heads[i]))]) return false;
+    visit(FrameOf(heads[i]));
+  }
+  // Stacks are shared: each frame once.
+  while (!stack_pending_.empty()) {
+    const int32_t frame = stack_pending_.back();
+    stack_pending_.pop_back();
+    if (const auto [first, last] = MembersOf(frame); first != last) {
+      for (const int32_t* m = first; m != last; ++m) visit(*m);
+      continue;
+    }
+    if (!states[static_cast<size_t>(frames_[frame].ret)]) return false;
+    visit(frames_[frame].parent);
+  }
+  return true;
 }
 
 std::vector<int32_t> Parser::TokenSets(int32_t config) const {

@@ -163,6 +163,10 @@ class Parser {
   void Heads(int32_t config, std::vector<std::pair<int32_t, int32_t>>* out) const;  // replaces *out
   std::pair<int32_t, int32_t> FrameLink(int32_t frame) const;
   void FrameSetMembers(int32_t frame, std::vector<int32_t>* out) const;  // replaces *out
+  // True when `states` (a flag per automaton state) holds every head's state of `config` and
+  // every return state on the heads' stacks (a frame set's members' too): where any token may
+  // lead, pops included. Thread-safe (takes mu_).
+  bool StacksWithin(int32_t config, const std::vector<uint8_t>& states) const;
 
   int32_t num_configurations() const { return num_configs_.load(std::memory_order_acquire); }
   // Transitions computed so far (each one a closure and an interning); for profiling.
@@ -303,6 +307,9 @@ class Parser {
   std::vector<size_t> group_begin_, group_leaders_;
   uint32_t group_epoch_ = 0;  // group_stamp_'s current stamp
   StampSet visited_;
+  // StacksWithin's frames seen and pending (under mu_).
+  mutable StampSet stack_frames_;
+  mutable std::vector<int32_t> stack_pending_;
   // MergeSameStateHeadsLocked scratch.
   StampSet merge_states_;
   std::vector<int32_t> merge_members_;
