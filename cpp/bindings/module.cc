@@ -277,6 +277,11 @@ NB_MODULE(_core, m) {
           "Nodes of the class trie the grammar's mask walks take (tokens by their string of the automaton's "
           "coarse byte classes), 0 when it has none.")
       .def_prop_ro(
+          "character_chains", [](const CompiledGrammar& g) { return g.character_chains.size(); },
+          "Classes reading only some characters of a lead byte whose chains the grammar's mask walks "
+          "decide from the vocabulary's character split (tokens by their count of the class's "
+          "characters), 0 for most grammars.")
+      .def_prop_ro(
           "memory_bytes",
           [](const CompiledGrammar& g) { return g.automaton->memory_bytes() + g.parser->memory_bytes(); },
           "Bytes the grammar holds: its automaton, and the parser state matchers built (configurations, "

@@ -26,6 +26,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "arena.h"
@@ -90,6 +91,7 @@ class Automaton {
   int64_t memory_bytes() const;
   int32_t root_start() const { return rule_start_[root_]; }
   int32_t rule_start(int32_t r) const { return rule_start_[r]; }
+  int32_t num_rules() const { return static_cast<int32_t>(rule_start_.size()); }
   const EdgeList<ByteEdge>& bytes(int32_t s) const { return bytes_[s]; }
   const EdgeList<CallEdge>& calls(int32_t s) const { return calls_[s]; }
   bool is_final(int32_t s) const { return final_[s]; }
@@ -207,6 +209,25 @@ class Automaton {
     return coarse_;
   }
 
+  // A state's *character step* (character_step.cc): from s, every valid UTF-8 multi-byte
+  // character s reads ends at one state `end`, through states that read continuation bytes only
+  // (no call, no end); `chars` are those characters and the ASCII bytes s reads to `end` too (a
+  // class read once: `[\p{L} ]` in a pattern). ASCII bytes s reads elsewhere (a JSON string's
+  // backslash) are not in it. A chain of such positions that reads only some characters of a
+  // lead byte (`partial_leads`) is one that the step sets and plain shortcuts do not serve:
+  // Matcher::CharacterChainWalk does, from Vocabulary::char_split(chars). nullptr where s is not
+  // determinized, calls a rule, reads no multi-byte character, reads a byte that starts none, or
+  // reads characters that end apart. Computed on first use per state and kept; thread-safe.
+  struct CharacterStep {
+    CodePointRanges chars;  // sorted, merged
+    int32_t end = -1;
+    uint64_t first[4] = {0, 0, 0, 0};  // the first bytes of chars' members (bit b of word b/64)
+    uint64_t partial_leads = 0;        // leads some but not all of whose characters are members (bit b - 0xC0)
+    uint8_t probe[4] = {0, 0, 0, 0};   // a member's UTF-8 bytes
+    int probe_length = 0;
+  };
+  const CharacterStep* character_step(int32_t s) const;
+
   // The automaton as bytes, and back (automaton_image.cc): what a compile built, for the
   // compiler's on-disk cache. LoadImage checks every length and index it reads and throws
   // CoreError::CacheFile for a truncated, foreign-version or inconsistent image (never reads
@@ -270,6 +291,7 @@ class Automaton {
   bool ReadsSomeCharacter(int32_t r) const;  // rule r reads some character whole (char_ascii_, char_utf8_)
   void ComputeStackNeed() const;
   void ComputeCoarseClasses() const;
+  std::unique_ptr<const CharacterStep> ComputeCharacterStep(int32_t s) const;
   void ComputeCharacterRules();
   void ComputeUniversal();
   void ComputePlainCapacity();
@@ -335,6 +357,8 @@ class Automaton {
   mutable int32_t max_stack_need_ = 0;
   mutable std::once_flag coarse_once_;
   mutable CoarseClasses coarse_;
+  mutable std::mutex character_steps_mu_;
+  mutable std::unordered_map<int32_t, std::unique_ptr<const CharacterStep>> character_steps_;  // nullptr: none
   std::vector<int32_t> plan_states_;                           // AddPlan's scratch
   int32_t byte_class_[256] = {};
   int32_t num_byte_classes_ = 1;

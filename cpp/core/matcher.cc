@@ -148,6 +148,19 @@ std::atomic<int32_t> class_trie_min_states{kClassTrieMinStates};
 
 int32_t SetClassTrieMinStates(int32_t states) { return class_trie_min_states.exchange(states); }
 
+std::unordered_map<int32_t, CompiledGrammar::CharacterChain> CharacterChainsFor(const Vocabulary& vocab,
+                                                                              const Automaton& automaton) {
+  std::unordered_map<int32_t, CompiledGrammar::CharacterChain> chains;
+  for (int32_t r = 0; r < automaton.num_rules(); ++r) {
+    const int32_t start = automaton.rule_start(r);
+    if (automaton.char_rule_at(start) != r) continue;
+    const Automaton::CharacterStep* step = automaton.character_step(start);
+    if (step == nullptr || step->partial_leads == 0) continue;
+    if (auto split = vocab.char_split(step->chars)) chains.emplace(start, CompiledGrammar::CharacterChain{step, split});
+  }
+  return chains;
+}
+
 std::shared_ptr<const Vocabulary::ClassTrie> ClassTrieFor(const Vocabulary& vocab, const Automaton& automaton) {
   const int32_t min_states = class_trie_min_states.load(std::memory_order_relaxed);
   if (automaton.num_states() < min_states) return nullptr;
@@ -382,9 +395,13 @@ bool Matcher::ShortcutWalk(int32_t config, uint32_t* words) {
     RestWalk(config, words);
     return true;
   }
-  // (Before the shortcuts that decide tokens one by one: a class trie's walk reaches the same
-  // configurations, along each class string once.)
-  if (ClassWalk(config, words) || FirstCharWalk(config, words) || CapacityWalk(config, words)) return true;
+  // (Before the shortcuts that decide tokens one by one: a character chain takes most tokens by
+  // their counts, and a class trie's walk reaches the same configurations along each class
+  // string once.)
+  if (CharacterChainWalk(config, words) || ClassWalk(config, words) || FirstCharWalk(config, words) ||
+      CapacityWalk(config, words)) {
+    return true;
+  }
   // Universal but for the characters of a few lead bytes (a pattern's `.` leaves out U+2028 and
   // U+2029): as if universal, then every token holding one of those bytes decided by its bytes.
   if (parser.near_universal(config) && 32 * v.num_tokens_with_leads(Automaton::kNearLeads) <= v.num_text_tokens()) {
@@ -429,6 +446,103 @@ bool Matcher::ClassWalk(int32_t config, uint32_t* words) {
   }
   DecideTokens(config, trie->excluded.data(), static_cast<int32_t>(trie->excluded.size()), words);
   return true;
+}
+
+bool Matcher::CharacterChainWalk(int32_t config, uint32_t* words) {
+  const auto& chains = grammar_->character_chains;
+  if (chains.empty() || (parser_->LiveBytes(config)[3] & kPlainLeadBits3) == 0) return false;
+  parser_->Heads(config, &char_heads_);
+  const CompiledGrammar::CharacterChain* chain = nullptr;
+  for (const auto& head : char_heads_) {
+    if (auto it = chains.find(head.first); it != chains.end()) {
+      chain = &it->second;
+      break;
+    }
+  }
+  if (chain == nullptr || !CharacterPosition(*chain->step)) return false;
+  const Automaton::CharacterStep* step = chain->step;
+  const Vocabulary::CharSplit* split = chain->split.get();
+  // char_chain_[m]: after m members. Positions [0, n) are checked; the chain stops where a
+  // position is not one, or where no token has more characters.
+  char_chain_.assign(1, config);
+  int32_t n = 0;
+  for (; n < split->max_chars; ++n) {
+    const int32_t at = char_chain_.back();
+    if (n > 0) {
+      parser_->Heads(at, &char_heads_);
+      if (!CharacterPosition(*step)) break;
+    }
+    int32_t next = at;
+    for (int k = 0; k < step->probe_length; ++k) next = parser_->Next(next, step->probe[k]);
+    char_chain_.push_back(next);
+  }
+  if (n < split->max_chars) {
+    // The tokens of more members, or of as many and a partial one, are dead at char_chain_[n]
+    // only if it reads no member's first byte.
+    const uint64_t* live = parser_->LiveBytes(char_chain_.back());
+    for (int q = 0; q < 4; ++q) {
+      if ((live[q] & step->first[q]) != 0) return false;
+    }
+  }
+  const Vocabulary& v = *grammar_->vocab;
+  // The inside tokens of at most n characters: the split's mask less the longer ones, or set
+  // one by one, whichever touches fewer.
+  const size_t n_words = static_cast<size_t>(v.mask_words());
+  const int32_t fits = split->inside_begin[static_cast<size_t>(n) + 1];
+  const auto all = static_cast<int32_t>(split->inside.size());
+  if (2 * fits >= all) {
+    std::memcpy(words, split->mask.data(), n_words * sizeof(uint32_t));
+    ClearBits(split->inside.data(), fits, all, words);
+  } else {
+    std::memset(words, 0, n_words * sizeof(uint32_t));
+    SetBits(split->inside.data(), 0, fits, words);
+  }
+  walk_nodes_ += static_cast<int64_t>(n_words) / 8 + std::min(fits, all - fits);
+  for (int b = 0; b < 128; ++b) {
+    for (int32_t j = split->exit_begin[b], end = split->exit_begin[b + 1]; j < end;) {
+      const int32_t m = split->exit_chars[static_cast<size_t>(j)];
+      if (m > n) break;  // a member where the chain reads none
+      int32_t run = j;
+      while (run < end && split->exit_chars[static_cast<size_t>(run)] == m) ++run;
+      const int32_t at = char_chain_[static_cast<size_t>(m)];
+      if (parser_->LiveBytes(at)[b >> 6] >> (b & 63) & 1) {
+        const int32_t* ids = split->exit_ids.data() + j;
+        const int32_t* offsets = split->exit_offset.data() + j;
+        DecideEach(
+            at, ids, run - j,
+            [&](int32_t k) { return std::string_view(v.bytes(ids[k])).substr(static_cast<size_t>(offsets[k])); },
+            words);
+      }
+      j = run;
+    }
+  }
+  return true;
+}
+
+bool Matcher::CharacterPosition(const Automaton::CharacterStep& step) {
+  const Automaton& a = parser_->automaton();
+  int32_t reader = -1;  // the state of the heads that read the members
+  for (const auto& head : char_heads_) {
+    const int32_t state = head.first;
+    if (state == reader) continue;
+    bool reads = false;
+    for (const ByteEdge& e : a.bytes(state)) {
+      if (e.hi >= 0x80) {
+        reads = true;
+        break;
+      }
+      for (int b = e.lo; b <= e.hi && !reads; ++b) reads = (step.first[b >> 6] >> (b & 63) & 1) != 0;
+      if (reads) break;
+    }
+    if (!reads) continue;
+    if (reader >= 0) return false;
+    const auto it = grammar_->character_chains.find(state);
+    if (it == grammar_->character_chains.end()) return false;
+    const Automaton::CharacterStep* own = it->second.step;
+    if (own != &step && own->chars != step.chars) return false;
+    reader = state;
+  }
+  return reader >= 0;
 }
 
 bool Matcher::SameContinuations(int32_t a, int32_t b, int depth) {
@@ -1974,6 +2088,7 @@ std::shared_ptr<CompiledGrammar> AssembleGrammar(std::shared_ptr<const Vocabular
   g->automaton = std::move(automaton);
   g->token_masks = TokenSetMasks(*g->vocab, *g->automaton);
   g->class_trie = ClassTrieFor(*g->vocab, *g->automaton);
+  g->character_chains = CharacterChainsFor(*g->vocab, *g->automaton);
   g->parser = std::make_shared<Parser>(g->automaton, limits);
   return g;
 }

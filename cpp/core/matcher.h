@@ -21,6 +21,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -39,6 +40,13 @@ struct CompiledGrammar {
   std::vector<std::vector<uint32_t>> token_masks;
   // The vocabulary's class trie for the automaton's coarse classes (ClassTrieFor), or nullptr.
   std::shared_ptr<const Vocabulary::ClassTrie> class_trie;
+  // Per rule start state whose character step reads only some characters of a lead byte
+  // (CharacterChainsFor); empty for most grammars.
+  struct CharacterChain {
+    const Automaton::CharacterStep* step;
+    std::shared_ptr<const Vocabulary::CharSplit> split;
+  };
+  std::unordered_map<int32_t, CharacterChain> character_chains;
 };
 
 // The class trie a compiled grammar's walks may take (Matcher::ClassWalk): for an automaton of
@@ -52,6 +60,14 @@ constexpr int32_t kClassTrieMinStates = 4096;
 // For tests: 0 gives any automaton a class trie of any size. Process-wide; returns the previous
 // value.
 int32_t SetClassTrieMinStates(int32_t states);
+
+// The character chains a compiled grammar's walks may take (Matcher::CharacterChainWalk): the
+// rules that read one character of a class reading only some characters of a lead byte
+// (Automaton::CharacterStep, Automaton::char_rule_at), by their start state, each with the
+// vocabulary's character split of that class. Built at compile time: a split costs a pass over
+// the token trie, which a first mask would otherwise pay.
+std::unordered_map<int32_t, CompiledGrammar::CharacterChain> CharacterChainsFor(const Vocabulary& vocab,
+                                                                              const Automaton& automaton);
 
 // A compiled grammar around a built automaton: the token sets' masks (TokenSetMasks) and the
 // class trie (ClassTrieFor) for this vocabulary, and a fresh parser store.
@@ -135,6 +151,18 @@ class Matcher {
   // a configuration whose heads and return states are all covered (Automaton::CoarseClasses,
   // Parser::StacksWithin). False where it does not apply (`words` untouched).
   bool ClassWalk(int32_t config, uint32_t* words);
+  // A position of a chain that steps on the characters of a class reading only some
+  // characters of a lead byte (`[\p{L} ]{1,200}`: CompiledGrammar::character_chains), where the
+  // plain and split shortcuts do not apply and a trie walk pays a transition per position and
+  // mid-character state: the tokens of members only, from the class's character split
+  // (Vocabulary::char_split) by their counts; the exits decided by their bytes from the
+  // chain's position where they leave the class. False where it does not apply (`words`
+  // untouched).
+  bool CharacterChainWalk(int32_t config, uint32_t* words);
+  // True when the heads of a chain position (char_heads_) that read a member's first byte or
+  // any byte past 0x7F are all at one state, whose character step has `step`'s characters:
+  // every member then leads to one configuration, and any other multi-byte character dies.
+  bool CharacterPosition(const Automaton::CharacterStep& step);
   // Its first two: PlainLoop and PlainLoopWithExceptions.
   bool LoopShortcutWalk(int32_t config, uint32_t* words);
   // A position that reads part of what its step successor reads and then goes on as it does
@@ -385,6 +413,8 @@ class Matcher {
   std::vector<int32_t> decide_configs_;              // DecideTokens' configurations along the previous token
   std::vector<std::pair<int32_t, int32_t>> set_heads_;  // SetSuccessor's
   std::vector<int32_t> first_chain_;      // FirstByteSplit's
+  std::vector<std::pair<int32_t, int32_t>> char_heads_;  // CharacterChainWalk's heads of a position
+  std::vector<int32_t> char_chain_;                      // and its chain
   int32_t first_end_ = 0;
   std::vector<std::pair<int32_t, int32_t>> same_pairs_;  // SameContinuations' proven pairs
   int32_t narrow_plan_ = -1;                              // NarrowedPlan's verdict this walk (-1: none yet)

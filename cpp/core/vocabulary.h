@@ -328,9 +328,36 @@ class Vocabulary {
   static constexpr size_t kMaxClassTries = 16;
   std::shared_ptr<const ClassTrie> class_trie(const std::array<uint8_t, 256>& of_byte, int32_t count,
                                               uint8_t excluded, int32_t max_nodes) const;
-  // Bytes the indexes computed on first use hold (alphabet masks, loop splits and class tries,
-  // shared by every grammar of this vocabulary; bounded by kMaxAlphabetMasks, kMaxLoopSplits
-  // and kMaxClassTries). Thread-safe.
+  // A *character split* over a set of code points (sorted, merged ranges: an
+  // Automaton::CharacterStep's `chars`): what a chain of configurations that each step to the
+  // next on every member needs to decide every token (a bounded repetition of a class that reads
+  // only some characters of a lead byte: `[\p{L} ]{1,200}`). `inside` holds the text tokens of
+  // members only, by their count of characters (a last partial character counts when some
+  // member starts with its bytes): inside[inside_begin[n], inside_begin[n + 1]) have n. The
+  // *exits* are the tokens whose first character that is no member is an ASCII byte (a
+  // string's closing quote, a backslash), after exit_chars members, at byte exit_offset;
+  // grouped by that byte (exit_begin), then by exit_chars, then by their bytes from it. Any
+  // other token (whose first non-member is a multi-byte character, or no valid UTF-8) is in
+  // neither. Built on first use per set (character_split.cc) and kept, at most kMaxCharSplits
+  // of them (nullptr once full). Thread-safe.
+  struct CharSplit {
+    std::vector<int32_t> inside, inside_begin;  // inside_begin: max_chars + 2 entries
+    std::vector<uint32_t> mask;                 // the inside tokens (mask_words() words)
+    std::vector<int32_t> exit_ids, exit_chars, exit_offset;
+    std::array<int32_t, 129> exit_begin{};
+    int32_t max_chars = 0;  // the most characters of an inside token or before an exit
+    int64_t memory_bytes() const {
+      return static_cast<int64_t>((inside.capacity() + inside_begin.capacity() + exit_ids.capacity() +
+                                   exit_chars.capacity() + exit_offset.capacity() + mask.capacity()) *
+                                  sizeof(int32_t)) +
+             static_cast<int64_t>(sizeof(CharSplit));
+    }
+  };
+  static constexpr size_t kMaxCharSplits = 16;
+  std::shared_ptr<const CharSplit> char_split(const std::vector<std::pair<uint32_t, uint32_t>>& chars) const;
+  // Bytes the indexes computed on first use hold (alphabet masks, loop splits, class tries and
+  // character splits, shared by every grammar of this vocabulary; bounded by kMaxAlphabetMasks,
+  // kMaxLoopSplits, kMaxClassTries and kMaxCharSplits). Thread-safe.
   int64_t shared_cache_bytes() const {
     int64_t n = 0;
     {
@@ -340,6 +367,10 @@ class Vocabulary {
     {
       std::lock_guard<std::mutex> lock(class_trie_mu_);
       for (const auto& [key, trie] : class_tries_) n += trie != nullptr ? trie->memory_bytes() : 0;
+    }
+    {
+      std::lock_guard<std::mutex> lock(char_split_mu_);
+      for (const auto& [key, split] : char_splits_) n += split->memory_bytes();
     }
     std::lock_guard<std::mutex> lock(loop_split_mu_);
     for (const auto& [key, split] : loop_splits_) {
@@ -506,6 +537,9 @@ class Vocabulary {
   // By ((of_byte, excluded), max_nodes); nullptr where the trie would be larger.
   mutable std::map<std::pair<std::array<uint8_t, 257>, int32_t>, std::shared_ptr<const ClassTrie>> class_tries_;
   mutable size_t num_class_tries_ = 0;  // the entries that are no nullptr
+  std::shared_ptr<const CharSplit> BuildCharSplit(const std::vector<std::pair<uint32_t, uint32_t>>& chars) const;
+  mutable std::mutex char_split_mu_;
+  mutable std::map<std::vector<std::pair<uint32_t, uint32_t>>, std::shared_ptr<const CharSplit>> char_splits_;
 };
 
 }  // namespace logitgate

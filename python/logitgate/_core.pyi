@@ -40,6 +40,11 @@ class CompiledGrammar:
         """Nodes of the class trie the grammar's mask walks take (tokens by their string of the
         automaton's coarse byte classes), 0 when it has none."""
     @property
+    def character_chains(self) -> int:
+        """Classes reading only some characters of a lead byte whose chains the grammar's mask
+        walks decide from the vocabulary's character split (tokens by their count of the
+        class's characters), 0 for most grammars."""
+    @property
     def memory_bytes(self) -> int:
         """Bytes the grammar holds: its automaton, and the parser state matchers built
         (configurations, transitions, memoized masks), which grows as they are used. The

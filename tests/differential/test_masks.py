@@ -369,6 +369,102 @@ def test_class_walks_match_reference(kind: str, source: str, smollm2_vocab: Any,
     )
 
 
+# Classes that read only some characters of a lead byte (Latin-1 letters without `×` and `÷`,
+# part of the CJK block, a Cyrillic range across two leads, emoji of one block), under length
+# bounds, unbounded, and nested: their positions are decided from the vocabulary's character
+# split (Matcher::CharacterChainWalk). Escapes of members (`\\u00e9`) and the string's end are
+# the exits decided by their bytes.
+CHARACTER_CHAIN_CASES: dict[str, Any] = {
+    "latin-cjk": {"type": "string", "pattern": "^[a-zA-Z\u00c0-\u00d6\u00d8-\u00f6\u4e00-\u9fa5 _-]{1,12}$"},
+    # the chain ends where another head reads members too: longer tokens are walked
+    "then-letters": {
+        "type": "string",
+        "pattern": "^[a-zA-Z\u00c0-\u00d6\u00d8-\u00f6\u4e00-\u9fa5 _-]{1,100}[a-z0-9]*$",
+    },
+    "cyrillic-in-object": {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "pattern": "^[\u0410-\u044f\u3041-\u3096\u4e00-\u9fa50-9 ]{2,300}$"},
+            "n": {"type": "integer"},
+        },
+        "required": ["name"],
+    },
+    "array": {
+        "type": "array",
+        "items": {"type": "string", "pattern": "^[\u00e0-\u00ef\u0430-\u0437\u4e00-\u9fa5a-f]{0,100}$"},
+    },
+    # (a class of many ranges: a small one is inlined into its loop, and its positions walked)
+    "unbounded": {
+        "type": "string",
+        "pattern": "^[a-z"
+        + "".join(f"\\u{c:04x}-\\u{c + 5:04x}" for c in range(0x0400, 0x1000, 8))
+        + "\u4e00-\u9fa5]+$",
+    },
+    "emoji": {"type": "string", "pattern": "^[a-z\u00c0-\u00d6\u00d8-\u00f6\U0001f600-\U0001f60f]{1,400}$"},
+}
+
+CHARACTER_PIECES = [
+    "a",
+    "b",
+    "Z",
+    " ",
+    "_",
+    "-",
+    "0",
+    "7",
+    "\u00e9",
+    "\u00c0",
+    "\u00d7",
+    "\u00f7",
+    "\u00ff",
+    "\u4e2d",
+    "\u6587",
+    "\u9fa6",
+    "\u3042",
+    "\u0416",
+    "\u044f",
+    "\u0451",
+    "\u0430",
+    "\U0001f600",
+    "\U0001f64f",
+    '"',
+    "\\",
+    "\\u00e9",
+    ",",
+    "}",
+    "]",
+    ":",
+]
+
+
+def _character_tokens(seed: int) -> list[bytes | None]:
+    """_synthetic_tokens plus strings of class members and of characters under the same leads
+    that are none, quotes, backslashes and escapes, and cuts of them inside a character."""
+    rng = random.Random(seed)
+    extra = []
+    for _ in range(1500):
+        text = "".join(rng.choice(CHARACTER_PIECES) for _ in range(rng.randint(1, 6))).encode()
+        extra.append(text)
+        extra.append(text[: rng.randint(1, len(text))])
+    return _with_new(_synthetic_tokens(seed), extra)
+
+
+@pytest.mark.parametrize("key", sorted(CHARACTER_CHAIN_CASES))
+def test_character_chain_masks_match_reference(key: str, smollm2_path: Path) -> None:
+    schema = CHARACTER_CHAIN_CASES[key]
+    tokens = _character_tokens(_seed(key))
+    vocab = lg.Vocabulary.from_tokens(tokens, eos_ids=[0], special_ids=[1], logits_width=len(tokens) + 5)
+    # (SmolLM2's vocabulary loaded anew: a vocabulary keeps a few character splits only, and the
+    # session's is shared with every other test.)
+    smollm2 = lg.Vocabulary.from_gguf(str(smollm2_path))
+    for name, v in (("synthetic", vocab), ("smollm2", smollm2)):
+        compiled = _compile(v, lambda c: c.compile_json_schema(schema))
+        assert compiled._core.character_chains == 1
+        run_differential(
+            f"character chain {key} ({name})", compiled, vocab_view(v), walks=8, max_tokens=12, checks_per_walk=8
+        )
+
+
 SYNTHETIC_TEXTS = [
     '{"name": "Zoë", "tags": ["日本語", "emoji 😀", "\\u00e9"], "n": -12.5e3, "ok": true}',
     "こんにちは、世界。ひらがなとカタカナ。漢字も。",
