@@ -1,6 +1,7 @@
 // Vocabulary::char_split: the text tokens split by a set of code points (vocabulary.h).
 
 #include <algorithm>
+#include <iterator>
 #include <numeric>
 
 #include "utf8_ranges.h"
@@ -12,9 +13,15 @@ std::shared_ptr<const Vocabulary::CharSplit> Vocabulary::char_split(
     const std::vector<std::pair<uint32_t, uint32_t>>& chars) const {
   std::lock_guard<std::mutex> lock(char_split_mu_);
   auto it = char_splits_.find(chars);
-  if (it != char_splits_.end()) return it->second;
-  if (char_splits_.size() >= kMaxCharSplits) return nullptr;
-  return char_splits_.emplace(chars, BuildCharSplit(chars)).first->second;
+  if (it != char_splits_.end()) {
+    if (std::shared_ptr<const CharSplit> split = it->second.lock()) return split;
+  }
+  // (Entries whose splits no grammar holds any more go as new ones come.)
+  for (auto e = char_splits_.begin(); e != char_splits_.end();) e = e->second.expired() ? char_splits_.erase(e) : std::next(e);
+  std::shared_ptr<const CharSplit> split = BuildCharSplit(chars);
+  char_splits_[chars] = split;
+  kept_char_splits_[char_splits_built_++ % kKeptCharSplits] = split;
+  return split;
 }
 
 std::shared_ptr<const Vocabulary::CharSplit> Vocabulary::BuildCharSplit(

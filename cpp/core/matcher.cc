@@ -151,9 +151,13 @@ int32_t SetClassTrieMinStates(int32_t states) { return class_trie_min_states.exc
 std::unordered_map<int32_t, CompiledGrammar::CharacterChain> CharacterChainsFor(const Vocabulary& vocab,
                                                                               const Automaton& automaton) {
   std::unordered_map<int32_t, CompiledGrammar::CharacterChain> chains;
+  std::vector<int32_t> calls(static_cast<size_t>(automaton.num_rules()), 0);  // call sites per rule
+  for (int32_t t = 0; t < automaton.num_states(); ++t) {
+    for (const CallEdge& c : automaton.calls(t)) ++calls[static_cast<size_t>(c.rule)];
+  }
   for (int32_t r = 0; r < automaton.num_rules(); ++r) {
     const int32_t start = automaton.rule_start(r);
-    if (automaton.char_rule_at(start) != r) continue;
+    if (calls[static_cast<size_t>(r)] < kCharacterChainMinCalls || automaton.char_rule_at(start) != r) continue;
     const Automaton::CharacterStep* step = automaton.character_step(start);
     if (step == nullptr || step->partial_leads == 0) continue;
     if (auto split = vocab.char_split(step->chars)) chains.emplace(start, CompiledGrammar::CharacterChain{step, split});

@@ -63,11 +63,14 @@ int32_t SetClassTrieMinStates(int32_t states);
 
 // The character chains a compiled grammar's walks may take (Matcher::CharacterChainWalk): the
 // rules that read one character of a class reading only some characters of a lead byte
-// (Automaton::CharacterStep, Automaton::char_rule_at), by their start state, each with the
-// vocabulary's character split of that class. Built at compile time: a split costs a pass over
-// the token trie, which a first mask would otherwise pay.
+// (Automaton::CharacterStep, Automaton::char_rule_at), called from at least
+// kCharacterChainMinCalls states (the positions of a bounded repetition; a loop's one position is
+// walked once and memoized), by their start state, each with the vocabulary's character split
+// of that class. Built at compile time: a split costs a pass over the token trie, which a first
+// mask would otherwise pay.
 std::unordered_map<int32_t, CompiledGrammar::CharacterChain> CharacterChainsFor(const Vocabulary& vocab,
                                                                               const Automaton& automaton);
+constexpr int32_t kCharacterChainMinCalls = 8;
 
 // A compiled grammar around a built automaton: the token sets' masks (TokenSetMasks) and the
 // class trie (ClassTrieFor) for this vocabulary, and a fresh parser store.

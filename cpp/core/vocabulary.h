@@ -338,8 +338,9 @@ class Vocabulary {
   // string's closing quote, a backslash), after exit_chars members, at byte exit_offset;
   // grouped by that byte (exit_begin), then by exit_chars, then by their bytes from it. Any
   // other token (whose first non-member is a multi-byte character, or no valid UTF-8) is in
-  // neither. Built on first use per set (character_split.cc) and kept, at most kMaxCharSplits
-  // of them (nullptr once full). Thread-safe.
+  // neither. Built on first use per set (character_split.cc), shared while a grammar holds it,
+  // and the last kKeptCharSplits built kept besides (a grammar compiled again finds its split).
+  // Thread-safe.
   struct CharSplit {
     std::vector<int32_t> inside, inside_begin;  // inside_begin: max_chars + 2 entries
     std::vector<uint32_t> mask;                 // the inside tokens (mask_words() words)
@@ -353,11 +354,12 @@ class Vocabulary {
              static_cast<int64_t>(sizeof(CharSplit));
     }
   };
-  static constexpr size_t kMaxCharSplits = 16;
+  static constexpr size_t kKeptCharSplits = 8;
   std::shared_ptr<const CharSplit> char_split(const std::vector<std::pair<uint32_t, uint32_t>>& chars) const;
   // Bytes the indexes computed on first use hold (alphabet masks, loop splits, class tries and
   // character splits, shared by every grammar of this vocabulary; bounded by kMaxAlphabetMasks,
-  // kMaxLoopSplits, kMaxClassTries and kMaxCharSplits). Thread-safe.
+  // kMaxLoopSplits and kMaxClassTries, and character splits by the grammars that hold them).
+  // Thread-safe.
   int64_t shared_cache_bytes() const {
     int64_t n = 0;
     {
@@ -370,7 +372,9 @@ class Vocabulary {
     }
     {
       std::lock_guard<std::mutex> lock(char_split_mu_);
-      for (const auto& [key, split] : char_splits_) n += split->memory_bytes();
+      for (const auto& [key, held] : char_splits_) {
+        if (const std::shared_ptr<const CharSplit> split = held.lock()) n += split->memory_bytes();
+      }
     }
     std::lock_guard<std::mutex> lock(loop_split_mu_);
     for (const auto& [key, split] : loop_splits_) {
@@ -539,7 +543,9 @@ class Vocabulary {
   mutable size_t num_class_tries_ = 0;  // the entries that are no nullptr
   std::shared_ptr<const CharSplit> BuildCharSplit(const std::vector<std::pair<uint32_t, uint32_t>>& chars) const;
   mutable std::mutex char_split_mu_;
-  mutable std::map<std::vector<std::pair<uint32_t, uint32_t>>, std::shared_ptr<const CharSplit>> char_splits_;
+  mutable std::map<std::vector<std::pair<uint32_t, uint32_t>>, std::weak_ptr<const CharSplit>> char_splits_;
+  mutable std::array<std::shared_ptr<const CharSplit>, kKeptCharSplits> kept_char_splits_;
+  mutable size_t char_splits_built_ = 0;
 };
 
 }  // namespace logitgate
