@@ -1630,6 +1630,20 @@ void Automaton::ComputeUniversal() {
       if (utf8_leaves[k] != s) preds[utf8_leaves[k]].push_back(s);  // a leaf's drop rechecks s
     }
   }
+  // A state that tail-calls a rule whose start is in the set is as good as a member (the call
+  // pushes no frame: whatever the callee's start keeps viable, it does), within one round: a
+  // DFA times a length counter lowered to a rule per (state, count), each reading a character
+  // and tail-calling the next (a pattern searched for under `minLength`), is a cycle of such
+  // calls. tail_callers[r]: the states that tail-call rule r; when r's start leaves the set,
+  // their predecessors are checked again.
+  std::vector<int32_t> rule_at_start(static_cast<size_t>(n), -1);
+  for (int32_t r = 0; r < static_cast<int32_t>(rule_start_.size()); ++r) rule_at_start[rule_start_[r]] = r;
+  std::vector<EdgeList<int32_t>> tail_callers = ArenaLists(rule_start_.size(), &scratch);
+  for (int32_t t = 0; t < n; ++t) {
+    for (const CallEdge& c : calls_[t]) {
+      if (c.tail) tail_callers[c.rule].push_back(t);
+    }
+  }
   // One round: `near` for near universal states; `callees`, the first round's result (in a
   // second round); `pinned`, a subset of the result known beforehand.
   auto fixpoint = [&](bool near, const Flags* callees, const Flags& pinned) {
@@ -1641,9 +1655,10 @@ void Automaton::ComputeUniversal() {
     }
     auto member = [&](int32_t t) {
       if (in[t]) return true;
-      if (callees == nullptr) return false;
       for (const CallEdge& c : calls_[t]) {
-        if ((*callees)[rule_start_[c.rule]]) return true;
+        if ((c.tail && in[rule_start_[c.rule]]) || (callees != nullptr && (*callees)[rule_start_[c.rule]])) {
+          return true;
+        }
       }
       return false;
     };
@@ -1666,6 +1681,13 @@ void Automaton::ComputeUniversal() {
       in[s] = false;
       for (int32_t p : preds[s]) {
         if (in[p] && !pinned[p]) work.push_back(p);
+      }
+      if (const int32_t r = rule_at_start[s]; r >= 0) {
+        for (int32_t t : tail_callers[r]) {
+          for (int32_t p : preds[t]) {
+            if (in[p] && !pinned[p]) work.push_back(p);
+          }
+        }
       }
     }
     return in;

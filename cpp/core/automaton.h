@@ -96,8 +96,8 @@ class Automaton {
   const EdgeList<CallEdge>& calls(int32_t s) const { return calls_[s]; }
   bool is_final(int32_t s) const { return final_[s]; }
   // True when from s every string of *plain* bytes (printable ASCII but '"' and '\', and
-  // valid UTF-8 characters) is read within s's rule, ending at such a state again: a head at s
-  // keeps any plain text viable (string bodies, free text).
+  // valid UTF-8 characters) is read within s's rule, or rules it calls in tail position, ending
+  // at such a state again: a head at s keeps any plain text viable (string bodies, free text).
   bool is_universal(int32_t s) const { return universal_[s]; }
   // The lead bytes of U+0085 (0xC2) and U+2028/U+2029 (0xE2), as bits (bit b - 192 for lead b):
   // a class such as a pattern's `.` leaves out those characters, so it reads neither lead's
