@@ -213,7 +213,7 @@ class Automaton {
   // character s reads ends at one state `end`, through states that read continuation bytes only
   // (no call, no end); `chars` are those characters and the ASCII bytes s reads to `end` too (a
   // class read once: `[\p{L} ]` in a pattern). ASCII bytes s reads elsewhere (a JSON string's
-  // backslash) are not in it. A chain of such positions that reads only some characters of a
+  // backslash) are not in it: they are `exits`, with the closing quote of a JSON string. A chain of such positions that reads only some characters of a
   // lead byte (`partial_leads`) is one that the step sets and plain shortcuts do not serve:
   // Matcher::CharacterChainWalk does, from Vocabulary::char_split(chars). nullptr where s is not
   // determinized, calls a rule, reads no multi-byte character, reads a byte that starts none, or
@@ -222,6 +222,7 @@ class Automaton {
     CodePointRanges chars;  // sorted, merged
     int32_t end = -1;
     uint64_t first[4] = {0, 0, 0, 0};  // the first bytes of chars' members (bit b of word b/64)
+    uint64_t exits[2] = {0, 0};        // '"' and the ASCII bytes s reads elsewhere
     uint64_t partial_leads = 0;        // leads some but not all of whose characters are members (bit b - 0xC0)
     uint8_t probe[4] = {0, 0, 0, 0};   // a member's UTF-8 bytes
     int probe_length = 0;

@@ -10,22 +10,23 @@
 namespace logitgate {
 
 std::shared_ptr<const Vocabulary::CharSplit> Vocabulary::char_split(
-    const std::vector<std::pair<uint32_t, uint32_t>>& chars) const {
+    const std::vector<std::pair<uint32_t, uint32_t>>& chars, const uint64_t* exit_bytes) const {
+  CharSplitKey key{chars, {exit_bytes[0], exit_bytes[1]}};
   std::lock_guard<std::mutex> lock(char_split_mu_);
-  auto it = char_splits_.find(chars);
+  auto it = char_splits_.find(key);
   if (it != char_splits_.end()) {
     if (std::shared_ptr<const CharSplit> split = it->second.lock()) return split;
   }
   // (Entries whose splits no grammar holds any more go as new ones come.)
   for (auto e = char_splits_.begin(); e != char_splits_.end();) e = e->second.expired() ? char_splits_.erase(e) : std::next(e);
-  std::shared_ptr<const CharSplit> split = BuildCharSplit(chars);
-  char_splits_[chars] = split;
+  std::shared_ptr<const CharSplit> split = BuildCharSplit(chars, exit_bytes);
+  char_splits_[std::move(key)] = split;
   kept_char_splits_[char_splits_built_++ % kKeptCharSplits] = split;
   return split;
 }
 
 std::shared_ptr<const Vocabulary::CharSplit> Vocabulary::BuildCharSplit(
-    const std::vector<std::pair<uint32_t, uint32_t>>& chars) const {
+    const std::vector<std::pair<uint32_t, uint32_t>>& chars, const uint64_t* exit_bytes) const {
   // Membership: a bit per code point of the Basic Multilingual Plane, the ranges above it.
   std::vector<uint64_t> bmp(0x10000 / 64, 0);
   for (const auto& [lo, hi] : chars) {
@@ -38,6 +39,7 @@ std::shared_ptr<const Vocabulary::CharSplit> Vocabulary::BuildCharSplit(
     return r != chars.end() && r->first <= hi;
   };
   auto member = [&](uint32_t cp) { return cp <= 0xFFFF ? (bmp[cp >> 6] >> (cp & 63) & 1) != 0 : meets(cp, cp); };
+  const uint64_t ascii[2] = {bmp[0], bmp[1]};  // the ASCII members
 
   struct Exit {
     int32_t id, chars, offset;
@@ -75,15 +77,30 @@ std::shared_ptr<const Vocabulary::CharSplit> Vocabulary::BuildCharSplit(
       }
     } else if (at.byte < 0x80) {
       if (!member(at.byte)) {
-        // Every token below leaves the set here.
-        for (int32_t k = trie_token_begin_[i]; k < trie_token_begin_[at.subtree_end]; ++k) {
-          exits.push_back({trie_tokens_[static_cast<size_t>(k)], up.chars, at.depth - 1, at.byte});
+        // Every token below leaves the set here: an exit where the byte is one, else dead.
+        if (exit_bytes[at.byte >> 6] >> (at.byte & 63) & 1) {
+          for (int32_t k = trie_token_begin_[i]; k < trie_token_begin_[at.subtree_end]; ++k) {
+            exits.push_back({trie_tokens_[static_cast<size_t>(k)], up.chars, at.depth - 1, at.byte});
+          }
+          max_chars = std::max(max_chars, up.chars);
         }
-        max_chars = std::max(max_chars, up.chars);
         i = at.subtree_end;
         continue;
       }
       ++here.chars;
+      // A subtree of member ASCII bytes only: each token's count is its depth below.
+      const uint64_t* below = trie_descendant_bytes(i);
+      if (below != nullptr && (below[0] & ~ascii[0]) == 0 && (below[1] & ~ascii[1]) == 0 && (below[2] | below[3]) == 0) {
+        for (int32_t j = i; j < at.subtree_end; ++j) {
+          const int32_t count = here.chars + node[j].depth - at.depth;
+          for (int32_t k = trie_token_begin_[j]; k < trie_token_begin_[j + 1]; ++k) {
+            inside.push_back({count, trie_tokens_[static_cast<size_t>(k)]});
+          }
+          if (trie_token_begin_[j] < trie_token_begin_[j + 1]) max_chars = std::max(max_chars, count);
+        }
+        i = at.subtree_end;
+        continue;
+      }
     } else {
       const Utf8Lead shape = Utf8LeadOf(at.byte);
       dead = shape.continuations == 0;  // no valid UTF-8

@@ -67,9 +67,14 @@ std::unique_ptr<const Automaton::CharacterStep> Automaton::ComputeCharacterStep(
     }
   }
   if (step->end < 0) return nullptr;
+  step->exits['"' >> 6] |= 1ull << ('"' & 63);
   for (const ByteEdge& e : bytes_[s]) {
-    if (e.target != step->end || e.lo > 0x7F) continue;
-    chars.push_back({e.lo, std::min<uint32_t>(e.hi, 0x7F)});
+    if (e.lo > 0x7F) continue;
+    if (e.target == step->end) {
+      chars.push_back({e.lo, std::min<uint32_t>(e.hi, 0x7F)});
+    } else {
+      for (int b = e.lo; b <= std::min<int>(e.hi, 0x7F); ++b) step->exits[b >> 6] |= 1ull << (b & 63);
+    }
   }
   chars = NormalizeCodePoints(std::move(chars), false);
   for (const auto& [lo, hi] : chars) {

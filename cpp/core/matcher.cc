@@ -160,7 +160,9 @@ std::unordered_map<int32_t, CompiledGrammar::CharacterChain> CharacterChainsFor(
     if (calls[static_cast<size_t>(r)] < kCharacterChainMinCalls || automaton.char_rule_at(start) != r) continue;
     const Automaton::CharacterStep* step = automaton.character_step(start);
     if (step == nullptr || step->partial_leads == 0) continue;
-    if (auto split = vocab.char_split(step->chars)) chains.emplace(start, CompiledGrammar::CharacterChain{step, split});
+    if (auto split = vocab.char_split(step->chars, step->exits)) {
+      chains.emplace(start, CompiledGrammar::CharacterChain{step, split});
+    }
   }
   return chains;
 }
@@ -529,21 +531,20 @@ bool Matcher::CharacterPosition(const Automaton::CharacterStep& step) {
   for (const auto& head : char_heads_) {
     const int32_t state = head.first;
     if (state == reader) continue;
-    bool reads = false;
+    // Any other head reads exit bytes only.
+    bool exits_only = true;
     for (const ByteEdge& e : a.bytes(state)) {
-      if (e.hi >= 0x80) {
-        reads = true;
-        break;
-      }
-      for (int b = e.lo; b <= e.hi && !reads; ++b) reads = (step.first[b >> 6] >> (b & 63) & 1) != 0;
-      if (reads) break;
+      for (int b = e.lo; b <= e.hi && exits_only; ++b) exits_only = b < 0x80 && (step.exits[b >> 6] >> (b & 63) & 1) != 0;
+      if (!exits_only) break;
     }
-    if (!reads) continue;
+    if (exits_only) continue;
     if (reader >= 0) return false;
     const auto it = grammar_->character_chains.find(state);
     if (it == grammar_->character_chains.end()) return false;
     const Automaton::CharacterStep* own = it->second.step;
-    if (own != &step && own->chars != step.chars) return false;
+    if (own != &step && (own->chars != step.chars || own->exits[0] != step.exits[0] || own->exits[1] != step.exits[1])) {
+      return false;
+    }
     reader = state;
   }
   return reader >= 0;

@@ -162,9 +162,10 @@ class Matcher {
   // chain's position where they leave the class. False where it does not apply (`words`
   // untouched).
   bool CharacterChainWalk(int32_t config, uint32_t* words);
-  // True when the heads of a chain position (char_heads_) that read a member's first byte or
-  // any byte past 0x7F are all at one state, whose character step has `step`'s characters:
-  // every member then leads to one configuration, and any other multi-byte character dies.
+  // True when the heads of a chain position (char_heads_) that read any byte but `step`'s
+  // exits are all at one state, whose character step has `step`'s characters and exits: every
+  // member then leads to one configuration, a token whose first non-member is no exit byte
+  // dies, and so does any other multi-byte character.
   bool CharacterPosition(const Automaton::CharacterStep& step);
   // Its first two: PlainLoop and PlainLoopWithExceptions.
   bool LoopShortcutWalk(int32_t config, uint32_t* words);

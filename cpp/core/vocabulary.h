@@ -334,11 +334,12 @@ class Vocabulary {
   // only some characters of a lead byte: `[\p{L} ]{1,200}`). `inside` holds the text tokens of
   // members only, by their count of characters (a last partial character counts when some
   // member starts with its bytes): inside[inside_begin[n], inside_begin[n + 1]) have n. The
-  // *exits* are the tokens whose first character that is no member is an ASCII byte (a
-  // string's closing quote, a backslash), after exit_chars members, at byte exit_offset;
+  // *exits* are the tokens whose first character that is no member is one of the ASCII
+  // `exit_bytes` (2 words: the bytes a chain position may read besides members, such as a
+  // string's closing quote and a backslash), after exit_chars members, at byte exit_offset;
   // grouped by that byte (exit_begin), then by exit_chars, then by their bytes from it. Any
-  // other token (whose first non-member is a multi-byte character, or no valid UTF-8) is in
-  // neither. Built on first use per set (character_split.cc), shared while a grammar holds it,
+  // other token (whose first non-member is another byte, a multi-byte character, or no valid
+  // UTF-8) is in neither. Built on first use per set (character_split.cc), shared while a grammar holds it,
   // and the last kKeptCharSplits built kept besides (a grammar compiled again finds its split).
   // Thread-safe.
   struct CharSplit {
@@ -355,7 +356,8 @@ class Vocabulary {
     }
   };
   static constexpr size_t kKeptCharSplits = 8;
-  std::shared_ptr<const CharSplit> char_split(const std::vector<std::pair<uint32_t, uint32_t>>& chars) const;
+  std::shared_ptr<const CharSplit> char_split(const std::vector<std::pair<uint32_t, uint32_t>>& chars,
+                                              const uint64_t* exit_bytes) const;
   // Bytes the indexes computed on first use hold (alphabet masks, loop splits, class tries and
   // character splits, shared by every grammar of this vocabulary; bounded by kMaxAlphabetMasks,
   // kMaxLoopSplits and kMaxClassTries, and character splits by the grammars that hold them).
@@ -541,9 +543,11 @@ class Vocabulary {
   // By ((of_byte, excluded), max_nodes); nullptr where the trie would be larger.
   mutable std::map<std::pair<std::array<uint8_t, 257>, int32_t>, std::shared_ptr<const ClassTrie>> class_tries_;
   mutable size_t num_class_tries_ = 0;  // the entries that are no nullptr
-  std::shared_ptr<const CharSplit> BuildCharSplit(const std::vector<std::pair<uint32_t, uint32_t>>& chars) const;
+  std::shared_ptr<const CharSplit> BuildCharSplit(const std::vector<std::pair<uint32_t, uint32_t>>& chars,
+                                                  const uint64_t* exit_bytes) const;
   mutable std::mutex char_split_mu_;
-  mutable std::map<std::vector<std::pair<uint32_t, uint32_t>>, std::weak_ptr<const CharSplit>> char_splits_;
+  using CharSplitKey = std::pair<std::vector<std::pair<uint32_t, uint32_t>>, std::array<uint64_t, 2>>;
+  mutable std::map<CharSplitKey, std::weak_ptr<const CharSplit>> char_splits_;
   mutable std::array<std::shared_ptr<const CharSplit>, kKeptCharSplits> kept_char_splits_;
   mutable size_t char_splits_built_ = 0;
 };

@@ -376,6 +376,11 @@ def test_class_walks_match_reference(kind: str, source: str, smollm2_vocab: Any,
 # the exits decided by their bytes.
 CHARACTER_CHAIN_CASES: dict[str, Any] = {
     "latin-cjk": {"type": "string", "pattern": "^[a-zA-Z\u00c0-\u00d6\u00d8-\u00f6\u4e00-\u9fa5 _-]{1,12}$"},
+    # another head reads a byte that is no exit (the comma): walked
+    "then-comma": {
+        "type": "string",
+        "pattern": "^[a-zA-Z\u00c0-\u00d6\u00d8-\u00f6\u4e00-\u9fa5 _-]{1,100}(,[a-z]+)?$",
+    },
     # the chain ends where another head reads members too: longer tokens are walked
     "then-letters": {
         "type": "string",
