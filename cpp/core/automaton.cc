@@ -1933,6 +1933,11 @@ int64_t Automaton::memory_bytes() const {
   n += HeapBytes(near_universal_) + HeapBytes(near_single_start_) + HeapBytes(char_utf8_near_);
   n += HeapBytes(kernel_offset_) + HeapBytes(kernel_) + HeapBytes(kernel_kinds_) + HeapBytes(plan_states_) + HeapBytes(token_read_);
   for (const TokenSet& t : token_sets_) n += static_cast<int64_t>(sizeof(t)) + HeapBytes(t.ids);
+  std::lock_guard<std::mutex> lock(character_steps_mu_);
+  for (const auto& [state, step] : character_steps_) {
+    n += static_cast<int64_t>(sizeof(state) + sizeof(step));
+    if (step != nullptr) n += static_cast<int64_t>(sizeof(*step)) + HeapBytes(step->chars);
+  }
   return n;
 }
 
