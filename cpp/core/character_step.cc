@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "automaton.h"
+#include "plain_text.h"
 
 namespace logitgate {
 
@@ -67,19 +68,21 @@ std::unique_ptr<const Automaton::CharacterStep> Automaton::ComputeCharacterStep(
     }
   }
   if (step->end < 0) return nullptr;
-  step->exits['"' >> 6] |= 1ull << ('"' & 63);
   for (const ByteEdge& e : bytes_[s]) {
     if (e.lo > 0x7F) continue;
     if (e.target == step->end) {
       chars.push_back({e.lo, std::min<uint32_t>(e.hi, 0x7F)});
     } else {
-      for (int b = e.lo; b <= std::min<int>(e.hi, 0x7F); ++b) step->exits[b >> 6] |= 1ull << (b & 63);
+      AddByteRange(e.lo, std::min<int>(e.hi, 0x7F), step->exits);
     }
   }
   chars = NormalizeCodePoints(std::move(chars), false);
   for (const auto& [lo, hi] : chars) {
-    for (uint32_t cp = lo; cp <= std::min<uint32_t>(hi, 0x7F); ++cp) step->first[cp >> 6] |= 1ull << (cp & 63);
+    if (lo <= 0x7F) AddByteRange(static_cast<int>(lo), static_cast<int>(std::min<uint32_t>(hi, 0x7F)), step->first);
   }
+  // The closing quote is an exit unless it is a member: exits and members stay apart (a head
+  // elsewhere that reads an exit byte must not read a member).
+  if (!(step->first['"' >> 6] >> ('"' & 63) & 1)) step->exits['"' >> 6] |= 1ull << ('"' & 63);
   // Per lead byte, its characters' code points and how many of them are members.
   for (int lead = 0xC2; lead <= 0xF4; ++lead) {
     const Utf8Lead shape = Utf8LeadOf(static_cast<uint8_t>(lead));
