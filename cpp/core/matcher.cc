@@ -151,18 +151,23 @@ int32_t SetClassTrieMinStates(int32_t states) { return class_trie_min_states.exc
 std::unordered_map<int32_t, CompiledGrammar::CharacterChain> CharacterChainsFor(const Vocabulary& vocab,
                                                                               const Automaton& automaton) {
   std::unordered_map<int32_t, CompiledGrammar::CharacterChain> chains;
+  std::vector<int32_t> classes;  // the rules reading one character of such a class
+  for (int32_t r = 0; r < automaton.num_rules(); ++r) {
+    const int32_t start = automaton.rule_start(r);
+    if (automaton.char_rule_at(start) != r) continue;
+    const Automaton::CharacterStep* step = automaton.character_step(start);
+    if (step != nullptr && step->partial_leads != 0) classes.push_back(r);
+  }
+  if (classes.empty()) return chains;  // (most grammars: no pass over the calls)
   std::vector<int32_t> calls(static_cast<size_t>(automaton.num_rules()), 0);  // call sites per rule
   for (int32_t t = 0; t < automaton.num_states(); ++t) {
     for (const CallEdge& c : automaton.calls(t)) ++calls[static_cast<size_t>(c.rule)];
   }
-  for (int32_t r = 0; r < automaton.num_rules(); ++r) {
+  for (int32_t r : classes) {
+    if (calls[static_cast<size_t>(r)] < kCharacterChainMinCalls) continue;
     const int32_t start = automaton.rule_start(r);
-    if (calls[static_cast<size_t>(r)] < kCharacterChainMinCalls || automaton.char_rule_at(start) != r) continue;
     const Automaton::CharacterStep* step = automaton.character_step(start);
-    if (step == nullptr || step->partial_leads == 0) continue;
-    if (auto split = vocab.char_split(step->chars, step->exits)) {
-      chains.emplace(start, CompiledGrammar::CharacterChain{step, split});
-    }
+    chains.emplace(start, CompiledGrammar::CharacterChain{step, vocab.char_split(step->chars, step->exits)});
   }
   return chains;
 }
@@ -532,12 +537,9 @@ bool Matcher::CharacterPosition(const Automaton::CharacterStep& step) {
     const int32_t state = head.first;
     if (state == reader) continue;
     // Any other head reads exit bytes only.
-    bool exits_only = true;
-    for (const ByteEdge& e : a.bytes(state)) {
-      for (int b = e.lo; b <= e.hi && exits_only; ++b) exits_only = b < 0x80 && (step.exits[b >> 6] >> (b & 63) & 1) != 0;
-      if (!exits_only) break;
-    }
-    if (exits_only) continue;
+    uint64_t reads[4] = {0, 0, 0, 0};
+    for (const ByteEdge& e : a.bytes(state)) AddByteRange(e.lo, e.hi, reads);
+    if ((reads[0] & ~step.exits[0]) == 0 && (reads[1] & ~step.exits[1]) == 0 && (reads[2] | reads[3]) == 0) continue;
     if (reader >= 0) return false;
     const auto it = grammar_->character_chains.find(state);
     if (it == grammar_->character_chains.end()) return false;
