@@ -1634,14 +1634,17 @@ void Automaton::ComputeUniversal() {
   // pushes no frame: whatever the callee's start keeps viable, it does), within one round: a
   // DFA times a length counter lowered to a rule per (state, count), each reading a character
   // and tail-calling the next (a pattern searched for under `minLength`), is a cycle of such
-  // calls. tail_callers[r]: the states that tail-call rule r; when r's start leaves the set,
-  // their predecessors are checked again.
+  // calls. tail_callers[r]: the states that tail-call rule r, kept for the rules whose start is
+  // a candidate (no other start is ever in the set); when that start leaves the set, their
+  // predecessors are checked again.
   std::vector<int32_t> rule_at_start(static_cast<size_t>(n), -1);
-  for (int32_t r = 0; r < static_cast<int32_t>(rule_start_.size()); ++r) rule_at_start[rule_start_[r]] = r;
+  for (int32_t r = 0; r < static_cast<int32_t>(rule_start_.size()); ++r) {
+    if (candidate[rule_start_[r]]) rule_at_start[rule_start_[r]] = r;
+  }
   std::vector<EdgeList<int32_t>> tail_callers = ArenaLists(rule_start_.size(), &scratch);
   for (int32_t t = 0; t < n; ++t) {
     for (const CallEdge& c : calls_[t]) {
-      if (c.tail) tail_callers[c.rule].push_back(t);
+      if (c.tail && candidate[rule_start_[c.rule]]) tail_callers[c.rule].push_back(t);
     }
   }
   // One round: `near` for near universal states; `callees`, the first round's result (in a
