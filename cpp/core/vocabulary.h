@@ -339,9 +339,9 @@ class Vocabulary {
   // string's closing quote and a backslash), after exit_chars members, at byte exit_offset;
   // grouped by that byte (exit_begin), then by exit_chars, then by their bytes from it. Any
   // other token (whose first non-member is another byte, a multi-byte character, or no valid
-  // UTF-8) is in neither. Built on first use per set (character_split.cc), shared while a grammar holds it,
-  // and the last kKeptCharSplits built kept besides (a grammar compiled again finds its split).
-  // Thread-safe.
+  // UTF-8) is in neither. Built on first use per set (character_split.cc), shared while a
+  // grammar holds it, and the last kKeptCharSplits built kept besides (a grammar compiled again
+  // finds its split). Thread-safe.
   struct CharSplit {
     std::vector<int32_t> inside, inside_begin;  // inside_begin: max_chars + 2 entries
     std::vector<uint32_t> mask;                 // the inside tokens (mask_words() words)
