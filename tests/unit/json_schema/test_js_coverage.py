@@ -97,6 +97,40 @@ def test_oneof_disjoint_under_sibling_keywords(tl: TokenLevel, schema: dict[str,
         assert value["kind"] in ("a", "b")
 
 
+# Both branches have exact complements: exactly-one could be lowered through them, but branches
+# disjoint under the sibling "required" need none (a complement of each other branch per branch
+# multiplies the object positions; Github_ultra/o360 lowered 8,011 rules for one such oneOf).
+COMPLEMENTABLE = [
+    {"properties": {"kind": {"const": "a"}, "x": {"type": "integer"}, "y": {"type": "boolean"}}},
+    {"properties": {"kind": {"const": "b"}, "x": {"type": "string"}, "z": {"type": "null"}}},
+]
+
+
+def test_oneof_disjoint_under_siblings_lowers_without_complements(tl: TokenLevel) -> None:
+    from logitgate.frontends.json_schema import schema_to_grammar
+    from logitgate.limits import Limits
+
+    schema = {
+        "type": "object",
+        "required": ["kind"],
+        "allOf": [{"$ref": "#/$defs/t"}],
+        "$defs": {"t": {"oneOf": COMPLEMENTABLE}},
+    }
+    exact, _ = schema_to_grammar(schema, limits=Limits())
+    anyof, _ = schema_to_grammar(schema, limits=Limits(), oneof="anyof")
+    assert exact.to_ebnf() == anyof.to_ebnf()
+    valid = [{"kind": "a", "x": 1, "y": True}, {"kind": "b", "x": "s", "z": None}, {"kind": "b", "extra": 1}]
+    invalid = [{"kind": "a", "x": "s"}, {"kind": "b", "z": 0}, {"x": 1}, {"kind": "c"}]
+    check(tl, schema, valid, invalid)
+    # Without the discriminator the complements stay (and keep exactly-one).
+    loose = {"type": "object", "allOf": [{"oneOf": COMPLEMENTABLE}]}
+    assert (
+        schema_to_grammar(loose, limits=Limits())[0].to_ebnf()
+        != schema_to_grammar(loose, limits=Limits(), oneof="anyof")[0].to_ebnf()
+    )
+    check(tl, loose, [{"x": 1, "y": True}, {"kind": "a", "z": None, "x": 2}], [{"y": True, "z": None}, {}, {"x": None}])
+
+
 def test_oneof_not_disjoint_anywhere_stays_refused(tl: TokenLevel) -> None:
     # Without the required discriminator both branches accept {"x": ...}-less objects.
     schema = {"type": "object", "allOf": [{"oneOf": BRANCHES}]}

@@ -41,7 +41,9 @@ class Expander:
         pure: list[int] = []
         disj: list[list[frozenset[int]]] = []
         seen: set[int] = set()
-        undecided: list[tuple[list[int], str]] = []  # oneOf branches not disjoint in their own context
+        # oneOfs whose branches are not disjoint in their own context: (index in disj, branches,
+        # pointer, base).
+        undecided: list[tuple[int, list[int], str, str]] = []
         stack = sorted(atoms, reverse=True)
         while stack:
             a = stack.pop()
@@ -79,27 +81,10 @@ class Expander:
             if "oneOf" in d:
                 lst = _schema_list(d, "oneOf", ptr)
                 one = [self.index.sub(x, _ptr_join(ptr, "oneOf", i), base) for i, x in enumerate(lst)]
-                alts = [frozenset({a}) for a in one]
                 ctx = self.pure_only(a)
-                if len(alts) > 1 and not self.oneof_anyof and not self.disjoint([x | {ctx} for x in alts]):
-                    if all(self.neg.negatable(a) for a in one):
-                        # exactly one holds: S_i ∧ ¬S_j for every j != i
-                        alts = [
-                            frozenset(
-                                {
-                                    a,
-                                    *(
-                                        self.index.not_atom(b, _ptr_join(ptr, "oneOf"), base)
-                                        for j, b in enumerate(one)
-                                        if j != i
-                                    ),
-                                }
-                            )
-                            for i, a in enumerate(one)
-                        ]
-                    else:
-                        undecided.append((one, _ptr_join(ptr, "oneOf")))
-                disj.append(alts)
+                if len(one) > 1 and not self.oneof_anyof and not self.disjoint([frozenset({x, ctx}) for x in one]):
+                    undecided.append((len(disj), one, _ptr_join(ptr, "oneOf"), base))
+                disj.append([frozenset({x}) for x in one])
             if "not" in d:
                 n = self.index.sub(d["not"], _ptr_join(ptr, "not"), base)
                 stack.append(self.index.not_atom(n, _ptr_join(ptr, "not"), base))
@@ -113,15 +98,23 @@ class Expander:
         if undecided:
             # The whole conjunction's pure keywords hold beside each branch (a discriminator
             # that a sibling of the allOf holding the oneOf requires, say): branches disjoint
-            # under them are exactly-one as they stand.
+            # under them are exactly-one as they stand. Otherwise exactly one holds through
+            # complements, S_i ∧ ¬S_j for every j != i, where every branch has one.
             context = frozenset(self.pure_only(p) for p in pure)
-            for one, optr in undecided:
-                if not self.disjoint([context | {b} for b in one]):
+            for at, one, optr, obase in undecided:
+                if self.disjoint([context | {b} for b in one]):
+                    continue
+                if not all(self.neg.negatable(b) for b in one):
                     self.diag.unsupported(
                         "oneOf",
                         "branches are neither provably disjoint nor complementable (option oneof='anyof' relaxes)",
                         optr,
                     )
+                    continue
+                disj[at] = [
+                    frozenset({b, *(self.index.not_atom(c, optr, obase) for j, c in enumerate(one) if j != i)})
+                    for i, b in enumerate(one)
+                ]
         return pure, disj
 
     def _dependencies(self, d: dict[str, Any], ptr: str, base: str, disj: list[list[frozenset[int]]]) -> None:
