@@ -131,6 +131,26 @@ def test_oneof_disjoint_under_siblings_lowers_without_complements(tl: TokenLevel
     check(tl, loose, [{"x": 1, "y": True}, {"kind": "a", "z": None, "x": 2}], [{"y": True, "z": None}, {}, {"x": None}])
 
 
+def test_oneof_disjoint_on_objects_only_keeps_complements_to_other_types(tl: TokenLevel) -> None:
+    from logitgate.frontends.json_schema import schema_to_grammar
+    from logitgate.limits import Limits
+
+    # Branches without "type": every one accepts every non-object, so exactly-one rejects those;
+    # objects hold one discriminator, so there the branches are alternatives as they stand
+    # (JsonSchemaStore/testenvironments: complemented whole, 12,349 rules).
+    branches = [
+        {"properties": {"kind": {"const": k}, f"x{i}": {"type": "integer"}, "y": {"type": "string"}}}
+        for i, k in enumerate("abcd")
+    ]
+    schema = {"required": ["kind"], "oneOf": branches}
+    exact, _ = schema_to_grammar(schema, limits=Limits())
+    anyof, _ = schema_to_grammar(schema, limits=Limits(), oneof="anyof")
+    assert len(exact.rules) < 2 * len(anyof.rules), (len(exact.rules), len(anyof.rules))
+    valid = [{"kind": "a", "x0": 1}, {"kind": "b", "x0": "s", "x1": 2}, {"kind": "d", "y": ""}]
+    invalid = [5, "s", None, [], {"kind": "a", "x0": "s"}, {"kind": "e"}, {}, {"kind": "c", "y": 1}]
+    check(tl, schema, valid, invalid)
+
+
 def test_oneof_not_disjoint_anywhere_stays_refused(tl: TokenLevel) -> None:
     # Without the required discriminator both branches accept {"x": ...}-less objects.
     schema = {"type": "object", "allOf": [{"oneOf": BRANCHES}]}

@@ -15,6 +15,7 @@ from .diagnostics import Diagnostics
 from .expand import Expander
 from .facts import _Facts, _ObjPart
 from .formats import _FORMATS
+from .keywords import _ALL_TYPES
 from .merge import Merger
 from .patterns import _prefix_disjoint
 from .resolve import _FALSE
@@ -57,6 +58,27 @@ class Decider:
                 if not self._disjoint(facts[i], facts[j]):
                     return False
         return True
+
+    def overlapping_types(self, alts: list[frozenset[int]]) -> tuple[frozenset[str], frozenset[str]]:
+        """The types some two of ``alts`` are not provably disjoint on (every type past the
+        caps), and the types any of them allows."""
+        checkpoint()
+        self._disjoint_depth += 1
+        self._disjoint_calls += 1
+        try:
+            if self._disjoint_depth > _DISJOINT_DEPTH or self._disjoint_calls > _DISJOINT_CALLS:
+                return _ALL_TYPES, _ALL_TYPES
+            facts = [f for f in (self.approx_facts(a) for a in alts) if f is not None]
+            allowed = frozenset().union(*(f.types for f in facts))
+            overlap: set[str] = set()
+            for i in range(len(facts)):
+                for j in range(i + 1, len(facts)):
+                    for t in (facts[i].types & facts[j].types) - overlap:
+                        if not self._disjoint_on(facts[i], facts[j], t):
+                            overlap.add(t)
+            return frozenset(overlap), allowed
+        finally:
+            self._disjoint_depth -= 1
 
     def approx_facts(self, atoms: frozenset[int]) -> _Facts | None:
         """Facts of the pure part only: an over-approximation of the language (None: empty).

@@ -206,7 +206,14 @@ class Lowering:
         self.index = _Index(root, limits, oneof_as_anyof=oneof == "anyof")
         neg = Negator(self.index, self.diag)
         self.merger = Merger(self.index, self.diag)
-        self.exp = Expander(self.index, self.diag, neg, lambda alts: dec.pairwise_disjoint(alts), oneof == "anyof")
+        self.exp = Expander(
+            self.index,
+            self.diag,
+            neg,
+            lambda alts: dec.pairwise_disjoint(alts),
+            lambda alts: dec.overlapping_types(alts),
+            oneof == "anyof",
+        )
         dec = Decider(self.exp, self.merger, self.diag, limits)
         self.dist = Distributor(self.index, self.exp, self.merger, self.diag)
         self.nums = NumberEmitter(self.table, self.diag, limits, not _legacy_draft(root))

@@ -17,7 +17,8 @@ from .values import _ptr_join
 
 class Expander:
     """Atom sets -> pure conjuncts and disjunctions. ``disjoint`` decides whether ``oneOf``
-    branches are provably pairwise disjoint (the decider, which expands in turn)."""
+    branches are provably pairwise disjoint, ``overlapping_types`` on which types they may not be
+    and which they allow (the decider, which expands in turn)."""
 
     def __init__(
         self,
@@ -25,12 +26,14 @@ class Expander:
         diag: Diagnostics,
         neg: Negator,
         disjoint: Callable[[list[frozenset[int]]], bool],
+        overlapping_types: Callable[[list[frozenset[int]]], tuple[frozenset[str], frozenset[str]]],
         oneof_anyof: bool,
     ) -> None:
         self.index = index
         self.diag = diag
         self.neg = neg
         self.disjoint = disjoint
+        self.overlapping_types = overlapping_types
         self.oneof_anyof = oneof_anyof
 
     # -- expansion: atoms -> pure conjuncts + disjunctions ------------------------------------
@@ -99,10 +102,13 @@ class Expander:
             # The whole conjunction's pure keywords hold beside each branch (a discriminator
             # that a sibling of the allOf holding the oneOf requires, say): branches disjoint
             # under them are exactly-one as they stand. Otherwise exactly one holds through
-            # complements, S_i ∧ ¬S_j for every j != i, where every branch has one.
+            # complements, S_i ∧ ¬S_j for every j != i, where every branch has one; only on the
+            # types the branches overlap on, when they are disjoint on others (a discriminator
+            # "required" says nothing of numbers, which every branch without "type" accepts).
             context = frozenset(self.pure_only(p) for p in pure)
             for at, one, optr, obase in undecided:
-                if self.disjoint([context | {b} for b in one]):
+                branches = [context | {b} for b in one]
+                if self.disjoint(branches):
                     continue
                 if not all(self.neg.negatable(b) for b in one):
                     self.diag.unsupported(
@@ -111,10 +117,17 @@ class Expander:
                         optr,
                     )
                     continue
-                disj[at] = [
+                overlap, allowed = self.overlapping_types(branches)
+                exactly_one = [
                     frozenset({b, *(self.index.not_atom(c, optr, obase) for j, c in enumerate(one) if j != i)})
                     for i, b in enumerate(one)
                 ]
+                if overlap >= allowed:
+                    disj[at] = exactly_one
+                    continue
+                apart = self.index.types_atom(allowed - overlap, optr, obase)
+                within = self.index.types_atom(overlap, optr, obase)
+                disj[at] = [frozenset({b, apart}) for b in one] + [alt | {within} for alt in exactly_one]
         return pure, disj
 
     def _dependencies(self, d: dict[str, Any], ptr: str, base: str, disj: list[list[frozenset[int]]]) -> None:
