@@ -267,6 +267,23 @@ def test_format_with_max_length_instances(tl: TokenLevel) -> None:
     check(tl, {"type": "string", "format": "email", "minLength": 3, "maxLength": 30}, ["a@b"], ["a" * 30 + "@b.c"])
 
 
+def test_format_fitted_to_a_large_max_length_is_fitted_to_2048(tl: TokenLevel) -> None:
+    # JsonSchemaStore sourcery_yaml_schema: uri with maxLength 65536 (fitted repetitions unroll).
+    large = tl.compiler.compile_json_schema({"type": "string", "format": "uri", "maxLength": 65536})
+    capped = tl.compiler.compile_json_schema({"type": "string", "format": "uri", "maxLength": 2048})
+    assert large.num_states == capped.num_states < 40_000
+    long_host = "https://" + "a" * 250 + ".org/" + "b" * 250
+    check(tl, {"type": "string", "format": "uri", "maxLength": 65536}, [long_host, "urn:x"], ["https://" + "a" * 70000])
+    assert not tl.accepts(large, json.dumps("https://" + "a" * 2100 + ".org/"))  # the departure
+    # A count past int64 fits as well (a date-time's fraction digits were a repetition of 2**64).
+    huge = tl.compiler.compile_json_schema({"type": "string", "format": "date-time", "maxLength": 2**64})
+    assert (
+        huge.num_states
+        == tl.compiler.compile_json_schema({"type": "string", "format": "date-time", "maxLength": 2048}).num_states
+    )
+    assert tl.accepts(huge, json.dumps("2024-01-02T03:04:05.123Z"))
+
+
 @pytest.mark.parametrize("pattern", ["^x", "b$", "[0-9]", "^(ab|cd)+$", "^[a-z]{2,3}$", "x.*1"])
 def test_pattern_keys_except_listed_names_agree_with_jsonschema(tl: TokenLevel, pattern: str) -> None:
     # Listed names the pattern matches must be integers and strings at once (never present);

@@ -83,3 +83,6 @@ _EXCEPT_WORD_MAX = 100  # longest listed name a patternProperties pattern is int
 # (counts x items x contains choices, twice this); more: the counting keyword is refused.
 _COUNT_STATES = 20_000
 _FIT_COPIES = 4  # copies of an unbounded-width repeated part kept when a format is fitted to maxLength
+# Longest text a format is fitted to (a larger maxLength is fitted to this): fitted repetitions
+# unroll, so the automaton grows with the length (uri with maxLength 65536: 338,041 states).
+_FIT_LENGTH = 2048

@@ -43,6 +43,7 @@ from .caps import (
     _BLOCKS_MAX,
     _DERIVATIVE_TUPLES,
     _DFA_LENGTH_RULES,
+    _FIT_LENGTH,
     _LENGTH_PRODUCT_RULES_TOTAL,
     _LONGEST,
     _NFA_PRODUCT_RULES,
@@ -262,7 +263,8 @@ class StringEmitter:
             if restricted is None and encoded is None and kw == "format" and f.max_len is not None:
                 # Too large to intersect exactly: the format narrowed to fit (a departure).
                 try:
-                    fitted = _fit_length(node, f.max_len, self.limits, lengths=lengths)
+                    fit = min(f.max_len, max(_FIT_LENGTH, f.min_len))
+                    fitted = _fit_length(node, fit, self.limits, lengths=lengths)
                     restricted = _restrict_length(fitted, f.min_len, f.max_len, self.limits, lengths=lengths)
                 except LimitExceeded as e:
                     raise LimitExceeded(
