@@ -430,6 +430,7 @@ def _fit_length(node: Node, hi: int, limits: Limits, depth: int = 0, lengths: _L
         # One long copy, a few shorter ones, or _FIT_COPIES times as many short ones (a union:
         # each is sound): a URI path of one long segment, a few, or many short ones.
         many = max(count, min(count * _FIT_COPIES, hi // max(ia, 1)))
+        kept: set[int] = set()
         for copies in dict.fromkeys((max(node.min, 1), count, many)):
             item = _fit_length(node.item, hi // copies, limits, depth + 1, lengths)
             if _is_empty(item):
@@ -439,6 +440,11 @@ def _fit_length(node: Node, hi: int, limits: Limits, depth: int = 0, lengths: _L
                 copies = max(copies, hi // width if most is None else min(most, hi // width))
             if most is not None:
                 copies = min(copies, most)
+            if copies in kept:
+                # As many copies as a shape before, each fitted to less (`(...)?` cut to a
+                # quarter): within that shape, and a head of its own in every configuration.
+                continue
+            kept.add(copies)
             shapes.append(Repeat(item, node.min, copies_of(copies)))
         return _alt(shapes) if shapes else _EMPTY_LANG
     return _EMPTY_LANG  # (fixed-length leaves are decided by their range above)
