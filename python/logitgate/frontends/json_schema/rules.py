@@ -4,7 +4,7 @@ any value, string characters) and the rules shared between equal scalar constrai
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from logitgate.grammar.ir import (
@@ -59,6 +59,84 @@ def _then(prefix: Node, last: Ref) -> Node:
     if _is_empty(prefix):
         return _EMPTY_LANG
     return Seq((prefix, last))
+
+
+def shows_text(rules: Mapping[str, Node], root: str, budget: int) -> bool:
+    """True when a depth-first search finds that rule ``root`` derives some text: of each
+    choice, the first alternative that does; a rule on the search's own path counts as
+    deriving none, so False may be wrong (the exact fixpoint decides then), and so is False
+    past ``budget`` steps. A derivation is found long before the whole grammar is read: a JSON
+    value's first alternatives are short (an empty object, an empty string)."""
+    proven: set[str] = set()
+    active: set[str] = set()
+
+    def now(n: Node) -> bool | None:
+        """``n``'s answer without a frame of its own, or None when it needs one."""
+        t = type(n)
+        if t is Literal:
+            return True
+        if t is CharClass or t is ByteClass:
+            return bool(n.ranges) or n.negated  # type: ignore[union-attr]
+        if t is Ref:
+            name = n.name  # type: ignore[union-attr]
+            if name in proven:
+                return True
+            return False if name in active or name not in rules else None
+        if t is Seq:
+            return True if not n.items else None  # type: ignore[union-attr]
+        if t is Alt:
+            return False if not n.items else None  # type: ignore[union-attr]
+        if t is Repeat:
+            return True if n.min == 0 else None  # type: ignore[union-attr]
+        if t is StringExcept:
+            words = set(n.words)  # type: ignore[union-attr]
+            # Some trie prefix that is no word ends the contents (else the tail must follow).
+            ends = any(w[:k] not in words for w in n.words or ("",) for k in range(len(w) + 1))  # type: ignore[union-attr]
+            return True if ends else None
+        raise TypeError(n)
+
+    top: Node = Ref(root)
+    result = now(top)
+    if result is not None:
+        return result
+    frames: list[list[Any]] = [[top, 0]]  # [node, index of the child being evaluated]
+    active.add(root)
+    result = None
+    steps = 0
+    while frames:
+        steps += 1
+        if steps > budget:
+            return False
+        frame = frames[-1]
+        n, i = frame
+        t = type(n)
+        if result is None:
+            if t is Ref:
+                child = rules[n.name]
+            elif t is Seq or t is Alt:
+                child = n.items[i]
+            elif t is Repeat:
+                child = n.item
+            else:  # StringExcept
+                child = n.tail
+            result = now(child)
+            if result is None:
+                frames.append([child, 0])
+                if type(child) is Ref:
+                    active.add(child.name)  # type: ignore[union-attr]
+                continue
+        # ``result`` is the answer of the frame's current child.
+        if (t is Seq and result) or (t is Alt and not result):
+            if i + 1 < len(n.items):
+                frame[1] = i + 1
+                result = None
+                continue
+        frames.pop()
+        if t is Ref:
+            active.discard(n.name)
+            if result:
+                proven.add(n.name)
+    return bool(result)
 
 
 def _productive(node: Node, productive: set[str]) -> bool:
