@@ -33,7 +33,7 @@ from logitgate.grammar.json_text import is_empty_language as _is_empty
 from logitgate.limits import Limits
 
 from .arrays import ArrayEmitter
-from .caps import DECIMAL_DIGITS, SCHEMA_RULES
+from .caps import _DERIVATION_STEPS_PER_RULE, DECIMAL_DIGITS, SCHEMA_RULES
 from .decide import Decider
 from .diagnostics import Diagnostics
 from .distribute import Distributor
@@ -363,7 +363,7 @@ class Lowering:
 
     def _check_productive(self) -> None:
         rules = self.table.rules
-        if shows_text(rules, "root", 16 * len(rules) + 4096):
+        if shows_text(rules, "root", _DERIVATION_STEPS_PER_RULE * (len(rules) + 256)):
             return
         productive: set[str] = set()
         users: dict[str, list[str]] = {}
