@@ -53,7 +53,7 @@ from .decide import Decider
 from .diagnostics import Diagnostics
 from .facts import StringSet, _Facts
 from .formats import _FORMATS, _format_node
-from .pattern_dfa import Dfa, LengthProduct, minimal_dfa, minimal_intersection, minimal_union
+from .pattern_dfa import Dfa, LengthProduct, Ranges, minimal_dfa, minimal_intersection, minimal_union
 from .pattern_dfa import with_length as dfa_with_length
 from .patterns import _fit_length, _length_product_size, _LengthRanges, _map_leaves, _Nfa, _restrict_length
 from .rules import RuleTable
@@ -375,10 +375,23 @@ class StringEmitter:
         self.product_rules += len(product.pairs)
         base = f"dl{len(self.table.rules)}_"
         rules: dict[str, Node] = {}
+        # A DFA's edges recur at every length: each class is encoded once, each pair's Ref
+        # built once however many pairs move to it.
+        encoded: dict[Ranges, Node] = {}
+        refs: dict[tuple[int, int], Ref] = {}
         for (q, k), (accepts, moves) in product.pairs.items():
             alts: list[Node] = [EMPTY] if accepts else []
-            alts.extend(_seq([self.encode_class(CharClass(r)), Ref(f"{base}{t}_{k2}")]) for r, (t, k2) in moves)
-            rules[f"{base}{q}_{k}"] = _alt(alts)  # (a kept pair accepts or moves to a kept pair)
+            for r, pair in moves:
+                enc = encoded.get(r)
+                if enc is None:
+                    enc = encoded[r] = self.encode_class(CharClass(r))
+                ref = refs.get(pair)
+                if ref is None:
+                    ref = refs[pair] = Ref(f"{base}{pair[0]}_{pair[1]}")
+                alts.append(_seq([enc, ref]))
+            # A kept pair accepts or moves to a kept pair; its alternatives are distinct nodes
+            # (one per edge, and the empty text), so nothing is left for _alt to merge.
+            rules[f"{base}{q}_{k}"] = alts[0] if len(alts) == 1 else Alt(tuple(alts))
         self.table.rules.update(rules)
         return Ref(f"{base}0_0")
 
