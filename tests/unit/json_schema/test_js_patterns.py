@@ -1,5 +1,5 @@
 """Pattern utilities of the JSON Schema frontend (json_schema/patterns.py): literal-prefix
-disjointness and the NFA length product's pre-count."""
+disjointness, the NFA length product's pre-count and the fitting of a format to a length."""
 
 from __future__ import annotations
 
@@ -61,3 +61,19 @@ def test_length_product_count_is_the_rules_built(
     built = [n for n in lowering.table.rules if n.startswith("nl")]  # its rules; encoded classes add others
     cap = hi if hi is not None else lo
     assert patterns._length_product_size(nfa, hi, cap) == len(built)
+
+
+def test_fitting_an_optional_part_keeps_one_shape() -> None:
+    # `(x[a-z]*)?` fitted to 40: one copy of the part fitted to 40 holds the copy fitted to a
+    # quarter of it, which would only add a head to every configuration reaching it (a URI's
+    # userinfo and port were each there twice).
+    from logitgate.frontends.json_schema.patterns import _fit_length
+    from logitgate.grammar.ir import Alt, CharClass, Literal, Repeat, Seq
+    from logitgate.limits import Limits
+
+    part = Seq((Literal(b"x"), Repeat(CharClass(((97, 122),)), 0, None)))
+    fitted = _fit_length(Repeat(part, 0, 1), 40, Limits())
+    assert isinstance(fitted, Repeat) and (fitted.min, fitted.max) == (0, 1), fitted
+    # A part that may repeat keeps its shapes: one long copy, a few, many short ones.
+    shapes = _fit_length(Repeat(part, 0, None), 40, Limits())
+    assert isinstance(shapes, Alt) and len(shapes.items) == 3, shapes
