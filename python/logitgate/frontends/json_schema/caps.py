@@ -84,7 +84,7 @@ _EXCEPT_WORD_MAX = 100  # longest listed name a patternProperties pattern is int
 _COUNT_STATES = 20_000
 _FIT_COPIES = 4  # copies of an unbounded-width repeated part kept when a format is fitted to maxLength
 # Longest text a format is fitted to (a larger maxLength is fitted to this): fitted repetitions
-# unroll, so the automaton grows with the length (uri with maxLength 65536: 338,041 states).
+# unroll, so the automaton grows linearly with the length.
 _FIT_LENGTH = 2048
 # Steps per rule (plus 256 rules' worth) the emptiness check's search for a derivation of the root
 # takes before the exact fixpoint over every rule decides instead (rules.shows_text).
