@@ -137,7 +137,7 @@ def test_oneof_disjoint_on_objects_only_keeps_complements_to_other_types(tl: Tok
 
     # Branches without "type": every one accepts every non-object, so exactly-one rejects those;
     # objects hold one discriminator, so there the branches are alternatives as they stand
-    # (JsonSchemaStore/testenvironments' config, complemented whole before).
+    # (JsonSchemaStore/testenvironments' config).
     branches = [
         {"properties": {"kind": {"const": k}, f"x{i}": {"type": "integer"}, "y": {"type": "string"}}}
         for i, k in enumerate("abcd")
