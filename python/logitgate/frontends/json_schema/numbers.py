@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 
@@ -83,8 +84,10 @@ def _nonneg_range(a: int, b: int | None) -> Node:
     return _alt(alts)
 
 
+@functools.lru_cache(maxsize=1024)  # the same ranges recur across schemas (open, from 0, from 1)
 def _int_range(lo: int | None, hi: int | None) -> Node:
-    """JSON integers in [lo, hi] (None: open), canonical form (no "-0")."""
+    """JSON integers in [lo, hi] (None: open), canonical form (no "-0"). The node is immutable
+    and shared by every grammar that asks for the range."""
     if any(b is not None and abs(b) >= _DIGITS_BOUND for b in (lo, hi)):
         raise DECIMAL_DIGITS.exceeded("integer bound with too many decimal digits")
     alts: list[Node] = []
