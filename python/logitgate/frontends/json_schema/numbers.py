@@ -84,10 +84,25 @@ def _nonneg_range(a: int, b: int | None) -> Node:
     return _alt(alts)
 
 
-@functools.lru_cache(maxsize=1024)  # the same ranges recur across schemas (open, from 0, from 1)
 def _int_range(lo: int | None, hi: int | None) -> Node:
-    """JSON integers in [lo, hi] (None: open), canonical form (no "-0"). The node is immutable
-    and shared by every grammar that asks for the range."""
+    """JSON integers in [lo, hi] (None: open), canonical form (no "-0"). Ranges with bounds of
+    up to 18 digits (the ones that recur across schemas: open, from 0, from 1) are built once
+    per process and shared (the node is immutable); a longer bound's node, which grows with the
+    square of its digits, is not kept."""
+    if all(b is None or abs(b) < _SHARED_BOUND for b in (lo, hi)):
+        return _shared_int_range(lo, hi)
+    return _build_int_range(lo, hi)
+
+
+_SHARED_BOUND = 10**18
+
+
+@functools.lru_cache(maxsize=1024)
+def _shared_int_range(lo: int | None, hi: int | None) -> Node:
+    return _build_int_range(lo, hi)
+
+
+def _build_int_range(lo: int | None, hi: int | None) -> Node:
     if any(b is not None and abs(b) >= _DIGITS_BOUND for b in (lo, hi)):
         raise DECIMAL_DIGITS.exceeded("integer bound with too many decimal digits")
     alts: list[Node] = []
