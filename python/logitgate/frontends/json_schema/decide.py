@@ -4,7 +4,8 @@ provably disjoint (``oneOf`` branches)."""
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from logitgate.cancel import checkpoint
 from logitgate.errors import CompileTimeout, LimitExceeded, UnsupportedSchemaError
@@ -20,6 +21,8 @@ from .merge import Merger
 from .patterns import _prefix_disjoint
 from .resolve import _FALSE
 from .values import _derived, _fraction, _json_eq, _json_type, _ValueSet
+
+_T = TypeVar("_T")
 
 
 class Decider:
@@ -40,14 +43,23 @@ class Decider:
         self._key_indexes: dict[int, tuple[list[_ObjPart], int, tuple[dict[str, list[int]], list[_ObjPart]]]] = {}
 
     def pairwise_disjoint(self, alts: list[frozenset[int]]) -> bool:
-        # Nested oneOf inside a branch re-enters here through expand(): bound the depth.
+        return self._bounded(self._pairwise_disjoint_inner, alts, False)
+
+    def overlapping_types(self, alts: list[frozenset[int]]) -> tuple[frozenset[str], frozenset[str]]:
+        """The types some two of ``alts`` are not provably disjoint on (every type past the
+        caps), and the types any of them allows."""
+        return self._bounded(self._overlapping_types_inner, alts, (_ALL_TYPES, _ALL_TYPES))
+
+    def _bounded(self, decide: Callable[[list[frozenset[int]]], _T], alts: list[frozenset[int]], past_caps: _T) -> _T:
+        # Nested oneOf inside a branch re-enters here through expand(): bound the depth, and
+        # the questions one compile may ask; past either, ``past_caps`` (nothing proven).
         checkpoint()
         self._disjoint_depth += 1
         self._disjoint_calls += 1
         try:
             if self._disjoint_depth > _DISJOINT_DEPTH or self._disjoint_calls > _DISJOINT_CALLS:
-                return False
-            return self._pairwise_disjoint_inner(alts)
+                return past_caps
+            return decide(alts)
         finally:
             self._disjoint_depth -= 1
 
@@ -59,26 +71,16 @@ class Decider:
                     return False
         return True
 
-    def overlapping_types(self, alts: list[frozenset[int]]) -> tuple[frozenset[str], frozenset[str]]:
-        """The types some two of ``alts`` are not provably disjoint on (every type past the
-        caps), and the types any of them allows."""
-        checkpoint()
-        self._disjoint_depth += 1
-        self._disjoint_calls += 1
-        try:
-            if self._disjoint_depth > _DISJOINT_DEPTH or self._disjoint_calls > _DISJOINT_CALLS:
-                return _ALL_TYPES, _ALL_TYPES
-            facts = [f for f in (self.approx_facts(a) for a in alts) if f is not None]
-            allowed = frozenset().union(*(f.types for f in facts))
-            overlap: set[str] = set()
-            for i in range(len(facts)):
-                for j in range(i + 1, len(facts)):
-                    for t in (facts[i].types & facts[j].types) - overlap:
-                        if not self._disjoint_on(facts[i], facts[j], t):
-                            overlap.add(t)
-            return frozenset(overlap), allowed
-        finally:
-            self._disjoint_depth -= 1
+    def _overlapping_types_inner(self, alts: list[frozenset[int]]) -> tuple[frozenset[str], frozenset[str]]:
+        facts = [f for f in (self.approx_facts(a) for a in alts) if f is not None]
+        allowed = frozenset().union(*(f.types for f in facts))
+        overlap: set[str] = set()
+        for i in range(len(facts)):
+            for j in range(i + 1, len(facts)):
+                for t in (facts[i].types & facts[j].types) - overlap:
+                    if not self._disjoint_on(facts[i], facts[j], t):
+                        overlap.add(t)
+        return frozenset(overlap), allowed
 
     def approx_facts(self, atoms: frozenset[int]) -> _Facts | None:
         """Facts of the pure part only: an over-approximation of the language (None: empty).

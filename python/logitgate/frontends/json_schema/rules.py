@@ -61,6 +61,13 @@ def _then(prefix: Node, last: Ref) -> Node:
     return Seq((prefix, last))
 
 
+def _ends_outside_words(n: StringExcept) -> bool:
+    """Whether some trie prefix of ``n``'s words that is no word ends its contents (else they
+    end only through its tail)."""
+    words = set(n.words)
+    return any(w[:k] not in words for w in n.words or ("",) for k in range(len(w) + 1))
+
+
 def shows_text(rules: Mapping[str, Node], root: str, budget: int) -> bool:
     """True when a depth-first search finds that rule ``root`` derives some text: of each
     choice, the first alternative that does; a rule on the search's own path counts as
@@ -89,10 +96,7 @@ def shows_text(rules: Mapping[str, Node], root: str, budget: int) -> bool:
         if t is Repeat:
             return True if n.min == 0 else None  # type: ignore[union-attr]
         if t is StringExcept:
-            words = set(n.words)  # type: ignore[union-attr]
-            # Some trie prefix that is no word ends the contents (else the tail must follow).
-            ends = any(w[:k] not in words for w in n.words or ("",) for k in range(len(w) + 1))  # type: ignore[union-attr]
-            return True if ends else None
+            return True if _ends_outside_words(n) else None  # type: ignore[arg-type]
         raise TypeError(n)
 
     top: Node = Ref(root)
@@ -168,9 +172,7 @@ def _productive(node: Node, productive: set[str]) -> bool:
         elif isinstance(n, Repeat):
             r = n.min == 0 or results[id(n.item)]
         elif isinstance(n, StringExcept):
-            # Some trie prefix that is no word ends the contents, or the tail follows.
-            words = set(n.words)
-            r = results[id(n.tail)] or any(w[:k] not in words for w in n.words or ("",) for k in range(len(w) + 1))
+            r = results[id(n.tail)] or _ends_outside_words(n)
         else:
             raise TypeError(n)
         results[id(n)] = r
