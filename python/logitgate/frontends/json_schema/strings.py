@@ -375,8 +375,9 @@ class StringEmitter:
         self.product_rules += len(product.pairs)
         base = f"dl{len(self.table.rules)}_"
         rules: dict[str, Node] = {}
-        # A DFA's edges recur at every length: each class is encoded once, each pair's Ref
-        # built once however many pairs move to it.
+        # A DFA's edges recur at every length: each pair's Ref is built once however many pairs
+        # move to it, and each edge's class looked up once by its ranges (encode_class's memo
+        # is keyed by the CharClass, which each lookup would build and hash again).
         encoded: dict[Ranges, Node] = {}
         refs: dict[tuple[int, int], Ref] = {}
         for (q, k), (accepts, moves) in product.pairs.items():
