@@ -151,23 +151,23 @@ int32_t SetClassTrieMinStates(int32_t states) { return class_trie_min_states.exc
 std::unordered_map<int32_t, CompiledGrammar::CharacterChain> CharacterChainsFor(const Vocabulary& vocab,
                                                                               const Automaton& automaton) {
   std::unordered_map<int32_t, CompiledGrammar::CharacterChain> chains;
-  std::vector<int32_t> classes;  // the rules reading one character of such a class
+  // The rules reading one character of such a class, with their steps.
+  std::vector<std::pair<int32_t, const Automaton::CharacterStep*>> classes;
   for (int32_t r = 0; r < automaton.num_rules(); ++r) {
     const int32_t start = automaton.rule_start(r);
     if (automaton.char_rule_at(start) != r) continue;
     const Automaton::CharacterStep* step = automaton.character_step(start);
-    if (step != nullptr && step->partial_leads != 0) classes.push_back(r);
+    if (step != nullptr && step->partial_leads != 0) classes.emplace_back(r, step);
   }
   if (classes.empty()) return chains;  // (most grammars: no pass over the calls)
   std::vector<int32_t> calls(static_cast<size_t>(automaton.num_rules()), 0);  // call sites per rule
   for (int32_t t = 0; t < automaton.num_states(); ++t) {
     for (const CallEdge& c : automaton.calls(t)) ++calls[static_cast<size_t>(c.rule)];
   }
-  for (int32_t r : classes) {
+  for (const auto& [r, step] : classes) {
     if (calls[static_cast<size_t>(r)] < kCharacterChainMinCalls) continue;
-    const int32_t start = automaton.rule_start(r);
-    const Automaton::CharacterStep* step = automaton.character_step(start);
-    chains.emplace(start, CompiledGrammar::CharacterChain{step, vocab.char_split(step->chars, step->exits)});
+    chains.emplace(automaton.rule_start(r),
+                   CompiledGrammar::CharacterChain{step, vocab.char_split(step->chars, step->exits)});
   }
   return chains;
 }
