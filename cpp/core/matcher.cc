@@ -66,21 +66,6 @@ void SetNodeBits(const Vocabulary& v, const Vocabulary::TrieNode& at, int32_t i,
     SetBits(v.trie_tokens().data(), v.trie_token_begin(i) + 1, v.trie_token_begin(i + 1), words);
   }
 }
-// True when every child of node i whose byte is in `below` has its byte in `live`.
-bool ChildrenLive(const Vocabulary& v, int32_t i, const uint64_t* below, const uint64_t* live) {
-  if (const uint64_t* kids = v.trie_child_bytes(i)) {
-    for (int q = 0; q < 4; ++q) {
-      if (kids[q] & below[q] & ~live[q]) return false;
-    }
-    return true;
-  }
-  const Vocabulary::TrieNode* node = v.trie_nodes();
-  for (int32_t j = i + 1; j < node[i].subtree_end; j = node[j].subtree_end) {
-    const uint8_t b = node[j].byte;
-    if ((below[b >> 6] & ~live[b >> 6]) >> (b & 63) & 1) return false;
-  }
-  return true;
-}
 // Writes `mask`'s tokens of at most `length` bytes into `words` (ORs them in where `add`).
 // False (nothing written) for a length under 1.
 bool SetSplitMaskUpTo(const Vocabulary& v, const uint32_t* mask, int32_t length, bool add, uint32_t* words) {
@@ -1925,10 +1910,12 @@ void Matcher::WalkSubtree(int32_t begin, int32_t end, int32_t config, uint32_t* 
     // A head that keeps any plain text of this length viable (a universal one: any length)
     // allows a whole subtree of plain bytes (a path of h bytes holds at most h characters).
     const int32_t capacity = has_children ? parser.plain_capacity(c) : 0;
-    // The chain shortcut is tried where it is likely to pay: the configuration came back to
-    // itself (the node's byte loops, or a whole character led back to the walk's start), or
-    // the node's byte was a step of its parent's chain (bounded repetitions); and the subtree
-    // is big enough to be worth a few hundred transitions for the step sets. Not for the
+    // The chain shortcut is tried where it is likely to pay: below ASCII bytes only (its check
+    // stops at the first byte that leaves the chain, having asked for no more transitions than
+    // the bytes below need); else where the configuration came back to itself (the node's
+    // byte loops, or a whole character led back to the walk's start), or the node's byte was a
+    // step of its parent's chain (bounded repetitions); and where the subtree is big enough to
+    // be worth a few hundred transitions for the step sets. Not for the
     // positions of a long bounded text (capacity at least the longest chain followed, and
     // finite): the capacity check covers their plain subtrees, and following their chain for
     // the rest costs thousands of transitions for nothing.
@@ -1945,9 +1932,9 @@ void Matcher::WalkSubtree(int32_t begin, int32_t end, int32_t config, uint32_t* 
       }
       if ((capacity > 0 && v.trie_height(i) <= capacity && PlainOnly(below) && Utf8Below(v, i, below)) ||
           (chain_candidate &&
-           (c == parent || c == config || (d == 1 ? c == RootSuccessor() : c == StepSuccessor(parent)) ||
-            after_character_step(c, d, at.byte)) &&
-           SubtreeAllowed(c, i, below, c == parent))) {
+           ((below[2] | below[3]) == 0 || c == parent || c == config ||
+            (d == 1 ? c == RootSuccessor() : c == StepSuccessor(parent)) || after_character_step(c, d, at.byte)) &&
+           SubtreeAllowed(c, i, below))) {
         if (!kClear) walk_nodes_ += SetSubtreeBits(v, i, words);  // the bits cost like nodes
         i = at.subtree_end;
         continue;
@@ -1998,44 +1985,52 @@ void Matcher::WalkSubtree(int32_t begin, int32_t end, int32_t config, uint32_t* 
 // True when every token below trie node i is allowed from configuration `c` (the
 // configuration after node i's byte): each byte below is, at its depth, in the step set of
 // the configuration the chain of step successors has reached by then. A path of h bytes takes
-// at most h steps, so the sets of the first height(i) configurations of the chain suffice;
-// a loop (successor == itself) ends the chain early.
-bool Matcher::SubtreeAllowed(int32_t c, int32_t i, const uint64_t* below, bool loops) {
-  constexpr uint64_t kContinuation = ~0ull;  // word 2: bytes 0x80-0xBF
+// at most h steps, so the first height(i) positions of the chain suffice; a loop (successor
+// == itself) ends the chain early. A position whose step set is not known yet is first asked
+// only for the classes of the ASCII bytes below, and the check stops at the first that fails:
+// a whole step set costs a transition per live class (each a new configuration: a URI
+// position's ':', '/', '?', '#', '@' and '"' all lead elsewhere), which a subtree that leaves
+// the chain never needs.
+bool Matcher::SubtreeAllowed(int32_t c, int32_t i, const uint64_t* below) {
   const Vocabulary& v = *grammar_->vocab;
   Parser& parser = *parser_;
+  const Automaton& automaton = parser.automaton();
   const bool ascii_only = (below[2] | below[3]) == 0;
   if (!ascii_only && !v.trie_utf8_below(i)) return false;
-  const bool steps_known = parser.KnownStepSuccessor(c) != Parser::kUnknown;
-  // A child byte (of those in `below`) no head of c consumes kills its tokens: cheap to see
-  // while c's step set is unknown (once known, the check against it below is as cheap).
-  if (!steps_known && !ChildrenLive(v, i, below, parser.LiveBytes(c))) return false;
-  if (loops && !steps_known) {
-    // The node's byte led back to c: most likely c loops on every byte below. Check the ASCII
-    // bytes below one by one before paying for c's whole step set (a transition per byte
-    // class, most of which the walk never needs when the check fails).
-    for (int q = 0; q < 2; ++q) {
-      for (uint64_t w = below[q]; w != 0; w &= w - 1) {
-        if (parser.Next(c, static_cast<uint8_t>(64 * q + __builtin_ctzll(w))) != c) return false;
+  // One byte per class below (a class is a run of bytes, so a class change in byte order
+  // starts a new one): every byte of a class has its transition.
+  uint8_t probe[128];
+  int32_t n_probes = 0;
+  for (int q = 0, last = -1; q < 2; ++q) {
+    for (uint64_t w = below[q]; w != 0; w &= w - 1) {
+      const auto b = static_cast<uint8_t>(64 * q + __builtin_ctzll(w));
+      if (automaton.byte_class(b) != last) probe[n_probes++] = b, last = automaton.byte_class(b);
+    }
+  }
+  const int32_t height = v.trie_height(i);
+  int32_t at = c;
+  for (int32_t j = 0; j < height; ++j) {
+    if (j >= kMaxChain) return false;
+    // (Continuation bytes are read within their lead's character: never live on their own.)
+    const uint64_t* live = parser.LiveBytes(at);
+    if ((below[0] & ~live[0]) | (below[1] & ~live[1]) | (below[3] & ~live[3])) return false;
+    int32_t next = Parser::kUnknown;
+    if (!parser.StepsReady(at, !ascii_only)) {
+      const std::atomic<int32_t>* row = parser.Row(at);
+      for (int32_t k = 0; k < n_probes; ++k) {
+        const int32_t to = parser.NextInRow(row, at, probe[k]);
+        if (to == Parser::kDead || (next != Parser::kUnknown && to != next)) return false;
+        next = to;
       }
     }
-    if (ascii_only) return true;
-  }
-  Parser::StepSet step = parser.Steps(c, !ascii_only);
-  uint64_t allowed[4] = {step.bytes[0], step.bytes[1], step.bytes[2] | kContinuation, step.bytes[3]};
-  int32_t at = c;
-  for (int32_t j = 1; j < v.trie_height(i); ++j) {
-    if (step.successor == Parser::kDead) return false;
-    if (step.successor == at) break;  // a loop: the same set from here on
-    if (j >= kMaxChain) return false;
-    at = step.successor;
-    step = parser.Steps(at, !ascii_only);
-    for (int q = 0; q < 4; ++q) allowed[q] &= step.bytes[q] | (q == 2 ? kContinuation : 0);
-    if ((below[0] & ~allowed[0]) | (below[1] & ~allowed[1])) return false;  // early out
-  }
-  if (step.successor == Parser::kDead) return false;
-  for (int q = 0; q < 4; ++q) {
-    if (below[q] & ~allowed[q]) return false;
+    if (next == Parser::kUnknown || !ascii_only) {
+      const Parser::StepSet step = parser.Steps(at, !ascii_only);
+      if ((below[0] & ~step.bytes[0]) | (below[1] & ~step.bytes[1]) | (below[3] & ~step.bytes[3])) return false;
+      next = step.successor;
+    }
+    if (next == Parser::kDead) return false;
+    if (next == at) return true;  // a loop: the same check from here on
+    at = next;
   }
   return true;
 }

@@ -385,8 +385,7 @@ class Matcher {
     if (__builtin_popcountll(live[0]) + __builtin_popcountll(live[1]) < 16) return Parser::kUnknown;
     return parser_->Steps(config, false).successor;
   }
-  // `loops`: the node's byte led from c back to c.
-  bool SubtreeAllowed(int32_t c, int32_t i, const uint64_t* below, bool loops);
+  bool SubtreeAllowed(int32_t c, int32_t i, const uint64_t* below);
   int32_t Advance(int32_t config, std::string_view data);
 
   std::shared_ptr<const CompiledGrammar> grammar_;

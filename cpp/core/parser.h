@@ -116,6 +116,11 @@ class Parser {
   // when some is not allowed or they lead to different ones. Where the classes were grouped
   // this costs one closure (a step set also pays for '"' and '\\'); memoized. Thread-safe.
   int32_t PlainAsciiSuccessor(int32_t config);
+  // True when Steps(config, with_leads) is memoized (costs no transition).
+  bool StepsReady(int32_t config, bool with_leads) const {
+    const uint8_t want = with_leads ? kStepsLeads : kStepsAscii;
+    return (BlockOf(config)->steps_ready[config & kBlockMask].load(std::memory_order_acquire) & want) == want;
+  }
   // The step successor of `config` if its step set was already computed, else kUnknown.
   int32_t KnownStepSuccessor(int32_t config) const {
     Block* block = BlockOf(config);
