@@ -403,6 +403,9 @@ NB_MODULE(_core, m) {
   m.def("_set_split_walk_budget", &Matcher::SetSplitWalkBudget, nb::arg("nodes"),
         "Test hook: trie nodes a mask walk visits before it computes a loop split (process-wide); "
         "returns the previous value.");
+  m.def("_set_region_walks", &Matcher::SetRegionWalks, nb::arg("enabled"),
+        "Test hook: whether mask walks may decide a closed region's tokens from its split (process-wide); "
+        "returns the previous value.");
   m.def("_set_class_trie_min_states", &SetClassTrieMinStates, nb::arg("states"),
         "Test hook: automaton states a grammar needs for a class trie (0: every grammar with coarse classes "
         "gets one, of any size); process-wide, read at compile time; returns the previous value.");

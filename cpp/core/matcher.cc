@@ -12,6 +12,8 @@ namespace {
 // SubtreeAllowed follows chains of at most this many positions (each new position costs
 // transitions); loops end the chain at once, so they are unaffected.
 constexpr int32_t kMaxChain = 16;
+// ClosedRegion gives up past this many configurations.
+constexpr int32_t kMaxRegion = 128;
 // The mask walk visits only the children a configuration can follow (instead of every child)
 // at trie depths below this; each such node nests one call.
 constexpr int32_t kMaxSparseDepth = 8;
@@ -126,6 +128,7 @@ void WideBytesRead(const Parser& parser, const std::vector<int32_t>& chain, uint
 }  // namespace
 
 std::atomic<int64_t> Matcher::split_walk_budget_{Matcher::kSplitWalkBudget};
+std::atomic<bool> Matcher::region_walks_{true};
 
 namespace {
 std::atomic<int32_t> class_trie_min_states{kClassTrieMinStates};
@@ -307,6 +310,7 @@ void Matcher::Walk(int32_t config, uint32_t* words) {
   // then the split is computed (once per set and vocabulary) and its boundary nodes walked.
   narrow_plan_ = -1;
   const bool narrowed = NarrowedPlan(config);
+  if (!narrowed && RegionWalk(config, words)) return;
   walk_budget_ = narrowed ? kNarrowWalkBudget : kNoBudget;
   SplitUse split = SplitWalk(config, words, false);
   if (split == SplitUse::kNotComputed) {
@@ -919,6 +923,114 @@ Matcher::SplitUse Matcher::SplitWalk(int32_t config, uint32_t* words, bool may_c
   // A boundary node at depth d has d - 1 of the set's bytes above it.
   WalkBoundaries(*split, set, split_chain_, split_end_, 1, words);
   return SplitUse::kDone;
+}
+
+bool Matcher::ClosedRegion(int32_t config, uint64_t* set) {
+  Parser& parser = *parser_;
+  const Automaton& automaton = parser.automaton();
+  // (Not '"' and '\\': a string's end and its escapes, after which few bytes are read: their
+  // tokens are boundary nodes.)
+  const uint64_t* live = parser.LiveBytes(config);
+  set[0] = live[0] & ~(1ull << '"');
+  set[1] = live[1] & ~(1ull << ('\\' - 64));
+  region_.assign(1, config);
+  // Every configuration of the region reads every byte of the set into the region: the set
+  // shrinks by the classes some configuration cannot read, the region grows by where the
+  // others lead, until a pass over the region changes neither.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t k = 0; k < region_.size(); ++k) {
+      const int32_t at = region_[k];
+      const std::atomic<int32_t>* row = parser.Row(at);
+      for (int q = 0, last = -1; q < 2; ++q) {
+        for (uint64_t w = set[q]; w != 0; w &= w - 1) {
+          const auto b = static_cast<uint8_t>(64 * q + __builtin_ctzll(w));
+          const int32_t cls = automaton.byte_class(b);
+          if (cls == last) continue;
+          last = cls;
+          const int32_t to = parser.NextInRow(row, at, b);
+          if (to != Parser::kDead && std::find(region_.begin(), region_.end(), to) != region_.end()) continue;
+          // A byte into a configuration that reads few of the set's bytes (the searched word's
+          // first letter after any character: `.gov` after a space) leaves the set.
+          const uint64_t* reads = to == Parser::kDead ? nullptr : parser.LiveBytes(to);
+          if (reads == nullptr || __builtin_popcountll(reads[0] & set[0]) + __builtin_popcountll(reads[1] & set[1]) < 32) {
+            for (int x = b; x < 128 && automaton.byte_class(static_cast<uint8_t>(x)) == cls; ++x) {
+              set[x >> 6] &= ~(1ull << (x & 63));
+            }
+          } else {
+            if (static_cast<int32_t>(region_.size()) == kMaxRegion) return false;
+            region_.push_back(to);
+          }
+          changed = true;
+        }
+      }
+      if (__builtin_popcountll(set[0]) + __builtin_popcountll(set[1]) < 32) return false;
+    }
+  }
+  std::sort(region_.begin(), region_.end());
+  return true;
+}
+
+bool Matcher::RegionWalk(int32_t config, uint32_t* words) {
+  if (!region_walks_.load(std::memory_order_relaxed)) return false;
+  const Vocabulary& v = *grammar_->vocab;
+  Parser& parser = *parser_;
+  const uint64_t* live = parser.LiveBytes(config);
+  if (__builtin_popcountll(live[0]) + __builtin_popcountll(live[1]) < 32) return false;
+  // Only where the step successors reach a loop within a few steps, and that loop reads ASCII
+  // bytes besides its own set, '"' and '\\' (a searched word's letters): elsewhere the split
+  // walk serves, and the positions of a bounded text never close a region.
+  constexpr uint64_t kQuote = 1ull << '"', kBackslash = 1ull << ('\\' - 64);
+  int32_t at = config;
+  Parser::StepSet step = parser.Steps(at, false);
+  for (int k = 0; k < 3 && step.successor != at; ++k) {
+    if (step.successor == Parser::kDead) return false;
+    at = step.successor;
+    step = parser.Steps(at, false);
+  }
+  if (step.successor != at) return false;
+  const uint64_t* loop_reads = parser.LiveBytes(at);
+  if (((loop_reads[0] & ~step.bytes[0] & ~kQuote) | (loop_reads[1] & ~step.bytes[1] & ~kBackslash)) == 0) return false;
+  uint64_t set[2];
+  if (!ClosedRegion(config, set) || region_.size() < 2) return false;
+  if (8 * v.tokens_with_first_byte_in(set, 2) < v.num_text_tokens()) return false;
+  const Vocabulary::LoopSplit* split = v.loop_split(set, true);
+  if (split == nullptr) return false;
+  // The bytes some configuration of the region reads: a boundary node on another byte is dead
+  // (its prefix of the set's bytes leads into the region).
+  uint64_t reads[4] = {0, 0, 0, 0};
+  for (int32_t r : region_) {
+    const uint64_t* l = parser.LiveBytes(r);
+    for (int q = 0; q < 4; ++q) reads[q] |= l[q];
+  }
+  const size_t n_words = static_cast<size_t>(v.mask_words());
+  std::memcpy(words, split->mask.data(), n_words * sizeof(uint32_t));
+  walk_nodes_ += static_cast<int64_t>(n_words) / 16;  // bits cost like nodes, a word at a time
+  const Vocabulary::TrieNode* node = v.trie_nodes();
+  for (int q = 0; q < 4; ++q) {
+    for (uint64_t w = reads[q] & ~(q < 2 ? set[q] : 0); w != 0; w &= w - 1) {
+      const auto b = static_cast<uint8_t>(64 * q + __builtin_ctzll(w));
+      for (int32_t k = split->begin[b]; k < split->begin[b + 1]; ++k) {
+        const int32_t j = split->boundary[k];
+        ++walk_nodes_;
+        const int32_t d = node[j].depth;
+        if (d == 1) {
+          if (live[q] >> (b & 63) & 1) WalkFirstByte(b, words);
+          continue;
+        }
+        // Below d - 1 of the set's bytes: somewhere in the region, found by reading them.
+        const int32_t token = v.trie_tokens()[static_cast<size_t>(v.trie_token_begin(j))];
+        const int32_t parent = Advance(config, std::string_view(v.bytes(token)).substr(0, static_cast<size_t>(d - 1)));
+        walk_nodes_ += d - 1;
+        if (parent == Parser::kDead || !(parser.LiveBytes(parent)[q] >> (b & 63) & 1)) continue;
+        walk_config_[d - 1] = parent;
+        walk_row_[d - 1] = parser.Row(parent);
+        walk_capacity_[d - 1] = parser.plain_capacity(parent);
+        WalkSubtree<false>(j, node[j].subtree_end, config, words);
+      }
+    }
+  }
+  return true;
 }
 
 bool Matcher::ManyWideBoundaries(int32_t config, const uint64_t* set) {

@@ -119,6 +119,9 @@ class Matcher {
   // returns the previous value. For tests (0: every configuration a split applies to computes it).
   static constexpr int64_t kSplitWalkBudget = 256;
   static int64_t SetSplitWalkBudget(int64_t nodes) { return split_walk_budget_.exchange(nodes); }
+  // Whether walks may take RegionWalk (default true). Process-wide; returns the previous value.
+  // For tests (the masks are the same either way).
+  static bool SetRegionWalks(bool enabled) { return region_walks_.exchange(enabled); }
   // Trie nodes the last FillMask walked (bits set by subtree shortcuts count as nodes); 0 when
   // that fill was a copy. For profiling.
   int64_t last_walk_nodes() const { return walk_nodes_; }
@@ -283,6 +286,18 @@ class Matcher {
   // unless kDone.
   enum class SplitUse { kDone, kNotApplicable, kNotComputed };
   SplitUse SplitWalk(int32_t config, uint32_t* words, bool may_compute);
+  // A configuration within a *closed region*: a few configurations (region_) that read every
+  // byte of an ASCII set S into each other and never die on one (a pattern that searches for
+  // a word: `.*\.gov\.uk` after the address's `@`, each letter of the word a configuration of
+  // its own). Every token of S's bytes is allowed (the split's mask); the others from the
+  // split's boundary nodes on bytes some configuration of the region reads, walked from where
+  // their prefix leads. Where the split walk's loop is one of the region's configurations, it
+  // would walk every token holding one of the word's letters instead. False (nothing written)
+  // unless it applies.
+  bool RegionWalk(int32_t config, uint32_t* words);
+  // The closed region from `config` into region_ and its set into `set` (2 words); false when
+  // it takes more than kMaxRegion configurations or leaves fewer than 32 bytes.
+  bool ClosedRegion(int32_t config, uint64_t* set);
   // For a configuration that reads multi-byte characters, whose split's chain must keep few
   // boundary nodes on the ASCII bytes it reads outside `set` (FewBoundaryNodes): true when the
   // split candidates already show too many, so that the split (hundreds of microseconds on a
@@ -411,6 +426,7 @@ class Matcher {
   std::vector<int32_t> wide_chain_;         // and its chain from the step successor on (SetChain)
   bool clear_from_alphabet_ = false;     // this clearing walk started from the alphabet's mask
   std::vector<int32_t> split_chain_;      // SplitWalk's chain and its end (SetChain)
+  std::vector<int32_t> region_;           // RegionWalk's closed region (sorted)
   int32_t split_end_ = 0;
   std::vector<int32_t> reach_level_, reach_next_;  // PlainReach's configurations per character count
   std::vector<int32_t> decide_configs_;              // DecideTokens' configurations along the previous token
@@ -429,6 +445,7 @@ class Matcher {
   static constexpr int64_t kNarrowWalkBudget = 2048;
   int64_t walk_budget_ = kNoBudget;
   static std::atomic<int64_t> split_walk_budget_;
+  static std::atomic<bool> region_walks_;
 };
 
 }  // namespace logitgate

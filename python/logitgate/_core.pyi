@@ -134,6 +134,10 @@ def _set_split_walk_budget(nodes: int) -> int:
     """Test hook: trie nodes a mask walk visits before it computes a loop split (process-wide);
     returns the previous value."""
 
+def _set_region_walks(enabled: bool) -> bool:
+    """Test hook: whether mask walks may decide a closed region's tokens from its split
+    (process-wide); returns the previous value."""
+
 def _set_class_trie_min_states(states: int) -> int:
     """Test hook: automaton states a grammar needs for a class trie (0: every grammar with coarse
     classes gets one, of any size); process-wide, read at compile time; returns the previous value."""

@@ -260,6 +260,47 @@ def test_split_walks_match_reference(pattern: str, smollm2_vocab: Any, splits_at
     )
 
 
+# Closed regions (Matcher::RegionWalk): a pattern that searches for a word after any character
+# of a wide class (an address ending in `.gov.uk`; an image path ending in `._SL75_.jpg`, in its
+# path, query and fragment), from positions before, within and past the word.
+REGION_CASES: list[tuple[str, list[str]]] = [
+    (r"[a-z]+@[^@\s.]+(\.[^@\s.]*)*.gov.uk", ["user@ex", "user@example", "user@example.gov", "user@e.gov.u"]),
+    (
+        r"https://x\.com/images/[a-zA-Z0-9/._-]*(no-image)?\._SL75_\.(gif|jpg)(\?[a-z=&.]*)?(#[a-z.]*)?",
+        ["https://x.com/images/", "https://x.com/images/G/09/no-", "https://x.com/images/a._SL75_.gif?q=a"],
+    ),
+]
+
+
+@pytest.mark.parametrize("pattern, prefixes", REGION_CASES, ids=["gov-uk", "image-url"])
+def test_region_walks_match_reference(pattern: str, prefixes: list[str], smollm2_vocab: Any) -> None:
+    view = vocab_view(smollm2_vocab)
+    compiled = _compile(smollm2_vocab, lambda c: c.compile_regex(pattern))
+    ref = Reference(compiled.grammar)
+    bits = lg.allocate_mask(smollm2_vocab)
+    nodes: dict[bool, list[int]] = {}
+    for regions in (True, False):
+        previous = _core._set_region_walks(regions)
+        try:
+            fresh = _compile(smollm2_vocab, lambda c: c.compile_regex(pattern))
+            nodes[regions] = []
+            for prefix in prefixes:
+                m = fresh.matcher()
+                assert m.accept_bytes(prefix.encode()), prefix
+                m.fill_mask(bits, row=0)
+                nodes[regions].append(m.last_walk_nodes)
+                state = ref.advance(ref.start(), prefix.encode())
+                assert state is not None
+                bad = compare_full(
+                    f"{pattern} after {prefix!r}", ref, state, prefix.encode(), mask_to_bools(bits, view.width), view
+                )
+                assert not bad, "core and reference disagree:\n" + format_disagreements(bad)
+        finally:
+            _core._set_region_walks(previous)
+    # Some position took the region's walk (it visits other nodes than the walks without it).
+    assert nodes[True] != nodes[False]
+
+
 # Text heads: the plain-capacity shortcut (universal loops, bounded strings whose character
 # rule is inlined or called, unanchored patterns, key complements that call a shared tail).
 TEXT_HEAD_CASES: list[tuple[str, str]] = [
