@@ -862,6 +862,24 @@ def _check_prefixes(
             state = ref.advance(state, data[i : i + 1])
 
 
+def test_fitted_format_positions_match_reference(smollm2_vocab: Any) -> None:
+    """A `uri` under a large maxLength is fitted (its parts' repetitions counted), and short
+    counted repetitions end a few bytes on: each position is a configuration of its own (the
+    chain check's positions, Matcher::SubtreeAllowed; test_chain_ending_on_a_frequent_byte
+    covers chains that end within a token). Every position of each text, masks against the
+    reference."""
+    cases = [
+        (
+            {"type": "string", "format": "uri", "maxLength": 65536},
+            [b'"http://proxy.example.com:8080/a/b?q=1#top"', b'"https://user:pw@example.org/images/x.jpg"'],
+        ),
+        ({"type": "string", "pattern": "^[a-z0-9]{2,8}(-[a-z0-9]{1,4})?$"}, [b'"abc12345-x1"', b'"ab-cdef"']),
+    ]
+    for schema, texts in cases:
+        compiled = _compile(smollm2_vocab, lambda c, schema=schema: c.compile_json_schema(schema))
+        _check_prefixes(f"counted {schema}", compiled, smollm2_vocab, texts, lambda data, i: True)
+
+
 def test_searched_pattern_under_min_length_keeps_any_text_viable(smollm2_vocab: Any) -> None:
     """A pattern searched for under `minLength` is lowered to its DFA times the count, a rule per
     (state, count) that reads a character and tail-calls the next: past the count a cycle of
