@@ -61,6 +61,30 @@ int32_t ClearFirstByteBits(const Vocabulary& v, uint8_t b, int32_t root, uint32_
   }
   return ClearSubtreeBits(v, root, words);
 }
+// True when `bytes` are ASCII bytes of `set` (2 words) and valid UTF-8 characters of `leads`
+// (bit b - 0xC0 for lead b), the last one possibly partial.
+bool WithinRegion(std::string_view bytes, const uint64_t* set, uint64_t leads) {
+  for (size_t i = 0; i < bytes.size();) {
+    const auto b = static_cast<uint8_t>(bytes[i]);
+    if (b < 0x80) {
+      if (!(set[b >> 6] >> (b & 63) & 1)) return false;
+      ++i;
+      continue;
+    }
+    if (b < 0xC2 || b > 0xF4 || !(leads >> (b - 0xC0) & 1)) return false;
+    const size_t n = b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
+    // The second byte's range is narrower after E0, ED, F0 and F4 (no overlong forms, no
+    // surrogates, nothing past U+10FFFF).
+    const uint8_t lo = b == 0xE0 ? 0xA0 : b == 0xF0 ? 0x90 : 0x80;
+    const uint8_t hi = b == 0xED ? 0x9F : b == 0xF4 ? 0x8F : 0xBF;
+    for (size_t c = 1; c < n && i + c < bytes.size(); ++c) {
+      const auto x = static_cast<uint8_t>(bytes[i + c]);
+      if (c == 1 ? x < lo || x > hi : x < 0x80 || x > 0xBF) return false;
+    }
+    i += n;
+  }
+  return true;
+}
 // Sets the bits of the tokens whose bytes end at trie node i (`at`).
 void SetNodeBits(const Vocabulary& v, const Vocabulary::TrieNode& at, int32_t i, uint32_t* words) {
   if (at.token >= 0) words[at.token >> 5] |= 1u << (at.token & 31);
@@ -991,17 +1015,29 @@ bool Matcher::RegionWalk(int32_t config, uint32_t* words) {
   if (step.successor != at) return false;
   const uint64_t* loop_reads = parser.LiveBytes(at);
   if (((loop_reads[0] & ~step.bytes[0] & ~kQuote) | (loop_reads[1] & ~step.bytes[1] & ~kBackslash)) == 0) return false;
+  const uint64_t loop_set[2] = {step.bytes[0], step.bytes[1]};
   uint64_t set[2];
   if (!ClosedRegion(config, set) || region_.size() < 2) return false;
   if (8 * v.tokens_with_first_byte_in(set, 2) < v.num_text_tokens()) return false;
+  // Worth it where the loop's split has many boundary nodes on the region's other bytes (the
+  // word's letters): where they are rare (a separator), that split's walk costs the same.
+  const uint64_t extra[2] = {set[0] & ~loop_set[0], set[1] & ~loop_set[1]};
+  if (v.FewRootBoundaries(loop_set, extra, INT32_MAX, v.trie_size() / 256)) return false;
   const Vocabulary::LoopSplit* split = v.loop_split(set, true);
   if (split == nullptr) return false;
   // The bytes some configuration of the region reads: a boundary node on another byte is dead
-  // (its prefix of the set's bytes leads into the region).
+  // (its prefix of the set's bytes leads into the region). Where it reads multi-byte
+  // characters, the lead bytes whose every character every configuration reads back into the
+  // region (to its step successor, one of the region's).
   uint64_t reads[4] = {0, 0, 0, 0};
   for (int32_t r : region_) {
     const uint64_t* l = parser.LiveBytes(r);
     for (int q = 0; q < 4; ++q) reads[q] |= l[q];
+  }
+  uint64_t leads = reads[3] != 0 ? ~0ull : 0;
+  for (size_t k = 0; k < region_.size() && leads != 0; ++k) {
+    const Parser::StepSet s = parser.Steps(region_[k], true);
+    leads &= std::binary_search(region_.begin(), region_.end(), s.successor) ? s.bytes[3] : 0;
   }
   const size_t n_words = static_cast<size_t>(v.mask_words());
   std::memcpy(words, split->mask.data(), n_words * sizeof(uint32_t));
@@ -1014,10 +1050,14 @@ bool Matcher::RegionWalk(int32_t config, uint32_t* words) {
         const int32_t j = split->boundary[k];
         ++walk_nodes_;
         const int32_t d = node[j].depth;
+        const bool along = q == 3 && (leads >> (b & 63) & 1);
         if (d == 1) {
-          if (live[q] >> (b & 63) & 1) WalkFirstByte(b, words);
+          if (!(live[q] >> (b & 63) & 1)) continue;
+          if (!along || !RegionWideTokens(v.wide_tokens(b), set, leads, config, words)) WalkFirstByte(b, words);
           continue;
         }
+        // (Every configuration of the region reads the characters of `leads`.)
+        if (along && RegionWideTokens(v.wide_tail_tokens(j), set, leads, config, words)) continue;
         // Below d - 1 of the set's bytes: somewhere in the region, found by reading them.
         const int32_t token = v.trie_tokens()[static_cast<size_t>(v.trie_token_begin(j))];
         const int32_t parent = Advance(config, std::string_view(v.bytes(token)).substr(0, static_cast<size_t>(d - 1)));
@@ -1030,6 +1070,26 @@ bool Matcher::RegionWalk(int32_t config, uint32_t* words) {
       }
     }
   }
+  return true;
+}
+
+bool Matcher::RegionWideTokens(const Vocabulary::WideList& tokens, const uint64_t* set, uint64_t leads,
+                               int32_t config, uint32_t* words) {
+  if (tokens.size == 0) return false;
+  for (int32_t k = 0; k < tokens.size; ++k) {
+    const Vocabulary::WideToken& t = tokens.tokens[k];
+    const int32_t b0 = tokens.text_begin[k], b1 = tokens.text_begin[k + 1];
+    if (t.chars > 0 ? (t.leads & ~leads) == 0
+                    : b1 > b0 && WithinRegion(std::string_view(tokens.text + b0, static_cast<size_t>(b1 - b0)), set, leads)) {
+      words[t.id >> 5] |= 1u << (t.id & 31);
+      continue;
+    }
+    // Read whole from the walk's start (its prefix above the list's node is the set's bytes).
+    const std::string& bytes = grammar_->vocab->bytes(t.id);
+    if (Advance(config, bytes) != Parser::kDead) words[t.id >> 5] |= 1u << (t.id & 31);
+    walk_nodes_ += static_cast<int64_t>(bytes.size());
+  }
+  walk_nodes_ += tokens.size / 16;  // bits cost like nodes, a word at a time
   return true;
 }
 

@@ -298,6 +298,12 @@ class Matcher {
   // The closed region from `config` into region_ and its set into `set` (2 words); false when
   // it takes more than kMaxRegion configurations or leaves fewer than 32 bytes.
   bool ClosedRegion(int32_t config, uint64_t* set);
+  // The tokens of a wide list (a lead byte's, or a wide tail node's: its path above is the
+  // set's bytes) from `config`, in a closed region: those of whole characters of `leads` (each
+  // read back into the region by every configuration of it) and the set's ASCII bytes are
+  // allowed, the others decided by their bytes. False for an empty list.
+  bool RegionWideTokens(const Vocabulary::WideList& tokens, const uint64_t* set, uint64_t leads, int32_t config,
+                        uint32_t* words);
   // For a configuration that reads multi-byte characters, whose split's chain must keep few
   // boundary nodes on the ASCII bytes it reads outside `set` (FewBoundaryNodes): true when the
   // split candidates already show too many, so that the split (hundreds of microseconds on a
