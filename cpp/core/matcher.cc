@@ -2170,15 +2170,9 @@ bool Matcher::SubtreeAllowed(int32_t c, int32_t i, const uint64_t* below) {
   const bool ascii_only = (below[2] | below[3]) == 0;
   if (!ascii_only && !v.trie_utf8_below(i)) return false;
   // One byte per class below (a class is a run of bytes, so a class change in byte order
-  // starts a new one): every byte of a class has its transition.
+  // starts a new one): every byte of a class has its transition. Listed when first needed.
   uint8_t probe[128];
-  int32_t n_probes = 0;
-  for (int q = 0, last = -1; q < 2; ++q) {
-    for (uint64_t w = below[q]; w != 0; w &= w - 1) {
-      const auto b = static_cast<uint8_t>(64 * q + __builtin_ctzll(w));
-      if (automaton.byte_class(b) != last) probe[n_probes++] = b, last = automaton.byte_class(b);
-    }
-  }
+  int32_t n_probes = -1;
   const int32_t height = v.trie_height(i);
   int32_t at = c;
   for (int32_t j = 0; j < height; ++j) {
@@ -2188,6 +2182,15 @@ bool Matcher::SubtreeAllowed(int32_t c, int32_t i, const uint64_t* below) {
     if ((below[0] & ~live[0]) | (below[1] & ~live[1]) | (below[3] & ~live[3])) return false;
     int32_t next = Parser::kUnknown;
     if (!parser.StepsReady(at, !ascii_only)) {
+      if (n_probes < 0) {
+        n_probes = 0;
+        for (int q = 0, last = -1; q < 2; ++q) {
+          for (uint64_t w = below[q]; w != 0; w &= w - 1) {
+            const auto b = static_cast<uint8_t>(64 * q + __builtin_ctzll(w));
+            if (automaton.byte_class(b) != last) probe[n_probes++] = b, last = automaton.byte_class(b);
+          }
+        }
+      }
       const std::atomic<int32_t>* row = parser.Row(at);
       for (int32_t k = 0; k < n_probes; ++k) {
         const int32_t to = parser.NextInRow(row, at, probe[k]);
