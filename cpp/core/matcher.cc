@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "plain_text.h"
+#include "utf8_ranges.h"
 
 namespace logitgate {
 
@@ -71,15 +72,12 @@ bool WithinRegion(std::string_view bytes, const uint64_t* set, uint64_t leads) {
       ++i;
       continue;
     }
-    if (b < 0xC2 || b > 0xF4 || !(leads >> (b - 0xC0) & 1)) return false;
-    const size_t n = b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
-    // The second byte's range is narrower after E0, ED, F0 and F4 (no overlong forms, no
-    // surrogates, nothing past U+10FFFF).
-    const uint8_t lo = b == 0xE0 ? 0xA0 : b == 0xF0 ? 0x90 : 0x80;
-    const uint8_t hi = b == 0xED ? 0x9F : b == 0xF4 ? 0x8F : 0xBF;
+    const Utf8Lead shape = Utf8LeadOf(b);
+    if (shape.continuations == 0 || !(leads >> (b - 0xC0) & 1)) return false;
+    const size_t n = 1 + static_cast<size_t>(shape.continuations);
     for (size_t c = 1; c < n && i + c < bytes.size(); ++c) {
       const auto x = static_cast<uint8_t>(bytes[i + c]);
-      if (c == 1 ? x < lo || x > hi : x < 0x80 || x > 0xBF) return false;
+      if (c == 1 ? x < shape.lo || x > shape.hi : x < 0x80 || x > 0xBF) return false;
     }
     i += n;
   }
