@@ -956,6 +956,8 @@ bool Matcher::ClosedRegion(int32_t config, uint64_t* set) {
   set[0] = live[0] & ~(1ull << '"');
   set[1] = live[1] & ~(1ull << ('\\' - 64));
   region_.assign(1, config);
+  in_region_.Clear();
+  in_region_.Insert(static_cast<uint64_t>(config));
   // Every configuration of the region reads every byte of the set into the region: the set
   // shrinks by the classes some configuration cannot read, the region grows by where the
   // others lead, until a pass over the region changes neither.
@@ -971,7 +973,7 @@ bool Matcher::ClosedRegion(int32_t config, uint64_t* set) {
           if (cls == last) continue;
           last = cls;
           const int32_t to = parser.NextInRow(row, at, b);
-          if (to != Parser::kDead && std::find(region_.begin(), region_.end(), to) != region_.end()) continue;
+          if (to != Parser::kDead && in_region_.Contains(static_cast<uint64_t>(to))) continue;
           // A byte into a configuration that reads few of the set's bytes (the searched word's
           // first letter after any character: `.gov` after a space) leaves the set.
           const uint64_t* reads = to == Parser::kDead ? nullptr : parser.LiveBytes(to);
@@ -982,6 +984,7 @@ bool Matcher::ClosedRegion(int32_t config, uint64_t* set) {
           } else {
             if (static_cast<int32_t>(region_.size()) == kMaxRegion) return false;
             region_.push_back(to);
+            in_region_.Insert(static_cast<uint64_t>(to));
           }
           changed = true;
         }
@@ -989,7 +992,6 @@ bool Matcher::ClosedRegion(int32_t config, uint64_t* set) {
       if (__builtin_popcountll(set[0]) + __builtin_popcountll(set[1]) < 32) return false;
     }
   }
-  std::sort(region_.begin(), region_.end());
   return true;
 }
 
@@ -1035,7 +1037,7 @@ bool Matcher::RegionWalk(int32_t config, uint32_t* words) {
   uint64_t leads = reads[3] != 0 ? ~0ull : 0;
   for (size_t k = 0; k < region_.size() && leads != 0; ++k) {
     const Parser::StepSet s = parser.Steps(region_[k], true);
-    leads &= std::binary_search(region_.begin(), region_.end(), s.successor) ? s.bytes[3] : 0;
+    leads &= in_region_.Contains(static_cast<uint64_t>(s.successor)) ? s.bytes[3] : 0;
   }
   const size_t n_words = static_cast<size_t>(v.mask_words());
   std::memcpy(words, split->mask.data(), n_words * sizeof(uint32_t));

@@ -27,6 +27,7 @@
 
 #include "automaton.h"
 #include "parser.h"
+#include "stamp_set.h"
 #include "vocabulary.h"
 
 namespace logitgate {
@@ -432,7 +433,8 @@ class Matcher {
   std::vector<int32_t> wide_chain_;         // and its chain from the step successor on (SetChain)
   bool clear_from_alphabet_ = false;     // this clearing walk started from the alphabet's mask
   std::vector<int32_t> split_chain_;      // SplitWalk's chain and its end (SetChain)
-  std::vector<int32_t> region_;           // RegionWalk's closed region (sorted)
+  std::vector<int32_t> region_;           // RegionWalk's closed region, in the order found
+  StampSet in_region_;                    // and the same configurations, for membership
   int32_t split_end_ = 0;
   std::vector<int32_t> reach_level_, reach_next_;  // PlainReach's configurations per character count
   std::vector<int32_t> decide_configs_;              // DecideTokens' configurations along the previous token
