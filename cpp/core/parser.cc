@@ -790,18 +790,28 @@ Parser::StepSet Parser::Steps(int32_t config, bool with_leads) {
       for (size_t i = 0; i < head_states.size(); ++i) automaton_->LeadTargets(head_states[i], &lead_targets[kNumLeads * i]);
     }
     // Leads the states decide: 1 = in the set, 0 = not; -1 = undecided. Not where the one
-    // head that reads the lead reads only some of its characters: the others die.
+    // head that reads the lead reads only some of its characters: the others die. Not either
+    // where a head reads characters of the lead but not the ASCII byte, or that byte but only
+    // some of the lead's characters: what those characters reach has a head the successor
+    // lacks, or lacks one it has, unless other heads' closures happen to make up the
+    // difference. A clear bit only costs a shortcut (every use of a step set decides the
+    // tokens of its clear bits byte by byte), so the rare coincidence is not worth interning
+    // the characters' configurations for: a string position that excludes `\s` has them for
+    // five leads, at every position of a counted string.
     auto decided = [&](int lead) {
       if (!by_state) return -1;
       int verdict = 1, readers = 0;
-      bool partial = false, mixed = false;
+      bool partial = false, mixed = false, apart = false;
       for (size_t i = 0; i < head_states.size(); ++i) {
         const int32_t t = lead_targets[kNumLeads * i + static_cast<size_t>(lead - 0xC2)];
         readers += t != Automaton::kNoTarget;
         partial = partial || t == Automaton::kPartialTarget;
         mixed = mixed || t == Automaton::kMixedTarget;
         if (t != rep_targets[i]) verdict = 0;
+        const bool reads_rep = rep_targets[i] != Automaton::kNoTarget;
+        apart = apart || (reads_rep ? t == Automaton::kPartialTarget : t != Automaton::kNoTarget);
       }
+      if (apart) return 0;
       if (partial) return readers == 1 ? 0 : -1;
       return mixed ? -1 : verdict;
     };

@@ -101,8 +101,10 @@ class Parser {
   // The *step set* of `config`: its most common successor on ASCII bytes (itself for string
   // bodies and other loops, the next position for bounded repetitions), and the bytes that
   // lead there: ASCII bytes b with Next(config, b) == successor, and UTF-8 lead bytes L such
-  // that every valid character starting with L ends at the successor. 4 words, bit b of word
-  // b/64; continuation bytes are never members. Computed once per configuration, then read
+  // that every valid character starting with L ends at the successor (all but the rare such
+  // lead that only a coincidence of heads' closures brings there: see Steps; a clear lead bit
+  // costs a shortcut, never a wrong mask). 4 words, bit b of word b/64; continuation bytes are
+  // never members. Computed once per configuration, then read
   // lock-free. Thread-safe.
   struct StepSet {
     int32_t successor;  // kDead when no ASCII byte is allowed
