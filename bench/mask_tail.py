@@ -12,7 +12,8 @@ most `--walk-tokens` tokens), replayed in the second pass. Two passes per schema
 
 - first: a fresh compile; its masks are the grammar's first visits (later instances reuse what earlier
   ones memoized). Vocabulary-level precomputation (loop splits, alphabet masks) is shared with the schemas
-  before it, as in a server or the harness.
+  before it, as in a server or the harness, and starts from `Compiler.warm_up()` as a server's does
+  (`--cold`: without it).
 - warm: a second fresh compile of the same schema, the same token sequences: the vocabulary's caches and
   the CPU caches are warm, the grammar's own store is not. What a repeated new request pays.
 
@@ -172,6 +173,8 @@ class _Runner:
         self.tok = load_tokenizer(tokname)
         self.vocab = lg.Vocabulary.from_huggingface(self.tok)
         self.bits = lg.allocate_mask(self.vocab, batch=1)
+        if not args.cold:
+            lg.Compiler(self.vocab).warm_up()  # as a server does at startup
         self.width = self.vocab.width if hasattr(self.vocab, "width") else len(self.tok)
         self.wall: list[float] = []
         self.walked = False
@@ -533,6 +536,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--walks", type=int, default=2, help="random walks for a schema without a valid instance")
     ap.add_argument("--walk-tokens", type=int, default=64, help="tokens per random walk at most")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--cold", action="store_true", help="no Compiler.warm_up() before the first schema")
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds per schema")
     ap.add_argument("--before", help="an earlier run's folder: its numbers go beside this run's worst schemas")
     ap.add_argument("--verbose", action="store_true", help="print every mask time of each schema (with --only)")

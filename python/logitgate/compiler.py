@@ -312,6 +312,22 @@ class Compiler:
             versions = f"logitgate {__version__} envelope {ENVELOPE_VERSION} image {_core.image_version}"
             self._disk_salt = vocab.fingerprint() + versions.encode()
 
+    def warm_up(self) -> int:
+        """Does ahead of time the vocabulary-level work that the first grammars with the common
+        string formats (``uri``, ``email``, ``date-time``...) would pay for on their first masks,
+        and that every later grammar for this vocabulary reuses (see :mod:`logitgate.warm_up`).
+        For a server, at startup. Returns the number of masks filled; this compiler's cache is
+        left as it was. A few milliseconds; a second call costs less.
+
+        >>> import logitgate as lg
+        >>> vocab = lg.Vocabulary.from_tokens([b"a", b"1", b'"', b"{", b"}", None], eos_ids=[5])
+        >>> lg.Compiler(vocab).warm_up() > 100
+        True
+        """
+        from .warm_up import warm_up
+
+        return warm_up(self)
+
     def compile_grammar(
         self, grammar: Grammar, *, timeout: float | None = None, cancel: CancelToken | None = None
     ) -> CompiledGrammar:

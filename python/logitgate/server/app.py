@@ -73,6 +73,8 @@ class _State:
             compiler = Compiler(self.vocab, cache_dir=settings.cache_dir, cache_dir_bytes=settings.cache_dir_bytes)
         else:
             compiler = compiler_for(self.vocab)
+        # The common formats' vocabulary-level work, before the first request rather than in it.
+        compiler.warm_up()
         self.metrics = Metrics(
             lambda: self.engine.queue_depth, lambda: self.engine.active, lambda: self.engine.profile, compiler
         )
