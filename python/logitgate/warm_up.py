@@ -48,12 +48,17 @@ WARM_UP_DOCUMENT: dict[str, str] = {
 def warm_up(compiler: Compiler) -> int:
     """Fills ``compiler``'s vocabulary's caches for the formats of :data:`WARM_UP_SCHEMA`;
     returns the number of masks filled (one per character of the document, and one before
-    it). Leaves ``compiler``'s own grammar cache and statistics as they were."""
+    it; 0 where ``compiler``'s limits refuse the schema). Leaves ``compiler``'s own grammar cache
+    and statistics as they were."""
     from .compiler import Compiler
+    from .errors import LogitgateError
     from .masks import allocate_mask
 
     scratch = Compiler(compiler.vocab, limits=compiler.limits, cache_size=0)
-    matcher = scratch.compile_json_schema(WARM_UP_SCHEMA).matcher()
+    try:
+        matcher = scratch.compile_json_schema(WARM_UP_SCHEMA).matcher()
+    except LogitgateError:
+        return 0  # limits too tight for the warm-up schema: nothing is done ahead, nothing fails
     bits = allocate_mask(compiler.vocab)
     matcher.fill_mask(bits, row=0)
     filled = 1

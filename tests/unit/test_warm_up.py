@@ -71,3 +71,11 @@ def test_warm_up_is_repeatable(smollm2_vocab: Any, second: bool) -> None:
     compiler = lg.Compiler(smollm2_vocab)
     n = compiler.warm_up()
     assert (compiler.warm_up() if second else n) == len(json.dumps(WARM_UP_DOCUMENT)) + 1
+
+
+def test_limits_too_tight_for_the_warm_up_do_nothing() -> None:
+    vocab = lg.Vocabulary.from_tokens([bytes([b]) for b in range(32, 127)] + [None], eos_ids=[95])
+    tight = lg.Compiler(vocab, limits=lg.Limits(max_automaton_states=50))
+    with pytest.raises(lg.LimitExceeded):
+        tight.compile_json_schema(WARM_UP_SCHEMA)
+    assert tight.warm_up() == 0

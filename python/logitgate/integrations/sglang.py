@@ -230,6 +230,7 @@ class LogitgateGrammarBackend(BaseGrammarBackend):
         super().__init__()
         vocab = Vocabulary.from_huggingface(tokenizer, logits_width=vocab_size)
         self.compiler = Compiler(_with_end_ids(vocab, eos_token_ids))
+        self.compiler.warm_up()  # built with the scheduler: the formats' vocabulary work before requests
         self.vocab_size = vocab_size
         self.json_options: dict[str, Any] = {"whitespace": whitespace}
         if max_whitespace is not None:
