@@ -147,6 +147,19 @@ void WideBytesRead(const Parser& parser, const std::vector<int32_t>& chain, uint
     wide[3] |= parser.LiveBytes(c)[3];
   }
 }
+// Calls visit(j) for each of `split`'s boundary nodes j on byte b, in node order. They are far
+// apart in the trie (a cache miss each, most of a walk's time where little is walked below
+// them): their records are asked for a few nodes ahead.
+template <class Visit>
+void ForEachBoundaryNode(const Vocabulary::LoopSplit& split, const Vocabulary::TrieNode* node, int b, Visit&& visit) {
+  constexpr int32_t kAhead = 8;
+  const int32_t begin = split.begin[b], end = split.begin[b + 1];
+  for (int32_t k = begin; k < std::min(begin + kAhead, end); ++k) __builtin_prefetch(&node[split.boundary[k]]);
+  for (int32_t k = begin; k < end; ++k) {
+    if (k + kAhead < end) __builtin_prefetch(&node[split.boundary[k + kAhead]]);
+    visit(split.boundary[k]);
+  }
+}
 }  // namespace
 
 std::atomic<int64_t> Matcher::split_walk_budget_{Matcher::kSplitWalkBudget};
@@ -1046,28 +1059,27 @@ bool Matcher::RegionWalk(int32_t config, uint32_t* words) {
   for (int q = 0; q < 4; ++q) {
     for (uint64_t w = reads[q] & ~(q < 2 ? set[q] : 0); w != 0; w &= w - 1) {
       const auto b = static_cast<uint8_t>(64 * q + __builtin_ctzll(w));
-      for (int32_t k = split->begin[b]; k < split->begin[b + 1]; ++k) {
-        const int32_t j = split->boundary[k];
+      const bool along = q == 3 && (leads >> (b & 63) & 1);
+      ForEachBoundaryNode(*split, node, b, [&](int32_t j) {
         ++walk_nodes_;
         const int32_t d = node[j].depth;
-        const bool along = q == 3 && (leads >> (b & 63) & 1);
         if (d == 1) {
-          if (!(live[q] >> (b & 63) & 1)) continue;
+          if (!(live[q] >> (b & 63) & 1)) return;
           if (!along || !RegionWideTokens(v.wide_tokens(b), set, leads, config, words)) WalkFirstByte(b, words);
-          continue;
+          return;
         }
         // (Every configuration of the region reads the characters of `leads`.)
-        if (along && RegionWideTokens(v.wide_tail_tokens(j), set, leads, config, words)) continue;
+        if (along && RegionWideTokens(v.wide_tail_tokens(j), set, leads, config, words)) return;
         // Below d - 1 of the set's bytes: somewhere in the region, found by reading them.
         const int32_t token = v.trie_tokens()[static_cast<size_t>(v.trie_token_begin(j))];
         const int32_t parent = Advance(config, std::string_view(v.bytes(token)).substr(0, static_cast<size_t>(d - 1)));
         walk_nodes_ += d - 1;
-        if (parent == Parser::kDead || !(parser.LiveBytes(parent)[q] >> (b & 63) & 1)) continue;
+        if (parent == Parser::kDead || !(parser.LiveBytes(parent)[q] >> (b & 63) & 1)) return;
         walk_config_[d - 1] = parent;
         walk_row_[d - 1] = parser.Row(parent);
         walk_capacity_[d - 1] = parser.plain_capacity(parent);
         WalkSubtree<false>(j, node[j].subtree_end, config, words);
-      }
+      });
     }
   }
   return true;
@@ -1223,9 +1235,6 @@ bool Matcher::SplitSet(int32_t config, uint64_t* set, bool wide_reads) {
   return __builtin_popcountll(set[0]) + __builtin_popcountll(set[1]) >= 8;
 }
 
-// How many boundary nodes ahead WalkBoundaries asks for their records.
-constexpr int32_t kBoundaryPrefetch = 8;
-
 void Matcher::WalkBoundaries(const Vocabulary::LoopSplit& split, const uint64_t* set, const std::vector<int32_t>& chain,
                              int32_t end, int32_t shift, uint32_t* words) {
   const Vocabulary& v = *grammar_->vocab;
@@ -1247,37 +1256,29 @@ void Matcher::WalkBoundaries(const Vocabulary::LoopSplit& split, const uint64_t*
   for (int q = 0; q < 4; ++q) {
     for (uint64_t w = others[q]; w != 0; w &= w - 1) {
       const int b = 64 * q + __builtin_ctzll(w);
-      const int32_t first = split.begin[b], last_k = split.begin[b + 1];
-      // The boundary nodes are far apart in the trie (a cache miss each, most of this loop's
-      // time where little is walked below them): their records are asked for ahead.
-      for (int32_t k = first; k < std::min(first + kBoundaryPrefetch, last_k); ++k) {
-        __builtin_prefetch(&node[split.boundary[k]]);
-      }
-      for (int32_t k = first; k < last_k; ++k) {
-        if (k + kBoundaryPrefetch < last_k) __builtin_prefetch(&node[split.boundary[k + kBoundaryPrefetch]]);
-        const int32_t j = split.boundary[k];
+      const bool lead = b >= 0xC2 && b <= 0xF4;
+      ForEachBoundaryNode(split, node, b, [&](int32_t j) {
         const int32_t d = node[j].depth;
-        if (d - shift > end) continue;
-        if (!wide_skip_.empty() && d > 1 && SkippedBelow(j)) continue;
+        if (d - shift > end) return;
+        if (!wide_skip_.empty() && d > 1 && SkippedBelow(j)) return;
         const int32_t parent = chain[std::min(d - shift, last)];
-        if (!(parser.LiveBytes(parent)[q] >> (b & 63) & 1)) continue;
-        const bool lead = b >= 0xC2 && b <= 0xF4;
+        if (!(parser.LiveBytes(parent)[q] >> (b & 63) & 1)) return;
         if (d == 1) {  // a root split's first byte outside its set
           const auto first = static_cast<uint8_t>(b);
           if (!lead || !WideTokensAlong(v.wide_tokens(first), first, 0, chain, end, words)) {
             WalkFirstByte(first, words);
           }
-          continue;
+          return;
         }
         if (lead && shift == 1) {  // below a root split's ASCII path of the set's bytes
           const Vocabulary::WideList tail = v.wide_tail_tokens(j);
-          if (tail.size > 0 && WideTokensAlong(tail, static_cast<uint8_t>(b), d - 1, chain, end, words)) continue;
+          if (tail.size > 0 && WideTokensAlong(tail, static_cast<uint8_t>(b), d - 1, chain, end, words)) return;
         }
         walk_config_[d - 1] = parent;
         walk_row_[d - 1] = parser.Row(parent);
         walk_capacity_[d - 1] = parser.plain_capacity(parent);
         WalkSubtree<false>(j, node[j].subtree_end, walk_config_[0], words);
-      }
+      });
     }
   }
 }
