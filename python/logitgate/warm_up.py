@@ -66,7 +66,7 @@ def warm_up(compiler: Compiler) -> int:
     # positions a request's tokens stop at are among them.
     for ch in json.dumps(WARM_UP_DOCUMENT):
         if not matcher.accept_bytes(ch.encode()):
-            break  # (a test keeps the document valid: tests/test_warm_up.py)
+            break  # (a test keeps the document valid: tests/unit/test_warm_up.py)
         matcher.fill_mask(bits, row=0)
         filled += 1
     return filled
