@@ -11,8 +11,9 @@ and of the JSON-Schema-Test-Suite draft 2020-12 cases (``<shared>/corpora/json-s
 under the default options, and for the test-suite cases and every ``OTHER_STRIDE``-th
 JSONSchemaBench schema also under the other option sets of ``OPTION_SETS``, the frontend's output
 alone (``schema_to_grammar``, no core compile) is reduced to one digest: of the grammar's IR text
-(``repr`` of its rules, in order), the dropped list and the rule -> JSON pointer map; or, when
-lowering raises, of the error's class, code, pointer and message.
+(``repr`` of its rules, in order), the dropped list, the rule -> JSON pointer map and the
+stand-ins where there are any; or, when lowering raises, of the error's class, code, pointer and
+message.
 
 Output: ``digests.tsv.gz`` (one line per schema: its id, then one 12-hex digest per option set in
 the order of the header line, ``!``-prefixed where lowering raised, ``-`` where not computed; gzip
@@ -91,6 +92,8 @@ def digest(schema: Any, every_option: bool = True) -> list[str]:
         try:
             grammar, dropped = schema_to_grammar(schema, limits=DEFAULT_LIMITS, pointers=pointers, **options)
             record = repr(grammar.rules) + "\0" + json.dumps(dropped) + "\0" + json.dumps(pointers)
+            if grammar.stand_ins:
+                record += "\0" + repr(grammar.stand_ins)
         except LogitgateError as e:
             what = [type(e).__name__, getattr(e, "code", ""), getattr(e, "pointer", ""), str(e)]
             record = "error\0" + json.dumps(what)

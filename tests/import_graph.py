@@ -35,7 +35,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     ),
     "resolution": ("fold", "resolve"),
     "algebra": ("negation", "expand", "merge", "decide", "distribute"),
-    "emitters": ("numbers", "strings", "members", "literals", "arrays", "objects"),
+    "emitters": ("numbers", "length_rules", "strings", "members", "literals", "arrays", "objects"),
     "driver": ("driver",),
 }
 

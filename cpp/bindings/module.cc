@@ -406,6 +406,9 @@ NB_MODULE(_core, m) {
   m.def("_set_region_walks", &Matcher::SetRegionWalks, nb::arg("enabled"),
         "Test hook: whether mask walks may decide a closed region's tokens from its split (process-wide); "
         "returns the previous value.");
+  m.def("_set_stand_ins", &Matcher::SetStandIns, nb::arg("enabled"),
+        "Test hook: whether masks may be taken from a configuration's stand-in (process-wide); "
+        "returns the previous value.");
   m.def("_set_class_trie_min_states", &SetClassTrieMinStates, nb::arg("states"),
         "Test hook: automaton states a grammar needs for a class trie (0: every grammar with coarse classes "
         "gets one, of any size); process-wide, read at compile time; returns the previous value.");

@@ -112,6 +112,8 @@ Automaton::Automaton(const std::vector<int32_t>& program, std::vector<std::strin
     ComputePlainCapacity();
     IndexCharacterRules();
     ComputeByteClasses();
+    CheckInterrupt();
+    ComputeStandIns();
   } catch (const CoreError& e) {
     if (e.kind == ErrorKind::kInterrupted) DiscardStatesLater();
     throw;
@@ -659,7 +661,17 @@ void Automaton::Build(const std::vector<int32_t>& program) {
     rule_final_[r] = end;
     pos = skip(pos);
   }
-  if (pos != program.size()) throw CoreError::Grammar("bad-program", "trailing data after grammar program");
+  if (pos != program.size()) {
+    const int32_t n_claims = rd.At(pos);
+    if (n_claims <= 0 || static_cast<size_t>(n_claims) > (program.size() - pos - 1) / 2 ||
+        pos + 1 + 2 * static_cast<size_t>(n_claims) != program.size()) {
+      throw CoreError::Grammar("bad-program", "trailing data after grammar program");
+    }
+    stand_in_claims_.assign(program.begin() + static_cast<std::ptrdiff_t>(pos) + 1, program.end());
+    for (int32_t r : stand_in_claims_) {
+      if (r < 0 || r >= n_rules) throw CoreError::Grammar("bad-program", "stand-in claim names no rule");
+    }
+  }
   if (!token_read_.empty()) token_read_.resize(bytes_.size());
   token_rules_.clear();
   escape_rules_.clear();
@@ -1935,6 +1947,7 @@ int64_t Automaton::memory_bytes() const {
   n += HeapBytes(single_start_) + HeapBytes(char_ascii_) + HeapBytes(char_utf8_) + HeapBytes(char_rule_at_);
   n += HeapBytes(near_universal_) + HeapBytes(near_single_start_) + HeapBytes(char_utf8_near_);
   n += HeapBytes(kernel_offset_) + HeapBytes(kernel_) + HeapBytes(kernel_kinds_) + HeapBytes(plan_states_) + HeapBytes(token_read_);
+  n += HeapBytes(stand_in_claims_) + HeapBytes(stand_ins_);
   for (const TokenSet& t : token_sets_) n += static_cast<int64_t>(sizeof(t)) + HeapBytes(t.ids);
   std::lock_guard<std::mutex> lock(character_steps_mu_);
   for (const auto& [state, step] : character_steps_) {

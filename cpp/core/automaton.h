@@ -83,7 +83,8 @@ using EdgeList = std::vector<T, ArenaAllocator<T>>;
 
 class Automaton {
  public:
-  // program: [n_rules, root, then per rule its body in prefix form]
+  // program: [n_rules, root, then per rule its body in prefix form, then optionally the
+  // stand-in claims: n, then n pairs (rule a, rule b)]
   Automaton(const std::vector<int32_t>& program, std::vector<std::string> rule_names, const CoreLimits& limits);
 
   int32_t num_states() const { return static_cast<int32_t>(bytes_.size()); }
@@ -229,12 +230,36 @@ class Automaton {
   };
   const CharacterStep* character_step(int32_t s) const;
 
+  // *Stand-ins* (stand_ins.cc). A program may end with claims (rule a, rule b): b reads what a
+  // reads, as far as a token reaches (the lowering pairs a counted string position with its
+  // pattern's uncounted loop, whose walks repeat configurations where the counted ones never
+  // do). Claims are checked here, not trusted: from each claim's pair of rule starts, pairs of
+  // states are followed along equal byte edges, calls of one rule and tail calls, and a pair
+  // *agrees for d bytes* when every text of at most d bytes leads both ways alike (read, end
+  // the rule, or neither) — up to the nearest pair that differs in its final flag, its edges or
+  // its kernel. stand_in(s) is the state standing for s and for how many bytes (state -1 and 0:
+  // none); it is given for the states of checked pairs (kernel states and call return states)
+  // when s != state. A head at s, or a frame returning to s, may be replaced by one at the
+  // stand-in wherever no token is longer than that: the masks are the same (Parser::StandIn).
+  // Computed with the automaton.
+  struct StandIn {
+    int32_t state = -1;
+    int32_t bytes = 0;
+  };
+  // True when some claim holds for a byte or more.
+  bool has_stand_ins() const { return !stand_ins_.empty(); }
+  StandIn stand_in(int32_t s) const {
+    return stand_ins_.empty() ? StandIn{} : stand_ins_[static_cast<size_t>(s)];
+  }
+  // The claims as the program gave them: rule a, rule b, ...
+  const std::vector<int32_t>& stand_in_claims() const { return stand_in_claims_; }
+
   // The automaton as bytes, and back (automaton_image.cc): what a compile built, for the
   // compiler's on-disk cache. LoadImage checks every length and index it reads and throws
   // CoreError::CacheFile for a truncated, foreign-version or inconsistent image (never reads
   // out of bounds); the image must have been saved under the same `limits`.
   // Bumped whenever the image layout, or the meaning of anything stored, changes.
-  static constexpr uint32_t kImageVersion = 2;
+  static constexpr uint32_t kImageVersion = 3;
   std::string SaveImage() const;
   static std::shared_ptr<const Automaton> LoadImage(const uint8_t* data, size_t size, const CoreLimits& limits);
 
@@ -310,6 +335,7 @@ class Automaton {
   bool ReadsLeadBytes(int32_t s) const;
   // True when rule r's start reads every plain character as a whole (r may end after it).
   bool ReadsOnePlainCharacter(int32_t r) const;
+  void ComputeStandIns();
   void ComputeByteClasses();
   // After an interrupt: hands the states built so far to a thread that frees them (interrupt.h).
   void DiscardStatesLater();
@@ -360,6 +386,8 @@ class Automaton {
   mutable CoarseClasses coarse_;
   mutable std::mutex character_steps_mu_;
   mutable std::unordered_map<int32_t, std::unique_ptr<const CharacterStep>> character_steps_;  // nullptr: none
+  std::vector<int32_t> stand_in_claims_;  // (rule a, rule b) pairs, flat
+  std::vector<StandIn> stand_ins_;  // per state (empty: no claim holds)
   std::vector<int32_t> plan_states_;                           // AddPlan's scratch
   int32_t byte_class_[256] = {};
   int32_t num_byte_classes_ = 1;

@@ -163,6 +163,7 @@ std::string Automaton::SaveImage() const {
     w.Array(t.ids);
   }
   w.Array(token_read_);
+  w.Array(stand_in_claims_);
   w.Raw(kEnd, 4);
   return w.Take();
 }
@@ -294,6 +295,9 @@ std::shared_ptr<const Automaton> Automaton::LoadImage(const uint8_t* data, size_
     CheckIndex(t.set, static_cast<int64_t>(n_sets), "token set");
     CheckIndex(t.target, states, "token read target");
   }
+  a->stand_in_claims_ = r.Array<int32_t>();
+  if (a->stand_in_claims_.size() % 2 != 0) Fail("cache-inconsistent", "stand-in claims are not pairs");
+  for (int32_t x : a->stand_in_claims_) CheckIndex(x, rules, "stand-in claim");
   if (std::memcmp(r.Take(4), kEnd, 4) != 0 || r.left() != 0) Fail("cache-inconsistent", "the image does not end where it should");
 
   // Derived data, as the build derives it.
@@ -301,6 +305,7 @@ std::shared_ptr<const Automaton> Automaton::LoadImage(const uint8_t* data, size_
   a->ComputeKernelKinds();
   a->ComputeStackNeedBound();
   a->IndexCharacterRules();
+  a->ComputeStandIns();
   return a;
 }
 

@@ -164,6 +164,7 @@ void ForEachBoundaryNode(const Vocabulary::LoopSplit& split, const Vocabulary::T
 
 std::atomic<int64_t> Matcher::split_walk_budget_{Matcher::kSplitWalkBudget};
 std::atomic<bool> Matcher::region_walks_{true};
+std::atomic<bool> Matcher::stand_ins_{true};
 
 namespace {
 std::atomic<int32_t> class_trie_min_states{kClassTrieMinStates};
@@ -2246,8 +2247,18 @@ void Matcher::FillMaskInStore(uint32_t* words) {
   const Vocabulary& v = *grammar_->vocab;
   const size_t n_words = static_cast<size_t>(v.mask_words());
   const int32_t config = current();
+  // Its stand-in's mask is the same (Parser::StandIn); it is walked, and memoized, instead.
+  const int32_t walked = stand_ins_.load(std::memory_order_relaxed) ? parser_->StandIn(config, v.max_token_length())
+                                                                     : config;
+  if (walked != config) {
+    if (const uint32_t* known = parser_->CachedMask(walked)) {
+      std::copy(known, known + n_words, words);
+      walk_nodes_ = 0;
+      return;
+    }
+  }
   const auto start = std::chrono::steady_clock::now();
-  Walk(config, words);
+  Walk(walked, words);
   if (parser_->has_token_heads(config)) {
     for (int32_t set : parser_->TokenSets(config)) {
       const uint32_t* m = grammar_->token_masks[static_cast<size_t>(set)].data();
@@ -2265,7 +2276,7 @@ void Matcher::FillMaskInStore(uint32_t* words) {
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
   const bool expensive =
       walk_nodes_ > static_cast<int64_t>(n_words / 4) || elapsed_ns > 2 * static_cast<int64_t>(n_words);
-  parser_->StoreMask(config, words, n_words, expensive);
+  parser_->StoreMask(walked, words, n_words, expensive);
 }
 
 std::shared_ptr<CompiledGrammar> AssembleGrammar(std::shared_ptr<const Vocabulary> vocab,

@@ -123,6 +123,9 @@ class Matcher {
   // Whether walks may take RegionWalk (default true). Process-wide; returns the previous value.
   // For tests (the masks are the same either way).
   static bool SetRegionWalks(bool enabled) { return region_walks_.exchange(enabled); }
+  // Whether a mask is taken from its configuration's stand-in (Parser::StandIn; default true).
+  // Process-wide; returns the previous value. For tests (the masks are the same either way).
+  static bool SetStandIns(bool enabled) { return stand_ins_.exchange(enabled); }
   // Trie nodes the last FillMask walked (bits set by subtree shortcuts count as nodes); 0 when
   // that fill was a copy. For profiling.
   int64_t last_walk_nodes() const { return walk_nodes_; }
@@ -454,6 +457,7 @@ class Matcher {
   int64_t walk_budget_ = kNoBudget;
   static std::atomic<int64_t> split_walk_budget_;
   static std::atomic<bool> region_walks_;
+  static std::atomic<bool> stand_ins_;
 };
 
 }  // namespace logitgate

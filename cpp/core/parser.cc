@@ -386,6 +386,7 @@ int32_t Parser::Intern(bool accepting, bool closed) {
     for (auto& c : block->capacity) c.store(0, std::memory_order_relaxed);
     for (auto& p : block->plain_successor) p.store(kUnknown, std::memory_order_relaxed);
     for (auto& d : block->shortest) d.store(-1, std::memory_order_relaxed);
+    for (auto& x : block->stand_in) x.store(kUnknown, std::memory_order_relaxed);
     blocks_[id >> kBlockBits].store(block, std::memory_order_release);
   }
   int32_t capacity = 0;
@@ -669,6 +670,43 @@ void Parser::GroupClassesLocked(int32_t config) {
     }
     lo = hi + 1;
   }
+}
+
+int32_t Parser::StandIn(int32_t config, int32_t bytes) {
+  if (!automaton_->has_stand_ins()) return config;
+  std::atomic<int32_t>& memo = BlockOf(config)->stand_in[config & kBlockMask];
+  int32_t known = memo.load(std::memory_order_acquire);
+  if (known == kUnknown) {
+    std::lock_guard<std::mutex> lock(mu_);
+    known = StandInLocked(config, bytes);
+    memo.store(known, std::memory_order_release);
+  }
+  return known;
+}
+
+int32_t Parser::StandInLocked(int32_t config, int32_t bytes) {
+  const Automaton& a = *automaton_;
+  auto moved = [&](int32_t s) {
+    const Automaton::StandIn in = a.stand_in(s);
+    return in.state >= 0 && in.bytes >= bytes ? in.state : s;
+  };
+  const auto [heads, count] = HeadsOf(config);
+  out_.assign(heads, heads + count);
+  bool any = false;
+  for (uint64_t& head : out_) {
+    int32_t state = StateOf(head), frame = FrameOf(head);
+    const int32_t to = moved(state);
+    if (frame != 0 && frames_[frame].ret != kFrameSet) {
+      const int32_t ret = moved(frames_[frame].ret);
+      if (ret != frames_[frame].ret) frame = PushFrame(ret, frames_[frame].parent);
+    }
+    if (to != state || frame != FrameOf(head)) {
+      head = Pack(to, frame);
+      any = true;
+    }
+  }
+  if (!any) return config;
+  return Intern(accepting(config), false);
 }
 
 int32_t Parser::PlainAsciiSuccessor(int32_t config) {

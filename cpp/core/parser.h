@@ -118,6 +118,12 @@ class Parser {
   // when some is not allowed or they lead to different ones. Where the classes were grouped
   // this costs one closure (a step set also pays for '"' and '\\'); memoized. Thread-safe.
   int32_t PlainAsciiSuccessor(int32_t config);
+  // The configuration whose mask is `config`'s for tokens of at most `bytes` bytes, by the
+  // automaton's stand-ins (Automaton::stand_in): each head at a state, and each head's frame
+  // returning to a state, that has a stand-in agreeing for `bytes` bytes or more is moved
+  // there (frame sets stay). `config` itself where none has. Memoized for the first `bytes`
+  // asked (a grammar's matchers share one vocabulary, so one value); thread-safe.
+  int32_t StandIn(int32_t config, int32_t bytes);
   // True when Steps(config, with_leads) is memoized (costs no transition).
   bool StepsReady(int32_t config, bool with_leads) const {
     const uint8_t want = with_leads ? kStepsLeads : kStepsAscii;
@@ -204,6 +210,7 @@ class Parser {
     std::atomic<int32_t> capacity[kBlockSize];    // plain_capacity, likewise
     std::atomic<int32_t> plain_successor[kBlockSize];  // PlainAsciiSuccessor once known, else kUnknown
     std::atomic<int64_t> shortest[kBlockSize];         // shortest(), -1 until tracked
+    std::atomic<int32_t> stand_in[kBlockSize];         // StandIn() once known, else kUnknown
   };
   // A frame: return state and parent frame; or, for a frame set, kFrameSet and the offset of
   // its members in set_members_ (their count, then their ids in order).
@@ -230,6 +237,7 @@ class Parser {
   static constexpr int32_t kGroupLiveClasses = 8;
   int32_t ComputeLocked(int32_t config, uint8_t b);
   int32_t ComputePlainAsciiSuccessor(int32_t config);
+  int32_t StandInLocked(int32_t config, int32_t bytes);
   int32_t TransitionLocked(int32_t config, uint8_t b);
   void GroupClassesLocked(int32_t config);
   void Closure(int32_t state, int32_t frame);

@@ -138,6 +138,10 @@ def _set_region_walks(enabled: bool) -> bool:
     """Test hook: whether mask walks may decide a closed region's tokens from its split
     (process-wide); returns the previous value."""
 
+def _set_stand_ins(enabled: bool) -> bool:
+    """Test hook: whether masks may be taken from a configuration's stand-in (process-wide);
+    returns the previous value."""
+
 def _set_class_trie_min_states(states: int) -> int:
     """Test hook: automaton states a grammar needs for a class trie (0: every grammar with coarse
     classes gets one, of any size); process-wide, read at compile time; returns the previous value."""

@@ -310,6 +310,59 @@ def test_region_walks_match_reference(
     assert nodes[True] != nodes[False]
 
 
+# Patterns under length bounds whose positions far from the bounds take their masks from the
+# pattern's uncounted loop (Grammar.stand_ins): prefixes in that window, and ones nearer the
+# upper bound than the longest token, where the counted positions' own masks hold.
+STAND_IN_CASES: list[tuple[dict[str, Any], list[str]]] = [
+    (
+        {"pattern": r"^[^@^\s]+@[^@^\.^\s]+(\.[^@^\.^\s]*)*.gov.uk", "minLength": 5, "maxLength": 254},
+        ['"test@example', '"test@example.gov', '"tést@exämple.gov.', '"' + "x" * 60 + "@" + "y" * 120],
+    ),
+    (
+        {"pattern": "^[a-z]+( [a-z]+)*$", "minLength": 2, "maxLength": 200},
+        ['"ab', '"the quick brown fox', '"' + "ab " * 40, '"' + "a" * 150, '"' + "a" * 190],
+    ),
+    # a count in the pattern itself: a rule per word, its loop standing in far from the 99th
+    (
+        {"pattern": r"^(?:\S+\s+){0,99}\S+$", "minLength": 1},
+        ['"a', '"one two\\tthree\\n', '"' + "wörd " * 30, '"' + "w " * 80, '"' + "w " * 99 + "end"],
+    ),
+]
+
+
+@pytest.mark.parametrize("vocab_name", ["smollm2_vocab", "gemma3_vocab"])
+@pytest.mark.parametrize("keywords, prefixes", STAND_IN_CASES, ids=["gov-uk", "words", "word-count"])
+def test_stand_ins_match_reference(
+    keywords: dict[str, Any], prefixes: list[str], vocab_name: str, request: pytest.FixtureRequest
+) -> None:
+    schema = json.dumps({"type": "string", **keywords})
+    vocab = request.getfixturevalue(vocab_name)
+    view = vocab_view(vocab, sample=5000 if vocab_name == "gemma3_vocab" else None)
+    bits = lg.allocate_mask(vocab)
+    configurations: dict[bool, int] = {}
+    for enabled in (True, False):
+        previous = _core._set_stand_ins(enabled)
+        try:
+            compiled = _compile(vocab, lambda c: c.compile_json_schema(schema))
+            assert compiled.grammar.stand_ins
+            ref = Reference(compiled.grammar)
+            for prefix in prefixes:
+                m = compiled.matcher()
+                assert m.accept_bytes(prefix.encode()), prefix
+                m.fill_mask(bits, row=0)
+                state = ref.advance(ref.start(), prefix.encode())
+                assert state is not None
+                bad = compare_full(
+                    f"{schema} after {prefix!r}", ref, state, prefix.encode(), mask_to_bools(bits, view.width), view
+                )
+                assert not bad, "core and reference disagree:\n" + format_disagreements(bad)
+            configurations[enabled] = compiled._core.num_configurations
+        finally:
+            _core._set_stand_ins(previous)
+    # The loop stood in somewhere: its walks intern other configurations than the counted ones.
+    assert configurations[True] != configurations[False]
+
+
 # Text heads: the plain-capacity shortcut (universal loops, bounded strings whose character
 # rule is inlined or called, unanchored patterns, key complements that call a shared tail).
 TEXT_HEAD_CASES: list[tuple[str, str]] = [

@@ -163,7 +163,7 @@ def lower_structural_tag(
     root = lowering.lower(fmt, path, None)
     lowering.rules["root"] = root
     rules = {"root": root, **{k: v for k, v in lowering.rules.items() if k != "root"}}
-    return Grammar(rules)
+    return Grammar(rules, stand_ins=tuple(lowering.stand_ins))
 
 
 def _check_text(spec: Mapping[str, Any]) -> None:
@@ -246,6 +246,8 @@ class _Lowering:
         self.vocab_size = vocab_size
         self.json_schema = json_schema
         self.rules: dict[str, Node] = {}
+        # The embedded grammars' stand-ins (Grammar.stand_ins), under their rules' new names.
+        self.stand_ins: list[tuple[str, str]] = []
         self.shared: dict[Node, str] = {}  # embedded rule bodies -> their names (embed)
         # embed's memos: by (id of a body, its references' rule names) the rule it became (the
         # bodies are kept alive so that their ids stay theirs), and the references of a body.
@@ -352,6 +354,7 @@ class _Lowering:
             canon[name] = f"{prefix}_{name}"
         for name in pending:
             self.rules[canon[name]] = rename_refs(grammar.rules[name], canon)
+        self.stand_ins.extend((canon[a], canon[b]) for a, b in grammar.stand_ins)
         return canon
 
     def field(self, fmt: Mapping[str, Any], key: str, kind: type | tuple[type, ...], path: str) -> Any:
@@ -551,6 +554,7 @@ class _Lowering:
             canon = {name: f"{prefix}_{name}" for name in grammar.rules}
             for name, body in grammar.rules.items():
                 self.rules[canon[name]] = rename_refs(body, canon)
+            self.stand_ins.extend((canon[a], canon[b]) for a, b in grammar.stand_ins)
             for text, root in zip(group, roots, strict=True):
                 if root is not None:  # (else lowered alone when met)
                     self.schemas[(text, options_text)] = Ref(canon[root])

@@ -239,17 +239,24 @@ EMPTY = Seq(())
 
 @dataclass(frozen=True)
 class Grammar:
-    """Named rules; ``root`` names the start rule. Rule order is kept for printing."""
+    """Named rules; ``root`` names the start rule. Rule order is kept for printing.
+
+    ``stand_ins`` are pairs of rule names ``(a, b)``: a hint that ``b`` reads what ``a`` reads
+    for as long as a token reaches (the JSON Schema frontend pairs each position of a pattern
+    under a length bound with the pattern's uncounted loop). The core checks each claim on the
+    compiled automaton and takes the masks at ``a`` from ``b`` only as far as it holds, so a
+    wrong claim costs nothing but the check (docs/design.md, "Stand-ins")."""
 
     rules: Mapping[str, Node]
     root: str = "root"
+    stand_ins: tuple[tuple[str, str], ...] = ()
     _frozen_rules: tuple[tuple[str, Node], ...] = field(init=False, repr=False, compare=True)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_frozen_rules", tuple(self.rules.items()))
 
     def __hash__(self) -> int:
-        return hash((self._frozen_rules, self.root))
+        return hash((self._frozen_rules, self.root, self.stand_ins))
 
     def to_ebnf(self) -> str:
         """Print the grammar in the GBNF dialect (root rule first)."""

@@ -5,7 +5,8 @@ Layout: ``[n_rules, root_index, body(rule 0), body(rule 1), ...]`` with each bod
 form: ``[1, n, byte...]`` literal, ``[2|3, negated, n, lo, hi, ...]`` character / byte class,
 ``[4|5, n, child...]`` sequence / alternation, ``[6, min, max or -1, child]`` repetition,
 ``[7, rule]`` reference, ``[8, n_words, (n, code point...)..., tail]`` StringExcept,
-``[9, negated, n, id...]`` token set. The core
+``[9, negated, n, id...]`` token set; then, where the grammar has stand-ins, ``[n, a0, b0,
+...]`` (rule indices of each pair). The core
 walks the IR itself (cpp/bindings/ir_program.cc, an explicit stack: IR depth is user-driven);
 this runs once per node of every compiled grammar, and in Python it was a fifth of a JSON
 Schema compile.
@@ -46,6 +47,15 @@ def serialize(grammar: Grammar, limits: Limits) -> tuple[bytes, list[str]]:
         limits.max_repeat,
         current_interrupt(),
     )
+    if grammar.stand_ins:
+        index = {name: i for i, name in enumerate(names)}
+        claims = array("i", [len(grammar.stand_ins)])
+        for pair in grammar.stand_ins:
+            for name in pair:
+                if name not in index:
+                    raise GrammarError(f"stand-in names undefined rule {name!r}", code="undefined-rule", rule=name)
+                claims.append(index[name])
+        program += claims.tobytes()
     return program, names
 
 
@@ -66,9 +76,13 @@ def deserialize(program: bytes, names: Sequence[str]) -> Grammar:
             rules[names[r]], pos = _read_node(p, pos, names)
     except (IndexError, ValueError):
         raise GrammarError("malformed grammar program", code="bad-program") from None
-    if pos != len(p):
-        raise GrammarError("trailing data after grammar program", code="bad-program")
-    return Grammar(rules, root=names[root])
+    stand_ins: list[tuple[str, str]] = []
+    if pos != len(p):  # the stand-in claims: n, then n pairs of rule indices
+        claims = p[pos + 1 :].tolist()
+        if p[pos] <= 0 or len(claims) != 2 * p[pos] or not all(0 <= r < n_rules for r in claims):
+            raise GrammarError("trailing data after grammar program", code="bad-program")
+        stand_ins = [(names[a], names[b]) for a, b in zip(claims[::2], claims[1::2], strict=True)]
+    return Grammar(rules, root=names[root], stand_ins=tuple(stand_ins))
 
 
 def _read_node(p: array[int], pos: int, names: Sequence[str]) -> tuple[Node, int]:

@@ -352,7 +352,7 @@ class Lowering:
         self.table.rules["root"] = body
         if check_empty:
             self._check_productive()
-        return Grammar(dict(self.table.rules))
+        return Grammar(dict(self.table.rules), stand_ins=tuple(self.table.stand_ins))
 
     def lower_queued(self) -> None:
         """Lowers every queued atom set into its rule (lowering one may queue others)."""
@@ -482,7 +482,8 @@ def schemas_to_grammar(
     except (CompileCancelled, CompileTimeout):
         low.release()
         raise
-    grammar = Grammar(dict(low.table.rules), root=next((n for n in names if n is not None), "root"))
+    root = next((n for n in names if n is not None), "root")
+    grammar = Grammar(dict(low.table.rules), root=root, stand_ins=tuple(low.table.stand_ins))
     low.release(now=True)  # (its many rules: freed now, not walked by a collection first)
     return grammar, names
 

@@ -281,6 +281,25 @@ class LengthProduct:
     pairs: dict[tuple[int, int], tuple[bool, tuple[tuple[Ranges, tuple[int, int]], ...]]]
 
 
+def farthest_accept(dfa: Dfa) -> int:
+    """The most code points any state of ``dfa`` (minimal: every state can accept) needs to reach
+    an accepting state."""
+    into: list[list[int]] = [[] for _ in dfa.edges]
+    for q, edges in enumerate(dfa.edges):
+        for _, t in edges:
+            into[t].append(q)
+    dist = [-1] * len(dfa.edges)
+    order = [q for q, acc in enumerate(dfa.accepting) if acc]
+    for q in order:
+        dist[q] = 0
+    for q in order:  # grows while it is walked: breadth first
+        for p in into[q]:
+            if dist[p] < 0:
+                dist[p] = dist[q] + 1
+                order.append(p)
+    return max(dist)
+
+
 def with_length(dfa: Dfa, lo: int, hi: int | None, max_pairs: int = _DFA_LENGTH_RULES) -> LengthProduct | None:
     """The product of ``dfa`` (minimal: every state can accept) with a length counter; None
     past ``max_pairs`` reachable pairs."""

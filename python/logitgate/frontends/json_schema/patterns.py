@@ -28,7 +28,7 @@ from logitgate.grammar.json_text import positive_ranges as _positive_ranges
 from logitgate.grammar.json_text import seq as _seq
 from logitgate.limits import Limits
 
-from .caps import _FIT_COPIES, _NFA_PRODUCT_RULES, _NFA_STATES, PATTERN_DEPTH
+from .caps import _FIT_COPIES, _NFA_PRODUCT_RULES, _NFA_STATES, _RELAXED_SPAN, PATTERN_DEPTH
 
 _ANY_CHAR = CharClass(((0, 0x10FFFF),))
 
@@ -256,6 +256,25 @@ def _map_leaves(node: Node, fn: Callable[[Node], Node], limits: Limits, depth: i
         inner = _map_leaves(node.item, fn, limits, depth + 1)
         return Repeat(inner, node.min, node.max)
     return fn(node)
+
+
+def _relax_counts(node: Node, limits: Limits, depth: int = 0) -> Node:
+    """``node`` with each repetition of at least _RELAXED_SPAN optional counts unbounded
+    (``x{0,99}`` -> ``x*``): the language whose automaton loops where ``node``'s counts; the
+    same object where there is none."""
+    _depth_guard(depth, limits)
+    if isinstance(node, (Seq, Alt)):
+        items = tuple(_relax_counts(i, limits, depth + 1) for i in node.items)
+        if all(a is b for a, b in zip(items, node.items, strict=True)):
+            return node
+        return Seq(items) if isinstance(node, Seq) else Alt(items)
+    if isinstance(node, Repeat):
+        inner = _relax_counts(node.item, limits, depth + 1)
+        wide = node.max is not None and node.max - node.min >= _RELAXED_SPAN
+        if inner is node.item and not wide:
+            return node
+        return Repeat(inner, node.min, None if wide else node.max)
+    return node
 
 
 class _LengthRanges:

@@ -188,6 +188,8 @@ class RuleTable:
         self.max_ws = max_ws
         self.rules: dict[str, Node] = {}
         self.shared_memo: dict[tuple[Any, ...], str] = {}
+        # Grammar.stand_ins: (counted rule, its uncounted loop's rule), for the core to check.
+        self.stand_ins: list[tuple[str, str]] = []
 
     def ws(self) -> Node:
         if self.compact:

@@ -53,9 +53,18 @@ from .decide import Decider
 from .diagnostics import Diagnostics
 from .facts import StringSet, _Facts
 from .formats import _FORMATS, _format_node
-from .pattern_dfa import Dfa, LengthProduct, Ranges, minimal_dfa, minimal_intersection, minimal_union
+from .length_rules import chain_wide_repetition, length_product_rules
+from .pattern_dfa import Dfa, LengthProduct, minimal_dfa, minimal_intersection, minimal_union
 from .pattern_dfa import with_length as dfa_with_length
-from .patterns import _fit_length, _length_product_size, _LengthRanges, _map_leaves, _Nfa, _restrict_length
+from .patterns import (
+    _fit_length,
+    _length_product_size,
+    _LengthRanges,
+    _map_leaves,
+    _Nfa,
+    _relax_counts,
+    _restrict_length,
+)
 from .rules import RuleTable
 
 
@@ -289,7 +298,7 @@ class StringEmitter:
         if _is_empty(node) or _is_empty(encoded):
             self.diag.contradiction(f, ptr, f"{kw} and length bounds leave no string")
             return _EMPTY_LANG
-        return self.encode(node) if encoded is None else encoded
+        return chain_wide_repetition(self.table, self.encode(node)) if encoded is None else encoded
 
     def intersect_by_derivatives(self, nodes: list[Node]) -> Node | None:
         """Encoded content of ``nodes[0] ∩ nodes[1] ∩ ...`` (grammar/derivatives.py): one rule per
@@ -359,42 +368,26 @@ class StringEmitter:
         if nfas is None:
             return None
         cap = hi if hi is not None else lo
-        product = None
+        product = dfa = None
         if all(_length_product_size(n, hi, cap, _DFA_LENGTH_RULES) <= _DFA_LENGTH_RULES for n in nfas):
             dfa = self._minimal_dfa(nodes, nfas)
             left = _LENGTH_PRODUCT_RULES_TOTAL - self.product_rules
             product = None if dfa is None else dfa_with_length(dfa, lo, hi, min(_DFA_LENGTH_RULES, left))
-        if product is None:
+        if product is None or dfa is None:
             return self.nfa_with_length(nfas, lo, hi)
         if not product.pairs:
             return _EMPTY_LANG
-        return self._length_product_rules(product)
+        relaxed = [_relax_counts(n, self.limits) for n in nodes]
+        loop = None if all(r is n for r, n in zip(relaxed, nodes, strict=True)) else self._minimal_dfa(relaxed)
+        return self._length_product_rules(product, dfa, lo, hi, loop)
 
-    def _length_product_rules(self, product: LengthProduct) -> Node:
-        """The encoded rules of a non-empty length product, one per kept (state, length) pair."""
+    def _length_product_rules(
+        self, product: LengthProduct, dfa: Dfa, lo: int, hi: int | None, loop: Dfa | None = None
+    ) -> Node:
+        """The rules of a non-empty length product (length_rules.py), counted against this
+        lowering's budget of product rules."""
         self.product_rules += len(product.pairs)
-        base = f"dl{len(self.table.rules)}_"
-        rules: dict[str, Node] = {}
-        # A DFA's edges recur at every length: each pair's Ref is built once however many pairs
-        # move to it, and each edge's class looked up once by its ranges (encode_class's memo
-        # is keyed by the CharClass, which each lookup would build and hash again).
-        encoded: dict[Ranges, Node] = {}
-        refs: dict[tuple[int, int], Ref] = {}
-        for (q, k), (accepts, moves) in product.pairs.items():
-            alts: list[Node] = [EMPTY] if accepts else []
-            for r, pair in moves:
-                enc = encoded.get(r)
-                if enc is None:
-                    enc = encoded[r] = self.encode_class(CharClass(r))
-                ref = refs.get(pair)
-                if ref is None:
-                    ref = refs[pair] = Ref(f"{base}{pair[0]}_{pair[1]}")
-                alts.append(_seq([enc, ref]))
-            # A kept pair accepts or moves to a kept pair; its alternatives are distinct nodes
-            # (one per edge, and the empty text), so nothing is left for _alt to merge.
-            rules[f"{base}{q}_{k}"] = alts[0] if len(alts) == 1 else Alt(tuple(alts))
-        self.table.rules.update(rules)
-        return Ref(f"{base}0_0")
+        return length_product_rules(self.table, self.encode_class, product, dfa, lo, hi, loop)
 
     def emit_union(self, tree: StringSet) -> Node | None:
         """A string of ``tree``'s language (distribute.py: a string-only set's intersections
@@ -416,9 +409,9 @@ class StringEmitter:
         whole = memo[id(tree)]
         left = _LENGTH_PRODUCT_RULES_TOTAL - self.product_rules
         product = None if whole is None else dfa_with_length(whole, lo, hi, min(_DFA_LENGTH_RULES, left))
-        if product is None or not product.pairs:
+        if whole is None or product is None or not product.pairs:
             return None
-        return _seq([Literal(b'"'), self._length_product_rules(product), Literal(b'"')])
+        return _seq([Literal(b'"'), self._length_product_rules(product, whole, lo, hi), Literal(b'"')])
 
     def _set_dfa(self, t: StringSet, below: dict[int, Dfa | None]) -> Dfa | None:
         """The minimal DFA of one node of a string tree, its alternatives' already in ``below``:

@@ -1,0 +1,175 @@
+// Stand-ins (automaton.h): checking a program's claims that one rule reads what another reads,
+// and for how many bytes each pair of states the claims lead to agrees.
+#include <algorithm>
+#include <cstdint>
+#include <deque>
+#include <limits>
+#include <utility>
+#include <vector>
+
+#include "automaton.h"
+
+namespace logitgate {
+
+void Automaton::ComputeStandIns() {
+  if (stand_in_claims_.empty()) return;
+  // Pairs followed from every claim together; past this many no stand-in is given (the claimed
+  // chains hold a few pairs per state).
+  const size_t max_pairs = 2 * bytes_.size() + (size_t{1} << 16);
+  constexpr int32_t kNever = std::numeric_limits<int32_t>::max();
+
+  // Pairs by their first state: first_with[x] the latest pair (x, ...), next_with the one
+  // before it (a state is in one pair or a few).
+  std::vector<int32_t> first_with(bytes_.size(), -1), next_with;
+  std::vector<std::pair<int32_t, int32_t>> pairs;
+  std::vector<uint8_t> differs;
+  // Edges between pairs, as (from, to, bytes read), reversed below for the distances.
+  struct Edge {
+    int32_t from, to;
+    uint8_t bytes;
+  };
+  std::vector<Edge> edges;
+  std::vector<int32_t> pending;
+  auto pair_of = [&](int32_t x, int32_t y) {
+    for (int32_t p = first_with[static_cast<size_t>(x)]; p >= 0; p = next_with[static_cast<size_t>(p)]) {
+      if (pairs[static_cast<size_t>(p)].second == y) return p;
+    }
+    const auto p = static_cast<int32_t>(pairs.size());
+    pairs.emplace_back(x, y);
+    differs.push_back(0);
+    next_with.push_back(first_with[static_cast<size_t>(x)]);
+    first_with[static_cast<size_t>(x)] = p;
+    pending.push_back(p);
+    return p;
+  };
+  pairs.reserve(stand_in_claims_.size() * 2);
+  differs.reserve(stand_in_claims_.size() * 2);
+  next_with.reserve(stand_in_claims_.size() * 2);
+  edges.reserve(stand_in_claims_.size() * 2);
+  for (size_t i = 0; i + 1 < stand_in_claims_.size(); i += 2) {
+    const int32_t a = stand_in_claims_[i], b = stand_in_claims_[i + 1];
+    if (a != b) pair_of(rule_start_[a], rule_start_[b]);
+  }
+
+  // A rule that reads a byte before it can end or call: a call of it moves at least one byte.
+  auto reads_first = [&](int32_t rule) {
+    const int32_t s = rule_start_[rule];
+    const uint8_t* kind = kernel_kinds_begin(s);
+    for (const int32_t* k = kernel_begin(s); k != kernel_end(s); ++k, ++kind) {
+      if (*kind != kHeadState || reads_token(*k)) return false;
+    }
+    return true;
+  };
+  std::vector<ByteEdge> bx, by;
+  std::vector<CallEdge> cx, cy;
+  auto by_lo = [](const ByteEdge& p, const ByteEdge& q) { return p.lo < q.lo; };
+  // Tail calls last; the others by rule.
+  auto by_rule = [](const CallEdge& p, const CallEdge& q) {
+    return p.tail != q.tail ? q.tail : (!p.tail && p.rule < q.rule);
+  };
+  // Compares the pair's states' one kernel state each: false where they differ; else the
+  // pairs they lead to, by edge.
+  auto compare = [&](int32_t pair) {
+    const auto [x, y] = pairs[static_cast<size_t>(pair)];
+    if (kernel_end(x) - kernel_begin(x) != 1 || kernel_end(y) - kernel_begin(y) != 1) return false;
+    const int32_t kx = *kernel_begin(x), ky = *kernel_begin(y);
+    if (*kernel_kinds_begin(x) != *kernel_kinds_begin(y) || reads_token(kx) || reads_token(ky)) return false;
+    if (bytes_[kx].size() != bytes_[ky].size() || calls_[kx].size() != calls_[ky].size()) return false;
+    if (!bytes_[kx].empty() && !(deterministic_[kx] && deterministic_[ky])) return false;
+    bx.assign(bytes_[kx].begin(), bytes_[kx].end());
+    by.assign(bytes_[ky].begin(), bytes_[ky].end());
+    if (bx.size() > 1) {
+      std::sort(bx.begin(), bx.end(), by_lo);
+      std::sort(by.begin(), by.end(), by_lo);
+    }
+    for (size_t e = 0; e < bx.size(); ++e) {
+      if (bx[e].lo != by[e].lo || bx[e].hi != by[e].hi) return false;
+    }
+    cx.assign(calls_[kx].begin(), calls_[kx].end());
+    cy.assign(calls_[ky].begin(), calls_[ky].end());
+    if (cx.size() > 1) {
+      std::sort(cx.begin(), cx.end(), by_rule);
+      std::sort(cy.begin(), cy.end(), by_rule);
+    }
+    for (size_t e = 0; e < cx.size(); ++e) {
+      if (cx[e].tail != cy[e].tail || (!cx[e].tail && cx[e].rule != cy[e].rule)) return false;
+      // Calls pair up by rule: each rule once, and one tail call at most.
+      if (e > 0 && (cx[e].tail ? cx[e - 1].tail : cx[e - 1].rule == cx[e].rule)) return false;
+    }
+    for (size_t e = 0; e < bx.size(); ++e) {
+      if (bx[e].target != by[e].target) edges.push_back({pair, pair_of(bx[e].target, by[e].target), 1});
+    }
+    for (size_t e = 0; e < cx.size(); ++e) {
+      const int32_t to_x = cx[e].tail ? rule_start_[cx[e].rule] : cx[e].ret;
+      const int32_t to_y = cy[e].tail ? rule_start_[cy[e].rule] : cy[e].ret;
+      const uint8_t moved = !cx[e].tail && reads_first(cx[e].rule) ? 1 : 0;
+      if (to_x != to_y) edges.push_back({pair, pair_of(to_x, to_y), moved});
+    }
+    return true;
+  };
+  while (!pending.empty()) {
+    const int32_t pair = pending.back();
+    pending.pop_back();
+    if (!compare(pair)) differs[static_cast<size_t>(pair)] = 1;
+    if (pairs.size() > max_pairs) return;
+  }
+
+  // Agreement of each pair: the fewest bytes to a pair that differs (0-1 breadth-first search
+  // over the reversed edges); kNever where no path leads to one.
+  const size_t n = pairs.size();
+  std::vector<int32_t> first(n + 1, 0), from(edges.size());
+  std::vector<uint8_t> cost(edges.size());
+  for (const Edge& e : edges) ++first[static_cast<size_t>(e.to) + 1];
+  for (size_t i = 0; i < n; ++i) first[i + 1] += first[i];
+  {
+    std::vector<int32_t> fill(first.begin(), first.end() - 1);
+    for (const Edge& e : edges) {
+      const auto at = static_cast<size_t>(fill[static_cast<size_t>(e.to)]++);
+      from[at] = e.from;
+      cost[at] = e.bytes;
+    }
+  }
+  std::vector<int32_t> agrees(n, kNever);
+  std::deque<int32_t> queue;
+  for (size_t i = 0; i < n; ++i) {
+    if (differs[i]) {
+      agrees[i] = 0;
+      queue.push_back(static_cast<int32_t>(i));
+    }
+  }
+  while (!queue.empty()) {
+    const int32_t p = queue.front();
+    queue.pop_front();
+    for (int32_t k = first[static_cast<size_t>(p)]; k < first[static_cast<size_t>(p) + 1]; ++k) {
+      const int32_t q = from[static_cast<size_t>(k)];
+      const int32_t d = agrees[static_cast<size_t>(p)] + cost[static_cast<size_t>(k)];
+      if (d < agrees[static_cast<size_t>(q)]) {
+        agrees[static_cast<size_t>(q)] = d;
+        if (cost[static_cast<size_t>(k)] == 0) {
+          queue.push_front(q);
+        } else {
+          queue.push_back(q);
+        }
+      }
+    }
+  }
+
+  stand_ins_.assign(bytes_.size(), StandIn{});
+  auto keep = [&](int32_t s, int32_t t, int32_t bytes) {
+    if (s == t) return;
+    StandIn& best = stand_ins_[static_cast<size_t>(s)];
+    if (bytes > best.bytes) best = {t, bytes};
+  };
+  bool any = false;
+  for (size_t i = 0; i < n; ++i) {
+    if (agrees[i] == 0) continue;
+    const auto [x, y] = pairs[i];
+    keep(x, y, agrees[i]);
+    // Heads are kernel states: a pair that agrees has one each.
+    keep(*kernel_begin(x), *kernel_begin(y), agrees[i]);
+    any = true;
+  }
+  if (!any) stand_ins_.clear();
+}
+
+}  // namespace logitgate

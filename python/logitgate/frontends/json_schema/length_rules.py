@@ -1,0 +1,185 @@
+"""Counted strings as rules: a pattern's length product (one rule per kept (DFA state, length)
+pair) and a pattern's wide repetition (one rule per count), with the stand-ins of their positions
+far from the bounds.
+
+A counted position reads what its pattern's uncounted loop reads for as long as neither bound is
+near: the product's pairs (q, k) with k past ``minLength`` and far enough below ``maxLength``
+are claimed to read what the loop's rule of q reads (Grammar.stand_ins). The core checks each
+claim and takes such a position's masks from the loop, whose walks meet the same configurations
+again where the counted ones make a new one per position (docs/design.md, "Stand-ins")."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from logitgate.grammar.ir import EMPTY, Alt, CharClass, Literal, Node, Ref, Repeat, Seq
+from logitgate.grammar.json_text import intersect_ranges as _intersect_ranges
+from logitgate.grammar.json_text import seq as _seq
+
+from .caps import _CHAINED_COUNTS, _RELAXED_SPAN, _STAND_IN_WINDOW
+from .pattern_dfa import Dfa, LengthProduct, Ranges, farthest_accept
+from .rules import RuleTable
+
+
+def length_product_rules(
+    table: RuleTable,
+    encode: Callable[[CharClass], Node],
+    product: LengthProduct,
+    dfa: Dfa,
+    lo: int,
+    hi: int | None,
+    loop: Dfa | None = None,
+) -> Node:
+    """The encoded rules of a non-empty length product of ``dfa`` and [lo, hi] (``encode``: a
+    class's JSON spellings), added to ``table`` with the stand-ins of the pairs far from both
+    bounds (``loop``: the pattern's DFA with its wide counts unbounded, where it has any);
+    returns the reference to the start pair's rule."""
+    base = f"dl{len(table.rules)}_"
+    rules: dict[str, Node] = {}
+    # A DFA's edges recur at every length: each pair's Ref is built once however many pairs
+    # move to it, and each edge's class looked up once by its ranges (encode's memo is keyed
+    # by the CharClass, which each lookup would build and hash again).
+    encoded: dict[Ranges, Node] = {}
+    refs: dict[tuple[int, int], Ref] = {}
+    for (q, k), (accepts, moves) in product.pairs.items():
+        alts: list[Node] = [EMPTY] if accepts else []
+        for r, pair in moves:
+            enc = encoded.get(r)
+            if enc is None:
+                enc = encoded[r] = encode(CharClass(r))
+            ref = refs.get(pair)
+            if ref is None:
+                ref = refs[pair] = Ref(f"{base}{pair[0]}_{pair[1]}")
+            alts.append(_seq([enc, ref]))
+        # A kept pair accepts or moves to a kept pair; its alternatives are distinct nodes
+        # (one per edge, and the empty text), so nothing is left for _alt to merge.
+        rules[f"{base}{q}_{k}"] = alts[0] if len(alts) == 1 else Alt(tuple(alts))
+    table.rules.update(rules)
+    if hi is not None or loop is not None:
+        _stand_ins(table, encode, encoded, base, product, dfa, lo, hi, loop or dfa)
+    return Ref(f"{base}0_0")
+
+
+def _stand_ins(
+    table: RuleTable,
+    encode: Callable[[CharClass], Node],
+    encoded: dict[Ranges, Node],
+    base: str,
+    product: LengthProduct,
+    dfa: Dfa,
+    lo: int,
+    hi: int | None,
+    loop: Dfa,
+) -> None:
+    """Rules ``{base}{q}`` for the states of ``loop`` (``dfa`` without the length, or with its
+    wide counts unbounded too), and the claims that each pair (q, k) with k >= lo reads what
+    the loop's rules of the states alongside q read. Only pairs with at least
+    _STAND_IN_WINDOW code points to spare before ``hi`` (and before the longest way to an
+    accepting state) are claimed: nearer, no token would be served."""
+    last = None if hi is None else hi - farthest_accept(dfa) - _STAND_IN_WINDOW
+    claimed = [(q, k) for q, k in product.pairs if k >= lo and (last is None or k <= last)]
+    if not claimed:
+        return
+    alongside = _alongside(dfa, loop)
+    work = sorted({t for q, _ in claimed for t in alongside.get(q, ())})
+    seen = set(work)
+    for q in work:  # grows while it is walked
+        for _, t in loop.edges[q]:
+            if t not in seen:
+                seen.add(t)
+                work.append(t)
+    for q in work:
+        alts: list[Node] = [EMPTY] if loop.accepting[q] else []
+        for r, t in loop.edges[q]:
+            enc = encoded.get(r)
+            if enc is None:
+                enc = encoded[r] = encode(CharClass(r))
+            alts.append(_seq([enc, Ref(f"{base}{t}")]))
+        table.rules[f"{base}{q}"] = alts[0] if len(alts) == 1 else Alt(tuple(alts))
+    table.stand_ins.extend((f"{base}{q}_{k}", f"{base}{t}") for q, k in claimed for t in sorted(alongside.get(q, ())))
+
+
+def _alongside(dfa: Dfa, loop: Dfa) -> dict[int, set[int]]:
+    """Per state of ``dfa``, the states of ``loop`` some text reaches along with it (from both
+    starts, code point by code point): each state itself where ``loop`` is ``dfa``. At most a
+    few pairs per state of ``dfa`` are followed (the rest would be claims not worth a check)."""
+    if loop is dfa:
+        return {q: {q} for q in range(len(dfa.edges))}
+    found: dict[int, set[int]] = {0: {0}}
+    work = [(0, 0)]
+    budget = 4 * len(dfa.edges)
+    while work and budget > 0:
+        budget -= 1
+        q, p = work.pop()
+        for ranges, t in dfa.edges[q]:
+            for loop_ranges, u in loop.edges[p]:
+                if _intersect_ranges(list(ranges), list(loop_ranges)) and u not in found.setdefault(t, set()):
+                    found[t].add(u)
+                    work.append((t, u))
+    return found
+
+
+def chain_wide_repetition(table: RuleTable, node: Node) -> Node:
+    """``node`` (a string's encoded contents) with its first top-level repetition of a part
+    longer than one character over at least _RELAXED_SPAN optional counts (``(?:\\S+\\s+){0,99}``)
+    as a chain of rules, one per count, each ending in a call of the next or of the rest, and
+    the claims that the repetition's unbounded loop stands for the counts past its minimum. The
+    same language; ``node`` itself where there is no such repetition (a repeated character is
+    served by the core's capacities instead)."""
+    items = node.items if isinstance(node, Seq) else (node,)
+    at = next((i for i, item in enumerate(items) if _wide(item)), None)
+    if at is None:
+        return node
+    rep = items[at]
+    assert isinstance(rep, Repeat) and rep.max is not None
+    base = f"rc{len(table.rules)}_"
+    rest, loop = Ref(f"{base}rest"), Ref(f"{base}loop")
+    table.rules[rest.name] = _seq(list(items[at + 1 :]))
+    for j in range(rep.max + 1):
+        alts: list[Node] = [rest] if j >= rep.min else []
+        if j < rep.max:
+            alts.append(_seq([rep.item, Ref(f"{base}{j + 1}")]))
+        table.rules[f"{base}{j}"] = alts[0] if len(alts) == 1 else Alt(tuple(alts))
+    table.rules[loop.name] = Alt((rest, _seq([rep.item, loop])))
+    table.stand_ins.extend((f"{base}{j}", loop.name) for j in range(rep.min, rep.max - _STAND_IN_WINDOW + 1))
+    return _seq([*items[:at], Ref(f"{base}0")])
+
+
+def _wide(node: Node) -> bool:
+    """A bounded repetition over many optional counts of a part that is not one character (a
+    class, its rule, or a one-character literal) and reads something, of at most _CHAINED_COUNTS."""
+    if not isinstance(node, Repeat) or node.max is None:
+        return False
+    if not _RELAXED_SPAN <= node.max - node.min or node.max > _CHAINED_COUNTS:
+        return False
+    item = node.item
+    if isinstance(item, (CharClass, Ref)) or (isinstance(item, Literal) and len(item.value.decode("utf-8")) <= 1):
+        return False
+    return not _nullable(item)  # (else the loop would call itself before reading a byte)
+
+
+def _nullable(node: Node) -> bool:
+    """Whether encoded string contents ``node`` can be empty (its references are classes' rules,
+    one character each). Iterative: a pattern's nesting is the user's."""
+    known: dict[int, bool] = {}
+    stack: list[tuple[Node, bool]] = [(node, False)]
+    while stack:
+        n, expanded = stack.pop()
+        parts: tuple[Node, ...] = ()
+        if isinstance(n, (Seq, Alt)):
+            parts = n.items
+        elif isinstance(n, Repeat) and n.min > 0:
+            parts = (n.item,)
+        if parts and not expanded:
+            stack.append((n, True))
+            stack.extend((p, False) for p in parts if id(p) not in known)
+            continue
+        if isinstance(n, Seq):
+            known[id(n)] = all(known[id(p)] for p in n.items)
+        elif isinstance(n, Alt):
+            known[id(n)] = any(known[id(p)] for p in n.items)
+        elif isinstance(n, Repeat):
+            known[id(n)] = n.min == 0 or known[id(n.item)]
+        else:
+            known[id(n)] = isinstance(n, Literal) and not n.value
+    return known[id(node)]
