@@ -2,7 +2,7 @@
 // Python in the loop, for profiling (perf, valgrind --tool=cachegrind/callgrind) and for timing
 // engine changes more steadily than the harness can. Inputs come from bench/native/export.py.
 //
-//   walk_bench DIR [--case SUBSTR] [--repeat N] [--evict] [--verbose] [--compile-only]
+//   walk_bench DIR [--case SUBSTR] [--repeat N] [--evict] [--verbose] [--compile-only] [--no-stand-ins]
 //
 // Per case: a cold core compile (Automaton + Parser), then for every instance a fresh matcher
 // that fills the mask at each position and accepts the instance's token, as bench/worker.py
@@ -12,6 +12,8 @@
 // transitions, automaton states and a digest of every mask (a core change that keeps masks
 // keeps the digests); then totals, and how many cases' slowest mask passes 200 us, 500 us and
 // 1 ms (the whole-corpus tail's counts, for comparing two cores run alternately).
+// --no-stand-ins walks every configuration itself (Matcher::SetStandIns): the digests must not
+// change.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -52,7 +54,9 @@ double Micros(std::chrono::steady_clock::time_point a, std::chrono::steady_clock
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: walk_bench DIR [--case SUBSTR] [--repeat N] [--evict] [--verbose] [--compile-only]\n");
+    std::fprintf(stderr,
+                 "usage: walk_bench DIR [--case SUBSTR] [--repeat N] [--evict] [--verbose] [--compile-only] "
+                 "[--no-stand-ins]\n");
     return 2;
   }
   const std::string dir = argv[1];
@@ -71,6 +75,8 @@ int main(int argc, char** argv) {
       verbose = true;
     } else if (a == "--compile-only") {
       compile_only = true;
+    } else if (a == "--no-stand-ins") {
+      Matcher::SetStandIns(false);  // masks walked from each configuration itself (Parser::StandIn)
     } else {
       std::fprintf(stderr, "unknown argument %s\n", a.c_str());
       return 2;
