@@ -99,3 +99,11 @@ def test_limit_met_feeding_an_instance_is_a_refusal(monkeypatch: pytest.MonkeyPa
     check_schema(schema, {}, 2225474124, report, walks=24)
     assert report.refusals["instance:limit"] >= 1, report.summary()
     assert not report.failures
+
+
+def test_a_departure_is_seen_through_a_negated_if() -> None:
+    # ¬(if P then Q) asserts P: a key that P's patternProperties do not match is the documented
+    # departure, not an over-constraint (the oracle's seed 42 find).
+    schema = {"not": {"if": {"patternProperties": {"^[ab]": {}}}, "then": {"oneOf": [{"type": "number"}]}}}
+    assert oracle.departure(schema, {"xy": 2.25}) == "patternProperties: a key matching no pattern"
+    assert oracle.departure({"not": {"type": "number"}}, {"xy": 2.25}) is None
