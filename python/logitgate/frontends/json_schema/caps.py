@@ -74,7 +74,6 @@ _MINIMIZE_WORK = 200_000  # predecessor entries one DFA minimization walks (more
 _DFA_LENGTH_RULES = 12_000  # most (DFA state, length) rules a pattern-with-length product builds (more: NFA product)
 _LENGTH_PRODUCT_RULES_TOTAL = 36_000  # most rules one lowering's pattern-with-length products (DFA or NFA) build
 _STAND_IN_WINDOW = 16  # code points a counted position must have to spare for its loop to stand in (fewer: no claim)
-_STAND_IN_LEAD = 32  # most minLength under which counted positions get a stand-in too (more: from minLength on)
 _RELAXED_SPAN = 16  # optional counts of a pattern's repetition from which its loop stands in for it (fewer: none)
 _CHAINED_COUNTS = 1024  # most counts of a pattern's wide repetition lowered as a chain of rules (more: unrolled)
 _NFA_STATES = 3000  # Thompson NFA states of one pattern product (more: built another way or refused)

@@ -16,7 +16,7 @@ from logitgate.grammar.ir import EMPTY, Alt, CharClass, Literal, Node, Ref, Repe
 from logitgate.grammar.json_text import intersect_ranges as _intersect_ranges
 from logitgate.grammar.json_text import seq as _seq
 
-from .caps import _CHAINED_COUNTS, _RELAXED_SPAN, _STAND_IN_LEAD, _STAND_IN_WINDOW
+from .caps import _CHAINED_COUNTS, _RELAXED_SPAN, _STAND_IN_WINDOW
 from .pattern_dfa import Dfa, LengthProduct, Ranges, farthest_accept
 from .rules import RuleTable
 
@@ -71,38 +71,32 @@ def _stand_ins(
     hi: int | None,
     loop: Dfa,
 ) -> None:
-    """The claims that each pair (q, k) reads what ``loop`` (``dfa`` without the length, or with
-    its wide counts unbounded too) reads from the states alongside q, counted up to ``lo``
-    only: from k >= lo the loop's rule ``{base}{t}``, short of it (where ``lo`` is at most
-    _STAND_IN_LEAD) a rule ``{base}m{t}_{k}`` per count left. Only pairs with at least
+    """Rules ``{base}{q}`` for the states of ``loop`` (``dfa`` without the length, or with its
+    wide counts unbounded too), and the claims that each pair (q, k) with k >= lo reads what
+    the loop's rules of the states alongside q read. Only pairs with at least
     _STAND_IN_WINDOW code points to spare before ``hi`` (and before the longest way to an
     accepting state) are claimed: nearer, no token would be served."""
     last = None if hi is None else hi - farthest_accept(dfa) - _STAND_IN_WINDOW
-    # (With no upper bound and no relaxed count, the product short of lo is its own lead-in.)
-    first = lo if lo > _STAND_IN_LEAD or (hi is None and loop is dfa) else 0
-    claimed = [(q, k) for q, k in product.pairs if k >= first and (last is None or k <= last)]
+    claimed = [(q, k) for q, k in product.pairs if k >= lo and (last is None or k <= last)]
     if not claimed:
         return
     alongside = _alongside(dfa, loop)
-
-    def name(t: int, k: int) -> str:
-        return f"{base}{t}" if k >= lo else f"{base}m{t}_{k}"
-
-    work = sorted({(t, min(k, lo)) for q, k in claimed for t in alongside.get(q, ())})
+    work = sorted({t for q, _ in claimed for t in alongside.get(q, ())})
     seen = set(work)
-    for t, k in work:  # grows while it is walked
-        alts: list[Node] = [EMPTY] if k >= lo and loop.accepting[t] else []
-        for r, u in loop.edges[t]:
+    for q in work:  # grows while it is walked
+        for _, t in loop.edges[q]:
+            if t not in seen:
+                seen.add(t)
+                work.append(t)
+    for q in work:
+        alts: list[Node] = [EMPTY] if loop.accepting[q] else []
+        for r, t in loop.edges[q]:
             enc = encoded.get(r)
             if enc is None:
                 enc = encoded[r] = encode(CharClass(r))
-            after = (u, min(k + 1, lo))
-            if after not in seen:
-                seen.add(after)
-                work.append(after)
-            alts.append(_seq([enc, Ref(name(*after))]))
-        table.rules[name(t, k)] = alts[0] if len(alts) == 1 else Alt(tuple(alts))
-    table.stand_ins.extend((f"{base}{q}_{k}", name(t, k)) for q, k in claimed for t in sorted(alongside.get(q, ())))
+            alts.append(_seq([enc, Ref(f"{base}{t}")]))
+        table.rules[f"{base}{q}"] = alts[0] if len(alts) == 1 else Alt(tuple(alts))
+    table.stand_ins.extend((f"{base}{q}_{k}", f"{base}{t}") for q, k in claimed for t in sorted(alongside.get(q, ())))
 
 
 def _alongside(dfa: Dfa, loop: Dfa) -> dict[int, set[int]]:
