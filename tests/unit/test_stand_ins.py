@@ -190,3 +190,46 @@ def test_the_core_refuses_malformed_claims(trailer: list[int]) -> None:
     with pytest.raises(lg.GrammarError) as e:
         _core.compile(vocab._core, bad, names, compiler._core_limits, None)
     assert e.value.code == "bad-program"
+
+
+def test_random_claims_change_no_mask() -> None:
+    # Claims between random positions of a length product, half of them of one pattern state at
+    # two counts (alike but where a bound bites: one may end or go on where the other may not):
+    # the core uses those that hold as far as the vocabulary's tokens reach (three bytes here),
+    # and no mask changes.
+    import itertools
+    import random
+
+    schema = {"type": "string", "pattern": "^[a-c]+x[a-c]*$", "minLength": 4, "maxLength": 24}
+    base, _ = schema_to_grammar(schema, limits=lg.Limits())
+    positions = sorted(n for n in base.rules if n.startswith("dl") and n.count("_") == 2)
+    by_state: dict[str, list[str]] = {}  # a pattern state's positions: alike but for the counts
+    for name in positions:
+        by_state.setdefault(name.rsplit("_", 1)[0], []).append(name)
+    alphabet = [b"a", b"b", b"c", b"x", b'"']
+    tokens = [b"".join(t) for n in (1, 2, 3) for t in itertools.product(alphabet, repeat=n)]
+    vocab = lg.Vocabulary.from_tokens([*tokens, None], eos_ids=[len(tokens)])
+    bits = lg.allocate_mask(vocab)
+    used = 0
+    for seed in range(8):
+        rng = random.Random(seed)
+        firsts = [rng.choice(positions) for _ in range(60)]
+        claims = tuple(
+            (a, rng.choice(by_state[a.rsplit("_", 1)[0]] if rng.random() < 0.5 else positions)) for a in firsts
+        )
+        plain = lg.Compiler(vocab, cache_size=0).compile_grammar(Grammar(base.rules))
+        claimed = lg.Compiler(vocab, cache_size=0).compile_grammar(Grammar(base.rules, stand_ins=claims))
+        for _ in range(6):
+            a, b = plain.matcher(), claimed.matcher()
+            for _ in range(30):
+                a.fill_mask(bits, row=0)
+                want = bits[0].copy()
+                b.fill_mask(bits, row=0)
+                assert (bits[0] == want).all(), (seed, claims)
+                allowed = [t for t in range(len(tokens)) if want[t >> 5] >> (t & 31) & 1]
+                if not allowed:
+                    break
+                t = rng.choice(allowed)
+                assert a.accept(t) and b.accept(t)
+        used += claimed._core.num_configurations != plain._core.num_configurations
+    assert used > 0  # some claims held far enough to be used
