@@ -15,9 +15,11 @@ from collections.abc import Callable
 from logitgate.grammar.ir import EMPTY, Alt, CharClass, Literal, Node, Ref, Repeat, Seq
 from logitgate.grammar.json_text import intersect_ranges as _intersect_ranges
 from logitgate.grammar.json_text import seq as _seq
+from logitgate.limits import Limits
 
 from .caps import _CHAINED_COUNTS, _RELAXED_SPAN, _STAND_IN_WINDOW
 from .pattern_dfa import Dfa, LengthProduct, Ranges, farthest_accept
+from .patterns import _LengthRanges
 from .rules import RuleTable
 
 
@@ -119,67 +121,43 @@ def _alongside(dfa: Dfa, loop: Dfa) -> dict[int, set[int]]:
     return found
 
 
-def chain_wide_repetition(table: RuleTable, node: Node) -> Node:
-    """``node`` (a string's encoded contents) with its first top-level repetition of a part
-    longer than one character over at least _RELAXED_SPAN optional counts (``(?:\\S+\\s+){0,99}``)
-    as a chain of rules, one per count, each ending in a call of the next or of the rest, and
-    the claims that the repetition's unbounded loop stands for the counts past its minimum. The
-    same language; ``node`` itself where there is no such repetition (a repeated character is
-    served by the core's capacities instead)."""
+def chain_wide_repetition(table: RuleTable, node: Node, encode: Callable[[Node], Node], limits: Limits) -> Node:
+    """The encoded contents of a string of ``node`` (code-point level), its first top-level
+    repetition of a part longer than one character over at least _RELAXED_SPAN optional counts
+    (``(?:\\S+\\s+){0,99}``) as a chain of rules, one per count, each ending in a call of the next
+    or of the rest, with the claims that the repetition's unbounded loop stands for the counts
+    past its minimum. The same language; ``encode(node)`` where there is no such repetition (a
+    repeated character is served by the core's capacities instead)."""
     items = node.items if isinstance(node, Seq) else (node,)
-    at = next((i for i, item in enumerate(items) if _wide(item)), None)
+    lengths = _LengthRanges(limits)
+    at = next((i for i, item in enumerate(items) if _wide(item, lengths)), None)
     if at is None:
-        return node
+        return encode(node)
     rep = items[at]
     assert isinstance(rep, Repeat) and rep.max is not None
+    part = encode(rep.item)
     base = f"rc{len(table.rules)}_"
     rest, loop = Ref(f"{base}rest"), Ref(f"{base}loop")
-    table.rules[rest.name] = _seq(list(items[at + 1 :]))
+    table.rules[rest.name] = _seq([encode(i) for i in items[at + 1 :]])
     for j in range(rep.max + 1):
         alts: list[Node] = [rest] if j >= rep.min else []
         if j < rep.max:
-            alts.append(_seq([rep.item, Ref(f"{base}{j + 1}")]))
+            alts.append(_seq([part, Ref(f"{base}{j + 1}")]))
         table.rules[f"{base}{j}"] = alts[0] if len(alts) == 1 else Alt(tuple(alts))
-    table.rules[loop.name] = Alt((rest, _seq([rep.item, loop])))
+    table.rules[loop.name] = Alt((rest, _seq([part, loop])))
     table.stand_ins.extend((f"{base}{j}", loop.name) for j in range(rep.min, rep.max - _STAND_IN_WINDOW + 1))
-    return _seq([*items[:at], Ref(f"{base}0")])
+    return _seq([*(encode(i) for i in items[:at]), Ref(f"{base}0")])
 
 
-def _wide(node: Node) -> bool:
-    """A bounded repetition over many optional counts of a part that is not one character (a
-    class, its rule, or a one-character literal) and reads something, of at most _CHAINED_COUNTS."""
+def _wide(node: Node, lengths: _LengthRanges) -> bool:
+    """A bounded repetition, of at most _CHAINED_COUNTS, over many optional counts of a part
+    that is not one character (a class or a one-character literal) and cannot be empty (its
+    loop would call itself before reading a byte)."""
     if not isinstance(node, Repeat) or node.max is None:
         return False
     if not _RELAXED_SPAN <= node.max - node.min or node.max > _CHAINED_COUNTS:
         return False
     item = node.item
-    if isinstance(item, (CharClass, Ref)) or (isinstance(item, Literal) and len(item.value.decode("utf-8")) <= 1):
+    if isinstance(item, CharClass) or (isinstance(item, Literal) and len(item.value.decode("utf-8")) <= 1):
         return False
-    return not _nullable(item)  # (else the loop would call itself before reading a byte)
-
-
-def _nullable(node: Node) -> bool:
-    """Whether encoded string contents ``node`` can be empty (its references are classes' rules,
-    one character each). Iterative: a pattern's nesting is the user's."""
-    known: dict[int, bool] = {}
-    stack: list[tuple[Node, bool]] = [(node, False)]
-    while stack:
-        n, expanded = stack.pop()
-        parts: tuple[Node, ...] = ()
-        if isinstance(n, (Seq, Alt)):
-            parts = n.items
-        elif isinstance(n, Repeat) and n.min > 0:
-            parts = (n.item,)
-        if parts and not expanded:
-            stack.append((n, True))
-            stack.extend((p, False) for p in parts if id(p) not in known)
-            continue
-        if isinstance(n, Seq):
-            known[id(n)] = all(known[id(p)] for p in n.items)
-        elif isinstance(n, Alt):
-            known[id(n)] = any(known[id(p)] for p in n.items)
-        elif isinstance(n, Repeat):
-            known[id(n)] = n.min == 0 or known[id(n.item)]
-        else:
-            known[id(n)] = isinstance(n, Literal) and not n.value
-    return known[id(node)]
+    return lengths(item)[0] > 0

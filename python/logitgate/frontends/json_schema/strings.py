@@ -298,7 +298,7 @@ class StringEmitter:
         if _is_empty(node) or _is_empty(encoded):
             self.diag.contradiction(f, ptr, f"{kw} and length bounds leave no string")
             return _EMPTY_LANG
-        return chain_wide_repetition(self.table, self.encode(node)) if encoded is None else encoded
+        return chain_wide_repetition(self.table, node, self.encode, self.limits) if encoded is None else encoded
 
     def intersect_by_derivatives(self, nodes: list[Node]) -> Node | None:
         """Encoded content of ``nodes[0] ∩ nodes[1] ∩ ...`` (grammar/derivatives.py): one rule per
