@@ -663,8 +663,7 @@ void Automaton::Build(const std::vector<int32_t>& program) {
   }
   if (pos != program.size()) {
     const int32_t n_claims = rd.At(pos);
-    if (n_claims <= 0 || static_cast<size_t>(n_claims) > (program.size() - pos - 1) / 2 ||
-        pos + 1 + 2 * static_cast<size_t>(n_claims) != program.size()) {
+    if (n_claims <= 0 || pos + 1 + 2 * static_cast<size_t>(n_claims) != program.size()) {
       throw CoreError::Grammar("bad-program", "trailing data after grammar program");
     }
     stand_in_claims_.assign(program.begin() + static_cast<std::ptrdiff_t>(pos) + 1, program.end());
