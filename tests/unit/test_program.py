@@ -14,7 +14,7 @@ import logitgate as lg
 from logitgate.frontends.gbnf import parse_gbnf
 from logitgate.frontends.json_schema import schema_to_grammar
 from logitgate.frontends.regex import parse_regex
-from logitgate.grammar.ir import ByteClass, CharClass, Grammar, Literal, Ref, Repeat, Seq, StringExcept, TokenSet
+from logitgate.grammar.ir import Alt, ByteClass, CharClass, Grammar, Literal, Ref, Repeat, Seq, StringExcept, TokenSet
 from logitgate.grammar.program import serialize
 from logitgate.limits import DEFAULT_LIMITS, Limits
 
@@ -149,6 +149,33 @@ def test_ir_constructors_raise_typed_errors() -> None:
         with pytest.raises(lg.GrammarError) as e:
             TokenSet(ids)
         assert e.value.code == "bad-token-set"
+
+
+def test_ir_nodes_are_frozen_values_without_instance_dicts() -> None:
+    import dataclasses
+    import pickle
+
+    nodes = [
+        Literal(b"ab"),
+        CharClass(((48, 57),), negated=True),
+        ByteClass(((0, 127),)),
+        Seq((Literal(b"a"), Ref("x"))),
+        Alt((Literal(b"a"), Literal(b"b"))),
+        Repeat(Ref("x"), 1, None),
+        Ref("x"),
+        StringExcept(("a", "bc"), Ref("tail")),
+        TokenSet((3, 1)),
+    ]
+    for node in nodes:
+        assert not hasattr(node, "__dict__"), type(node)  # slots: one small object per node
+        field = dataclasses.fields(node)[0].name
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(node, field, getattr(node, field))
+        twin = dataclasses.replace(node)
+        assert twin == node and hash(twin) == hash(node) and twin is not node
+        assert pickle.loads(pickle.dumps(node)) == node
+    assert TokenSet((3, 1)).ids == (1, 3) and Repeat(Ref("x"), 1, None).max is None
+    assert len({Seq((Literal(b"a"),)), Seq((Literal(b"a"),)), Seq((Literal(b"b"),))}) == 2
 
 
 @pytest.mark.parametrize("token", [2**31, 2**63, 2**64])

@@ -37,8 +37,9 @@ digits ::= [0-9]{1,3}
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import GrammarError, _int_text
 
@@ -64,26 +65,39 @@ __all__ = [
 MAX_CODE_POINT = 0x10FFFF
 
 
-# The node classes are frozen dataclasses with hand-written __init__s: the generated ones set
-# each field through object.__setattr__, and constructing nodes was a fifth of lowering a JSON
-# Schema. Writing the instance dict directly is what that call does, minus the call; the
-# classes stay frozen (assignment raises), hashable and comparable by value.
+# The node classes are frozen, slotted dataclasses with hand-written __init__s: the generated
+# ones set each field through object.__setattr__, and a compile builds a node for every piece
+# of its grammar. Each __init__ writes its fields through the slots' own setters (bound below
+# each class, `_set_<class>_<field>`), which a frozen class's __setattr__ does not stand in
+# front of. Slots rather than an instance dict: a node is one small object where it was two
+# (the instance and its dict, three times the memory), and a cold compile pays per cache line
+# it touches, in the lowering and in the serializer that reads every node. The classes stay
+# frozen (assignment raises), hashable and comparable by value.
 
 
-@dataclass(frozen=True, init=False)
+def _slot_setter(cls: type, name: str) -> Callable[[Any, Any], None]:
+    """The setter of ``cls``'s slot ``name`` (for its __init__)."""
+    setter: Callable[[Any, Any], None] = cls.__dict__[name].__set__
+    return setter
+
+
+@dataclass(frozen=True, init=False, slots=True)
 class Literal:
     """Exact bytes."""
 
     value: bytes
 
     def __init__(self, value: bytes) -> None:
-        self.__dict__["value"] = value
+        _set_literal_value(self, value)
 
     def __hash__(self) -> int:  # the field's own hash (the generated one hashes a 1-tuple)
         return hash(self.value)
 
 
-@dataclass(frozen=True, init=False)
+_set_literal_value = _slot_setter(Literal, "value")
+
+
+@dataclass(frozen=True, init=False, slots=True)
 class CharClass:
     """One Unicode scalar value in ``ranges`` (inclusive pairs), or not in them if ``negated``."""
 
@@ -94,12 +108,15 @@ class CharClass:
         for lo, hi in ranges:
             if not (0 <= lo <= hi <= MAX_CODE_POINT):
                 raise GrammarError(f"bad code point range {lo:#x}-{hi:#x}", code="bad-class")
-        d = self.__dict__
-        d["ranges"] = ranges
-        d["negated"] = negated
+        _set_charclass_ranges(self, ranges)
+        _set_charclass_negated(self, negated)
 
 
-@dataclass(frozen=True, init=False)
+_set_charclass_ranges = _slot_setter(CharClass, "ranges")
+_set_charclass_negated = _slot_setter(CharClass, "negated")
+
+
+@dataclass(frozen=True, init=False, slots=True)
 class ByteClass:
     """One byte in ``ranges`` (inclusive pairs), or not in them if ``negated``."""
 
@@ -110,32 +127,41 @@ class ByteClass:
         for lo, hi in ranges:
             if not (0 <= lo <= hi <= 255):
                 raise GrammarError(f"bad byte range {lo:#x}-{hi:#x}", code="bad-class")
-        d = self.__dict__
-        d["ranges"] = ranges
-        d["negated"] = negated
+        _set_byteclass_ranges(self, ranges)
+        _set_byteclass_negated(self, negated)
 
 
-@dataclass(frozen=True, init=False)
+_set_byteclass_ranges = _slot_setter(ByteClass, "ranges")
+_set_byteclass_negated = _slot_setter(ByteClass, "negated")
+
+
+@dataclass(frozen=True, init=False, slots=True)
 class Seq:
     """Concatenation of ``items``."""
 
     items: tuple[Node, ...]
 
     def __init__(self, items: tuple[Node, ...]) -> None:
-        self.__dict__["items"] = items
+        _set_seq_items(self, items)
 
 
-@dataclass(frozen=True, init=False)
+_set_seq_items = _slot_setter(Seq, "items")
+
+
+@dataclass(frozen=True, init=False, slots=True)
 class Alt:
     """Alternation of ``items``."""
 
     items: tuple[Node, ...]
 
     def __init__(self, items: tuple[Node, ...]) -> None:
-        self.__dict__["items"] = items
+        _set_alt_items(self, items)
 
 
-@dataclass(frozen=True, init=False)
+_set_alt_items = _slot_setter(Alt, "items")
+
+
+@dataclass(frozen=True, init=False, slots=True)
 class Repeat:
     """``item`` repeated ``min`` to ``max`` times (``max=None``: unbounded)."""
 
@@ -147,26 +173,33 @@ class Repeat:
         if min < 0 or (max is not None and max < min):
             shown = f"{{{_int_text(min)},{'' if max is None else _int_text(max)}}}"
             raise GrammarError(f"bad repetition bounds {shown}", code="bad-repeat")
-        d = self.__dict__
-        d["item"] = item
-        d["min"] = min
-        d["max"] = max
+        _set_repeat_item(self, item)
+        _set_repeat_min(self, min)
+        _set_repeat_max(self, max)
 
 
-@dataclass(frozen=True, init=False)
+_set_repeat_item = _slot_setter(Repeat, "item")
+_set_repeat_min = _slot_setter(Repeat, "min")
+_set_repeat_max = _slot_setter(Repeat, "max")
+
+
+@dataclass(frozen=True, init=False, slots=True)
 class Ref:
     """Reference to the rule called ``name``."""
 
     name: str
 
     def __init__(self, name: str) -> None:
-        self.__dict__["name"] = name
+        _set_ref_name(self, name)
 
     def __hash__(self) -> int:  # the field's own hash (the generated one hashes a 1-tuple)
         return hash(self.name)
 
 
-@dataclass(frozen=True, init=False)
+_set_ref_name = _slot_setter(Ref, "name")
+
+
+@dataclass(frozen=True, init=False, slots=True)
 class StringExcept:
     """JSON string contents (the bytes between the quotes) that spell any string but
     ``words``: read through the trie of ``words`` one character at a time, in any JSON
@@ -180,12 +213,15 @@ class StringExcept:
     tail: Node
 
     def __init__(self, words: tuple[str, ...], tail: Node) -> None:
-        d = self.__dict__
-        d["words"] = words
-        d["tail"] = tail
+        _set_stringexcept_words(self, words)
+        _set_stringexcept_tail(self, tail)
 
 
-@dataclass(frozen=True, init=False)
+_set_stringexcept_words = _slot_setter(StringExcept, "words")
+_set_stringexcept_tail = _slot_setter(StringExcept, "tail")
+
+
+@dataclass(frozen=True, init=False, slots=True)
 class TokenSet:
     """One whole token whose id is in ``ids`` (sorted, distinct), or not in them if ``negated``.
 
@@ -202,9 +238,12 @@ class TokenSet:
             raise GrammarError(f"negative token id {_int_text(ordered[0])}", code="bad-token-set")
         if not ordered and not negated:
             raise GrammarError("an empty token set matches nothing", code="bad-token-set")
-        d = self.__dict__
-        d["ids"] = ordered
-        d["negated"] = negated
+        _set_tokenset_ids(self, ordered)
+        _set_tokenset_negated(self, negated)
+
+
+_set_tokenset_ids = _slot_setter(TokenSet, "ids")
+_set_tokenset_negated = _slot_setter(TokenSet, "negated")
 
 
 def merge_ranges(ranges: Iterable[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
