@@ -393,17 +393,24 @@ class Compiler:
         compile of the same input finds its grammar without running the frontend) and, with a
         ``cache_dir``, on disk. None for an input that is not plain JSON (such compiles are
         keyed by their program only). Property order is kept: it is part of what a schema
-        means here. The key's text is ``json.dumps([kind, spec, options])``; text input is
-        taken as it is (only JSON data needs the round trip that tells it plain)."""
+        means here. The key's text is ``json.dumps([kind, spec, options])`` for JSON data (the
+        round trip tells it plain); text input is taken as it is, after ``[kind, options]`` and
+        a NUL (which JSON text never holds raw, so the two forms never meet)."""
         try:
             opts = _json_text(options) if options else "{}"
-            body = _json_text(spec)
-            # Tuples, non-str keys, NaN: not plain (``kind`` is one of this module's names).
-            if (options and json.loads(opts) != options) or (not isinstance(spec, str) and json.loads(body) != spec):
+            if options and json.loads(opts) != options:
                 return None
+            if isinstance(spec, str):
+                text = f'["{kind}",{opts}]\0{spec}'
+            else:
+                body = _json_text(spec)
+                # Tuples, non-str keys, NaN: not plain (``kind`` is one of this module's names).
+                if json.loads(body) != spec:
+                    return None
+                text = f'["{kind}",{body},{opts}]'
         except (TypeError, ValueError, RecursionError):
             return None
-        return self._disk_key(b"spec", f'["{kind}",{body},{opts}]'.encode("utf-8", "surrogatepass"))
+        return self._disk_key(b"spec", text.encode("utf-8", "surrogatepass"))
 
     def _find_spec(self, key: bytes | None) -> tuple[CompiledGrammar, tuple[str, ...], dict[str, str]] | None:
         """The grammar compiled for a spec key before (in memory, else on disk), with its

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import json
 import random
 import threading
 import weakref
@@ -149,10 +150,14 @@ def test_compiling_an_input_again_skips_its_frontend(monkeypatch: pytest.MonkeyP
     assert compiler.compile_regex("[ab]+c") is r
     info = compiler.cache_info()
     assert (info.hits, info.misses) == (3, 3)
-    # Options, other text and data that is not plain JSON (a tuple) run the frontend.
+    # Options, other text, data that is not plain JSON (a tuple), and text and data that spell
+    # each other (the two forms of key never meet) run the frontend.
     for again in (
         lambda: compiler.compile_json_schema(unique),
         lambda: compiler.compile_json_schema(text + " "),
+        lambda: compiler.compile_json_schema(text, whitespace="compact"),
+        lambda: compiler.compile_json_schema(json.loads(text)),
+        lambda: compiler.compile_json_schema(json.dumps(unique, separators=(",", ":")), lenient=True),
         lambda: compiler.compile_json_schema({"enum": ("x",)}),
         lambda: compiler.compile_regex("[ab]+d"),
     ):
