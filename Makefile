@@ -10,7 +10,7 @@ PYC_STAMP := $(VENV)/.pyc-stamp
 CORE_SOURCES := $(shell find cpp -name '*.cc' -o -name '*.h') CMakeLists.txt pyproject.toml
 PY_SOURCES := $(shell find python -name '*.py')
 
-.PHONY: demo test test-all lint sanitize bench walk-bench fuzz soundness clean lowering-digests lowering-digests-check tsan
+.PHONY: demo test test-all lint sanitize bench walk-bench cpu-time-spikes fuzz soundness clean lowering-digests lowering-digests-check tsan
 
 # torch is pinned to the local CPU wheel first, so nothing can pull a CUDA build later.
 $(DEPS_STAMP): pyproject.toml
@@ -105,6 +105,12 @@ walk-bench: build/walk_bench
 build/walk_bench: bench/native/walk_bench.cc $(CORE_SOURCES)
 	mkdir -p build
 	$(CXX) -std=c++17 -O2 -g -mpopcnt -Wall -Wextra -o $@ bench/native/walk_bench.cc $(wildcard cpp/core/*.cc) -lpthread
+
+# The machine's noise floor under CPU-time maxima (bench/native/README.md): `build/cpu_time_spikes 60`.
+cpu-time-spikes: build/cpu_time_spikes
+build/cpu_time_spikes: bench/native/cpu_time_spikes.cc
+	mkdir -p build
+	$(CXX) -std=c++17 -O2 -Wall -Wextra -o $@ bench/native/cpu_time_spikes.cc
 
 # Every atheris target (tests/fuzz/targets.py) for FUZZ_RUNS inputs each, FUZZ_TIMEOUT seconds per
 # input, FUZZ_JOBS targets at a time, FUZZ_WORKERS processes per target on one corpus; counts and

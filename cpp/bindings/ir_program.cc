@@ -28,7 +28,7 @@ nb::object Name(const char* s) {
   return nb::steal(p);
 }
 
-// A new reference to attribute `name` of `obj` (interned name strings: one dict lookup).
+// A new reference to attribute `name` of `obj` (interned name strings; a node's fields are slots).
 nb::object Attr(PyObject* obj, const nb::object& name) {
   PyObject* v = PyObject_GetAttr(obj, name.ptr());
   if (v == nullptr) throw nb::python_error();
