@@ -255,8 +255,8 @@ class Decider:
                 if atoms is None or not self.check_atoms(item, atoms, depth + 1):
                     return False
             for c in f.contains:
-                k = sum(1 for item in value if self.check_atoms(item, frozenset({c.atom}), depth + 1))
-                if k < c.min or (c.max is not None and k > c.max):
+                found = sum(1 for item in value if self.check_atoms(item, frozenset({c.atom}), depth + 1))
+                if found < c.min or (c.max is not None and found > c.max):
                     return False
             if f.unique is not None:
                 for i in range(n):

@@ -212,9 +212,9 @@ class MemberPositions:
         member_after = []
         for i, (_, member, _) in enumerate(members):
             after = []
-            for started, lead in enumerate(leads):
-                self.table.rules[f"{base}m{i}_{started}"] = _seq([lead, member])
-                after.append(Ref(f"{base}m{i}_{started}"))
+            for led, lead in enumerate(leads):  # 0: after the opening brace, 1: after a comma
+                self.table.rules[f"{base}m{i}_{led}"] = _seq([lead, member])
+                after.append(Ref(f"{base}m{i}_{led}"))
             member_after.append(after)
         other_after = [_seq([lead, other]) for lead in leads] if other is not None else None
         refs = [[Ref(rname(mask, True, c)) for c in counts] for mask in range(1 << n)]
