@@ -20,7 +20,7 @@ from logitgate.limits import Limits
 from .caps import _CHAINED_COUNTS, _RELAXED_SPAN, _STAND_IN_WINDOW
 from .pattern_dfa import Dfa, LengthProduct, Ranges, farthest_accept
 from .patterns import _LengthRanges
-from .rules import RuleTable
+from .rules import RuleTable, _alt_of_distinct
 
 
 def length_product_rules(
@@ -55,7 +55,7 @@ def length_product_rules(
             alts.append(_seq([enc, ref]))
         # A kept pair accepts or moves to a kept pair; its alternatives are distinct nodes
         # (one per edge, and the empty text), so nothing is left for _alt to merge.
-        rules[f"{base}{q}_{k}"] = alts[0] if len(alts) == 1 else Alt(tuple(alts))
+        rules[f"{base}{q}_{k}"] = _alt_of_distinct(alts)
     table.rules.update(rules)
     if hi is not None or loop is not None:
         _stand_ins(table, encode, encoded, base, product, dfa, lo, hi, loop or dfa)
@@ -97,7 +97,7 @@ def _stand_ins(
             if enc is None:
                 enc = encoded[r] = encode(CharClass(r))
             alts.append(_seq([enc, Ref(f"{base}{t}")]))
-        table.rules[f"{base}{q}"] = alts[0] if len(alts) == 1 else Alt(tuple(alts))
+        table.rules[f"{base}{q}"] = _alt_of_distinct(alts)
     table.stand_ins.extend((f"{base}{q}_{k}", f"{base}{t}") for q, k in claimed for t in sorted(alongside.get(q, ())))
 
 
@@ -143,7 +143,7 @@ def chain_wide_repetition(table: RuleTable, node: Node, encode: Callable[[Node],
         alts: list[Node] = [rest] if j >= rep.min else []
         if j < rep.max:
             alts.append(_seq([part, Ref(f"{base}{j + 1}")]))
-        table.rules[f"{base}{j}"] = alts[0] if len(alts) == 1 else Alt(tuple(alts))
+        table.rules[f"{base}{j}"] = _alt_of_distinct(alts)
     table.rules[loop.name] = Alt((rest, _seq([part, loop])))
     table.stand_ins.extend((f"{base}{j}", loop.name) for j in range(rep.min, rep.max - _STAND_IN_WINDOW + 1))
     return _seq([*(encode(i) for i in items[:at]), Ref(f"{base}0")])
