@@ -67,6 +67,11 @@ void Automaton::ComputeStandIns() {
   auto by_rule = [](const CallEdge& p, const CallEdge& q) {
     return p.tail != q.tail ? q.tail : (!p.tail && p.rule < q.rule);
   };
+  // An edge list in order, copied into scratch (the automaton's lists keep their build order).
+  auto sorted_copy = [](const auto& list, auto& out, auto less) {
+    out.assign(list.begin(), list.end());
+    if (out.size() > 1) std::sort(out.begin(), out.end(), less);
+  };
   // Compares the pair's states' one kernel state each: false where they differ; else the
   // pairs they lead to, by edge.
   auto compare = [&](int32_t pair) {
@@ -76,21 +81,13 @@ void Automaton::ComputeStandIns() {
     if (*kernel_kinds_begin(x) != *kernel_kinds_begin(y) || reads_token(kx) || reads_token(ky)) return false;
     if (bytes_[kx].size() != bytes_[ky].size() || calls_[kx].size() != calls_[ky].size()) return false;
     if (!bytes_[kx].empty() && !(deterministic_[kx] && deterministic_[ky])) return false;
-    bx.assign(bytes_[kx].begin(), bytes_[kx].end());
-    by.assign(bytes_[ky].begin(), bytes_[ky].end());
-    if (bx.size() > 1) {
-      std::sort(bx.begin(), bx.end(), by_lo);
-      std::sort(by.begin(), by.end(), by_lo);
-    }
+    sorted_copy(bytes_[kx], bx, by_lo);
+    sorted_copy(bytes_[ky], by, by_lo);
     for (size_t e = 0; e < bx.size(); ++e) {
       if (bx[e].lo != by[e].lo || bx[e].hi != by[e].hi) return false;
     }
-    cx.assign(calls_[kx].begin(), calls_[kx].end());
-    cy.assign(calls_[ky].begin(), calls_[ky].end());
-    if (cx.size() > 1) {
-      std::sort(cx.begin(), cx.end(), by_rule);
-      std::sort(cy.begin(), cy.end(), by_rule);
-    }
+    sorted_copy(calls_[kx], cx, by_rule);
+    sorted_copy(calls_[ky], cy, by_rule);
     for (size_t e = 0; e < cx.size(); ++e) {
       if (cx[e].tail != cy[e].tail || (!cx[e].tail && cx[e].rule != cy[e].rule)) return false;
       // Calls pair up by rule: each rule once, and one tail call at most.
