@@ -562,9 +562,7 @@ def markdown(summary: dict[str, Any], rows: list[dict[str, Any]], before: dict[s
         "| cause |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    ranked = sorted(
-        (r for r in rows if "first" in r), key=lambda r: -max(r["first"]["max"], r["warm"]["max"] if "warm" in r else 0)
-    )
+    ranked = sorted((r for r in rows if "first" in r), key=lambda r: -_slowest(r))
     for i, r in enumerate(ranked[:WORST], 1):
         b = before.get(r["key"])
         bcol = (
