@@ -459,7 +459,7 @@ int32_t Parser::Intern(bool accepting, bool closed) {
         slot.store(kUnknown, std::memory_order_relaxed);
       }
     }
-    configs_.push_back(ConfigRecord{heads_.Append(out_.data(), count), count, live_classes, h});
+    configs_.push_back(ConfigRecord{heads_.Append(out_.data(), count), count, static_cast<int16_t>(live_classes), kNoTransition, h});
   }
   index_.Insert(id, h);  // (after its record: Find reads it)
   num_configs_.store(id + 1, std::memory_order_release);
@@ -472,9 +472,17 @@ int32_t Parser::ComputeLocked(int32_t config, uint8_t b) {
   std::atomic<int32_t>& slot = Slot(config, a.byte_class(b));
   int32_t next = slot.load(std::memory_order_relaxed);
   if (next >= 0) return next;  // another thread computed it meanwhile
-  if (next == kUnknown && configs_[static_cast<size_t>(config)].live_classes >= kGroupLiveClasses) {
-    GroupClassesLocked(config);
-    next = slot.load(std::memory_order_relaxed);
+  bool first = false;  // the configuration's first transition, computed alone
+  if (next == kUnknown) {
+    ConfigRecord& record = configs_[static_cast<size_t>(config)];
+    if (record.live_classes >= kGroupLiveClasses) {
+      first = record.first_byte == kNoTransition;
+      if (record.first_byte >= 0) {
+        GroupClassesLocked(config, static_cast<uint8_t>(record.first_byte));
+        record.first_byte = kGrouped;
+        next = slot.load(std::memory_order_relaxed);
+      }
+    }
   }
   if (next <= kFirstPending) {
     // A pending class: its group's leader holds (or will hold) the transition.
@@ -490,6 +498,7 @@ int32_t Parser::ComputeLocked(int32_t config, uint8_t b) {
   }
   next = TransitionLocked(config, b);
   slot.store(next, std::memory_order_release);
+  if (first) configs_[static_cast<size_t>(config)].first_byte = b;  // (not before: TransitionLocked may throw StoreFull)
   return next;
 }
 
@@ -513,15 +522,17 @@ int32_t Parser::TransitionLocked(int32_t config, uint8_t b) {
 // (below): classes of one group reach the same configuration, so one closure and one
 // interning serve them all (a string position's ~100 byte classes reach a handful of
 // configurations). Each class's slot becomes pending on its group's leader (the group's first
-// class, itself included); the transitions are computed on demand.
+// class, itself included); the transitions are computed on demand. The class of byte
+// `computed` has its transition already: its group's leader takes it.
 //
 // A sweep over the bytes: the heads' edge ends cut them into intervals, each matched by one
 // set of pairs (a byte class, a refinement of every edge, lies inside one interval). Adjacent
 // intervals with the same set are one group; other intervals are told apart by a hash of
 // their set, kept as pairs come and go, and compared in full when the hashes meet.
-void Parser::GroupClassesLocked(int32_t config) {
+void Parser::GroupClassesLocked(int32_t config, uint8_t computed) {
   const Automaton& a = *automaton_;
   const auto [heads, count] = HeadsOf(config);
+  std::atomic<int32_t>* const row = &Slot(config, 0);
   // A pair is a head and a target of its edges: edges of one head to one target add the same
   // closure, so bytes told apart only by which of those edges reads them are one group (a
   // class's ranges, `[0-9A-Za-z]` as three edges, one closure). group_edge_pair_ holds the
@@ -606,6 +617,7 @@ void Parser::GroupClassesLocked(int32_t config) {
   uint64_t hash = 0;  // sum of the active pairs' mixes: order-free, updated as pairs come and go
   auto mix = [](uint64_t pair) { return (pair + 0x9E3779B97F4A7C15ull) * 0xBF58476D1CE4E5B9ull ^ (pair >> 7); };
   int32_t current = -1;  // the group of the previous interval, while it is adjacent
+  int computed_leader = -1;
   // The first byte at or after `from` where events happen (256: none).
   auto next_event = [&event_bytes](int from) {
     for (int q = from >> 6; q < 4; ++q) {
@@ -664,11 +676,17 @@ void Parser::GroupClassesLocked(int32_t config) {
       // The interval's classes, one run of equal bytes' classes at a time.
       const auto leader = static_cast<uint8_t>(group_leaders_[static_cast<size_t>(current)]);
       for (int b = lo; b <= hi; b = class_run_end_[b] + 1) {
-        std::atomic<int32_t>& slot = Slot(config, a.byte_class(static_cast<uint8_t>(b)));
+        std::atomic<int32_t>& slot = row[a.byte_class(static_cast<uint8_t>(b))];
         if (slot.load(std::memory_order_relaxed) == kUnknown) slot.store(kFirstPending - leader, std::memory_order_relaxed);
       }
+      if (lo <= computed && computed <= hi) computed_leader = leader;
     }
     lo = hi + 1;
+  }
+  if (computed_leader >= 0) {
+    std::atomic<int32_t>& slot = row[a.byte_class(static_cast<uint8_t>(computed_leader))];
+    const int32_t known = row[a.byte_class(computed)].load(std::memory_order_relaxed);
+    if (known >= 0 && slot.load(std::memory_order_relaxed) <= kFirstPending) slot.store(known, std::memory_order_release);
   }
 }
 
@@ -752,13 +770,14 @@ Parser::StepSet Parser::Steps(int32_t config, bool with_leads) {
   // The most common live successor on ASCII bytes; ties go to `config` itself. Only live
   // bytes are looked at, and bytes of one class share their transition (computed once).
   const uint64_t* live = LiveBytes(config);
+  const std::atomic<int32_t>* const row = Row(config);
   int32_t class_next[256];
   uint64_t class_known[4] = {0, 0, 0, 0};
   auto next_of = [&](int b) {
     const int32_t cls = automaton_->byte_class(static_cast<uint8_t>(b));
     if (!(class_known[cls >> 6] >> (cls & 63) & 1)) {
       class_known[cls >> 6] |= 1ull << (cls & 63);
-      class_next[cls] = Next(config, static_cast<uint8_t>(b));
+      class_next[cls] = NextInRow(row, config, static_cast<uint8_t>(b));
     }
     return class_next[cls];
   };

@@ -87,7 +87,7 @@ class Parser {
   int32_t Next(int32_t config, uint8_t b) {
     std::atomic<int32_t>& slot = Slot(config, automaton_->byte_class(b));
     int32_t next = slot.load(std::memory_order_acquire);
-    return next >= 0 ? next : ComputeLocked(config, b);
+    return next >= 0 ? next : Resolve(config, b, next);
   }
 
   // The transition row of `config` (one slot per byte class); with NextInRow it saves the
@@ -95,7 +95,7 @@ class Parser {
   const std::atomic<int32_t>* Row(int32_t config) const { return &Slot(config, 0); }
   int32_t NextInRow(const std::atomic<int32_t>* row, int32_t config, uint8_t b) {
     int32_t next = row[automaton_->byte_class(b)].load(std::memory_order_acquire);
-    return next >= 0 ? next : ComputeLocked(config, b);
+    return next >= 0 ? next : Resolve(config, b, next);
   }
 
   // The *step set* of `config`: its most common successor on ASCII bytes (itself for string
@@ -232,14 +232,29 @@ class Parser {
   // whose classes were grouped, see GroupClassesLocked) kFirstPending - b: not computed yet,
   // the same as the transition on byte b (the group leader's representative byte).
   static constexpr int32_t kFirstPending = -2;
-  // Configurations with at least this many live byte classes group them on the first
-  // transition computed (with fewer, grouping costs more than the closures it saves).
+  // Configurations with at least this many live byte classes group them on the second
+  // transition computed (with fewer, grouping costs more than the closures it saves; many
+  // configurations a walk makes never get a second one).
   static constexpr int32_t kGroupLiveClasses = 8;
   int32_t ComputeLocked(int32_t config, uint8_t b);
+  // Next's slow path. A pending class whose group leader is computed takes the leader's
+  // transition without the lock: a computed slot never changes, and a racing ComputeLocked
+  // stores the same value.
+  int32_t Resolve(int32_t config, uint8_t b, int32_t pending) {
+    if (pending <= kFirstPending) {
+      const auto leader_byte = static_cast<uint8_t>(kFirstPending - pending);
+      const int32_t next = Slot(config, automaton_->byte_class(leader_byte)).load(std::memory_order_acquire);
+      if (next >= 0) {
+        Slot(config, automaton_->byte_class(b)).store(next, std::memory_order_release);
+        return next;
+      }
+    }
+    return ComputeLocked(config, b);
+  }
   int32_t ComputePlainAsciiSuccessor(int32_t config);
   int32_t StandInLocked(int32_t config, int32_t bytes);
   int32_t TransitionLocked(int32_t config, uint8_t b);
-  void GroupClassesLocked(int32_t config);
+  void GroupClassesLocked(int32_t config, uint8_t computed);
   void Closure(int32_t state, int32_t frame);
   // Interns the configuration of the heads in out_ (sorted and deduplicated here). `closed`:
   // out_ is the closure just computed (distinct heads, each in visited_), so a configuration
@@ -297,9 +312,13 @@ class Parser {
   struct ConfigRecord {
     const uint64_t* heads;
     uint32_t count;
-    int32_t live_classes;
+    int16_t live_classes;
+    // Where its classes are to be grouped: kNoTransition, then the byte of its first
+    // transition (computed alone), then kGrouped from the second on.
+    int16_t first_byte;
     uint64_t hash;
   };
+  static constexpr int16_t kNoTransition = -1, kGrouped = -2;
   ChunkedVector<ConfigRecord> configs_;
   ChunkedRuns<uint64_t> heads_;
   // The interning index, keyed by a configuration's heads and accepting bit. No allocation per
