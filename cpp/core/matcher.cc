@@ -731,6 +731,16 @@ bool Matcher::DiffWalkSubtree(int32_t root, int32_t wider, uint32_t* words) {
     if (walk_nodes_ > budget) return false;
     const Vocabulary::TrieNode& at = node[i];
     const int32_t d = at.depth;
+    // Both keep any plain text of this length viable: a plain subtree is allowed whole by
+    // each (as in WalkSubtree), so `wider`'s decision stands, without the transitions into it.
+    if (walk_capacity_[d - 1] > v.trie_height(i) && IsPlainAscii(at.byte) &&
+        parser.plain_capacity(walk_reference_[d - 1]) > v.trie_height(i)) {
+      const uint64_t* below = v.trie_descendant_bytes(i);
+      if (below == nullptr || (PlainOnly(below) && v.trie_utf8_below(i))) {
+        i = at.subtree_end;
+        continue;
+      }
+    }
     const int32_t c = parser.NextInRow(walk_row_[d - 1], walk_config_[d - 1], at.byte);
     const int32_t r = parser.Next(walk_reference_[d - 1], at.byte);
     if (c == r) {  // goes on as from `wider`, whose mask decided the subtree
@@ -1649,8 +1659,8 @@ void Matcher::SetPlainTokensUpTo(int32_t chars, uint32_t* words) {
 // configuration that starts a plain loop or chain: a JSON key's start or a prefix of listed
 // keys, where other keys are allowed too (the exceptions continue listed keys). Tokens are
 // decided as in a chain one position longer, except those starting with an exception, whose
-// subtrees are walked from `config` in clearing mode. False (nothing written) when that does not
-// apply or would walk too much of the vocabulary.
+// subtrees are walked from `config` (in step with the successor, or in clearing mode). False
+// (nothing written) when that does not apply or would walk too much of the vocabulary.
 bool Matcher::PlainStepWithExceptions(int32_t config, uint32_t* words) {
   const Vocabulary& v = *grammar_->vocab;
   const uint64_t* live = parser_->LiveBytes(config);
@@ -1662,15 +1672,20 @@ bool Matcher::PlainStepWithExceptions(int32_t config, uint32_t* words) {
   chain_shift_ = 1;
   SetPlainTokensUpTo(chain_len_ + 1, words);
   WalkSuffixes(words, true);
+  // Every token now stands as if its first character led to the successor. Where the
+  // successor loops on an exception byte (a listed key's next character; a key's string tail),
+  // that is as the successor allows the byte's tokens, and the position goes apart from it
+  // only along the listed keys' prefixes: walked in step with it, down only where they differ.
   const size_t n_words = static_cast<size_t>(v.mask_words());
   for (int q = 0; q < 2; ++q) {
     for (uint64_t w = except[q]; w != 0; w &= w - 1) {
       const auto first = static_cast<uint8_t>(64 * q + __builtin_ctzll(w));
       const int32_t root = v.trie_root_child(first);
       if (root < 0) continue;
-      // Most of such a subtree is plain text the key's configuration keeps viable: set it
-      // whole (word by word where the byte's mask is kept) and clear what dies (a clearing
-      // walk skips the plain subtrees unseen).
+      if (parser_->Next(step.successor, first) == step.successor && DiffWalkSubtree(root, step.successor, words)) continue;
+      // Apart on much of the subtree: most of it is plain text the key's configuration keeps
+      // viable, so it is set whole (word by word where the byte's mask is kept) and what dies
+      // is cleared (a clearing walk skips the plain subtrees unseen).
       if (const uint32_t* m = v.first_byte_mask(first)) {
         Or(words, m, n_words);
         walk_nodes_ += static_cast<int64_t>(n_words) / 16;

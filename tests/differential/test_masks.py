@@ -1046,6 +1046,13 @@ KEY_CASES: dict[str, Any] = {
         "properties": {"ab": {"type": "string"}},
         "patternProperties": {"[d-h]+": {"type": "integer"}},
     },
+    # A key's string tail that is a chain (its positions counted), not a loop: an exception
+    # letter's subtree is not the tail's after one more character, so it is walked whole.
+    "bounded-keys": {
+        "properties": {"ab": {"type": "integer"}, "b": {}},
+        "patternProperties": {"^.{1,4}$": {"type": "integer"}},
+        "additionalProperties": False,
+    },
 }
 
 
