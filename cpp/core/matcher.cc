@@ -140,6 +140,14 @@ bool MostPlainAscii(const uint64_t* bytes) {
 bool PlainOnly(const uint64_t* bytes) {
   return (bytes[0] & ~kPlainBits0) == 0 && (bytes[1] & ~kPlainBits1) == 0 && (bytes[3] & ~kPlainLeadBits3) == 0;
 }
+// Node i's subtree is allowed whole from a parent that keeps any `capacity` plain characters
+// viable: its byte and every path below it are plain text, no longer than the capacity (a
+// path of h bytes holds at most h characters). The summary is read only past the cheap checks.
+bool PlainWithin(const Vocabulary& v, const Vocabulary::TrieNode& at, int32_t i, int32_t capacity) {
+  if (capacity <= 0 || !IsPlainAscii(at.byte) || capacity <= v.trie_height(i)) return false;
+  const uint64_t* below = v.trie_descendant_bytes(i);
+  return below == nullptr || (PlainOnly(below) && v.trie_utf8_below(i));
+}
 // ORs into `wide` (4 words) the bytes past 0x7F that some position of `chain` reads.
 void WideBytesRead(const Parser& parser, const std::vector<int32_t>& chain, uint64_t* wide) {
   for (int32_t c : chain) {
@@ -733,13 +741,9 @@ bool Matcher::DiffWalkSubtree(int32_t root, int32_t wider, uint32_t* words) {
     const int32_t d = at.depth;
     // Both keep any plain text of this length viable: a plain subtree is allowed whole by
     // each (as in WalkSubtree), so `wider`'s decision stands, without the transitions into it.
-    if (walk_capacity_[d - 1] > v.trie_height(i) && IsPlainAscii(at.byte) &&
-        parser.plain_capacity(walk_reference_[d - 1]) > v.trie_height(i)) {
-      const uint64_t* below = v.trie_descendant_bytes(i);
-      if (below == nullptr || (PlainOnly(below) && v.trie_utf8_below(i))) {
-        i = at.subtree_end;
-        continue;
-      }
+    if (PlainWithin(v, at, i, std::min(walk_capacity_[d - 1], parser.plain_capacity(walk_reference_[d - 1])))) {
+      i = at.subtree_end;
+      continue;
     }
     const int32_t c = parser.NextInRow(walk_row_[d - 1], walk_config_[d - 1], at.byte);
     const int32_t r = parser.Next(walk_reference_[d - 1], at.byte);
@@ -2090,13 +2094,10 @@ void Matcher::WalkSubtree(int32_t begin, int32_t end, int32_t config, uint32_t* 
     // The parent keeps any plain text of this length viable: a plain byte whose subtree is
     // plain too is allowed whole, without even the transition into it (children of a key
     // prefix, of a string body, whose tokens never close the text).
-    if (walk_capacity_[d - 1] > 0 && IsPlainAscii(at.byte) && walk_capacity_[d - 1] > v.trie_height(i)) {
-      const uint64_t* below = v.trie_descendant_bytes(i);
-      if (below == nullptr || (PlainOnly(below) && v.trie_utf8_below(i))) {
-        if (!kClear) walk_nodes_ += SetSubtreeBits(v, i, words);  // the bits cost like nodes
-        i = at.subtree_end;
-        continue;
-      }
+    if (PlainWithin(v, at, i, walk_capacity_[d - 1])) {
+      if (!kClear) walk_nodes_ += SetSubtreeBits(v, i, words);  // the bits cost like nodes
+      i = at.subtree_end;
+      continue;
     }
     const int32_t c = parser.NextInRow(walk_row_[d - 1], parent, at.byte);
     if (c == Parser::kDead) {
