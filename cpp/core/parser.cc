@@ -741,7 +741,7 @@ int32_t Parser::PlainAsciiSuccessor(int32_t config) {
 int32_t Parser::ComputePlainAsciiSuccessor(int32_t config) {
   const uint64_t* live = LiveBytes(config);
   if (!HasAllPlainAscii(live)) return kDead;
-  const int32_t successor = Next(config, 'a');  // groups the classes, if they are grouped
+  const int32_t successor = Next(config, 'a');
   if (successor == kDead) return kDead;
   uint64_t seen[4] = {0, 0, 0, 0};  // classes checked (class ids are < 256)
   for (int b = 0x20; b <= 0x7E; ++b) {
@@ -749,10 +749,7 @@ int32_t Parser::ComputePlainAsciiSuccessor(int32_t config) {
     const int32_t cls = automaton_->byte_class(static_cast<uint8_t>(b));
     if (seen[cls >> 6] >> (cls & 63) & 1) continue;
     seen[cls >> 6] |= 1ull << (cls & 63);
-    int32_t next = Slot(config, cls).load(std::memory_order_acquire);
-    if (next <= kFirstPending) next = Next(config, static_cast<uint8_t>(kFirstPending - next));  // its leader's
-    if (next == kUnknown) next = Next(config, static_cast<uint8_t>(b));
-    if (next != successor) return kDead;
+    if (Next(config, static_cast<uint8_t>(b)) != successor) return kDead;  // (a pending class: its leader's)
   }
   return successor;
 }
