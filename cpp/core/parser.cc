@@ -87,6 +87,7 @@ int64_t Parser::memory_bytes() const {
   n += HeapBytes(group_position_) + HeapBytes(group_stamp_);
   n += HeapBytes(group_pairs_) + HeapBytes(group_hashes_) + HeapBytes(group_begin_) + HeapBytes(group_leaders_);
   n += HeapBytes(group_edge_pair_) + HeapBytes(group_edges_on_) + HeapBytes(group_target_slots_);
+  n += HeapBytes(lead_targets_at_) + HeapBytes(lead_targets_);
   n += HeapBytes(token_next_) + HeapBytes(set_members_) + HeapBytes(merge_members_) + HeapBytes(stack_pending_);
   return n + visited_.memory_bytes() + merge_states_.memory_bytes() + stack_frames_.memory_bytes();
 }
@@ -754,6 +755,71 @@ int32_t Parser::ComputePlainAsciiSuccessor(int32_t config) {
   return successor;
 }
 
+const int32_t* Parser::LeadTargetsLocked(int32_t state) {
+  const auto [at, fresh] = lead_targets_at_.emplace(state, lead_targets_.size());
+  if (fresh) {
+    lead_targets_.resize(lead_targets_.size() + Automaton::kNumLeads);
+    automaton_->LeadTargets(state, &lead_targets_[at->second]);
+  }
+  return &lead_targets_[at->second];
+}
+
+// Lead L is in the set (1) when every head reads the characters of L into the state it reads
+// `rep`, an ASCII byte of the successor, into (Automaton::LeadTargets): the configurations
+// after them are the successor, with no intermediate configuration interned (those would be
+// per stack: one set per JSON property for a string value). Undecided (-1: Steps asks the
+// configurations) where a head's answer is not one state. Out (0) where the one head that
+// reads the lead reads only some of its characters (the others die), and where a head reads
+// characters of the lead but not `rep`, or `rep` but only some of the lead's characters: what
+// those characters reach has a head the successor lacks, or lacks one it has, unless other
+// heads' closures happen to make up the difference. A clear bit only costs a shortcut (every
+// use of a step set decides the tokens of its clear bits byte by byte), so the rare
+// coincidence is not worth interning the characters' configurations for: a string position
+// that excludes `\s` has them for five leads, at every position of a counted string.
+void Parser::LeadVerdicts(int32_t config, int rep, int8_t* verdicts) {
+  constexpr int kNumLeads = Automaton::kNumLeads;
+  static_assert(kNumLeads <= 64, "one bit per lead");
+  std::fill(verdicts, verdicts + kNumLeads, int8_t{-1});
+  if (rep < 0) return;
+  // Per lead (bit L - 0xC2): every head reads it to its `rep` target; some head reads only
+  // part of it; some head's answer is not one state; a head reads it apart from `rep`; some
+  // head reads it; exactly one does.
+  uint64_t same = ~0ull, partial = 0, mixed = 0, apart = 0, readers = 0, one_reader = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto [heads, count] = HeadsOf(config);
+    for (uint32_t i = 0; i < count; ++i) {
+      const int32_t state = StateOf(heads[i]);
+      const int32_t rep_target = automaton_->ByteTarget(state, static_cast<uint8_t>(rep));
+      if (rep_target == Automaton::kMixedTarget) return;
+      const bool reads_rep = rep_target != Automaton::kNoTarget;
+      const int32_t* targets = LeadTargetsLocked(state);
+      uint64_t reads = 0;
+      for (int k = 0; k < kNumLeads; ++k) {
+        const int32_t t = targets[k];
+        const uint64_t bit = 1ull << k;
+        if (t != Automaton::kNoTarget) reads |= bit;
+        if (t == Automaton::kPartialTarget) partial |= bit;
+        if (t == Automaton::kMixedTarget) mixed |= bit;
+        if (t != rep_target) same &= ~bit;
+        if (reads_rep ? t == Automaton::kPartialTarget : t != Automaton::kNoTarget) apart |= bit;
+      }
+      one_reader = (one_reader & ~reads) | (reads & ~readers);
+      readers |= reads;
+    }
+  }
+  for (int k = 0; k < kNumLeads; ++k) {
+    const uint64_t bit = 1ull << k;
+    if (apart & bit) {
+      verdicts[k] = 0;
+    } else if (partial & bit) {
+      verdicts[k] = (one_reader & bit) ? 0 : -1;
+    } else {
+      verdicts[k] = (mixed & bit) ? -1 : (same & bit) != 0;
+    }
+  }
+}
+
 Parser::StepSet Parser::Steps(int32_t config, bool with_leads) {
   Block* block = BlockOf(config);
   const int32_t k = config & kBlockMask;
@@ -812,11 +878,8 @@ Parser::StepSet Parser::Steps(int32_t config, bool with_leads) {
   // computed only when a subtree with non-ASCII bytes asks for them.
   if (successor != kDead && with_leads) {
     // Lead byte L is in the set when every valid character starting with L ends at the
-    // successor. First by state alone (Automaton::LeadTargets): when every head reads the
-    // characters of L into the state it reads a byte of the successor into, the
-    // configurations after them are the successor, with no intermediate configuration
-    // interned (those would be per stack: one set per JSON property for a string value).
-    // A head the automaton cannot decide alone sends L to the configuration-level check.
+    // successor. First by the heads' states alone (LeadVerdicts); a lead they leave
+    // undecided goes to the configuration-level check.
     int rep = -1;  // an ASCII byte that leads to the successor
     for (int q = 0; q < 2 && rep < 0; ++q) {
       for (uint64_t bits = live[q]; bits != 0 && rep < 0; bits &= bits - 1) {
@@ -824,51 +887,8 @@ Parser::StepSet Parser::Steps(int32_t config, bool with_leads) {
         if (next_of(b) == successor) rep = b;
       }
     }
-    std::vector<int32_t> head_states, rep_targets;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      const auto [heads, count] = HeadsOf(config);
-      for (uint32_t i = 0; i < count; ++i) head_states.push_back(StateOf(heads[i]));
-    }
-    bool by_state = rep >= 0;
-    for (int32_t st : head_states) {
-      const int32_t t = by_state ? automaton_->ByteTarget(st, static_cast<uint8_t>(rep)) : Automaton::kMixedTarget;
-      by_state = by_state && t != Automaton::kMixedTarget;
-      rep_targets.push_back(t);
-    }
-    // Head i's answer for lead L at lead_targets[kNumLeads * i + L - 0xC2].
-    constexpr int kNumLeads = Automaton::kNumLeads;
-    std::vector<int32_t> lead_targets;
-    if (by_state) {
-      lead_targets.resize(kNumLeads * head_states.size());
-      for (size_t i = 0; i < head_states.size(); ++i) automaton_->LeadTargets(head_states[i], &lead_targets[kNumLeads * i]);
-    }
-    // Leads the states decide: 1 = in the set, 0 = not; -1 = undecided. Not where the one
-    // head that reads the lead reads only some of its characters: the others die. Not either
-    // where a head reads characters of the lead but not the ASCII byte, or that byte but only
-    // some of the lead's characters: what those characters reach has a head the successor
-    // lacks, or lacks one it has, unless other heads' closures happen to make up the
-    // difference. A clear bit only costs a shortcut (every use of a step set decides the
-    // tokens of its clear bits byte by byte), so the rare coincidence is not worth interning
-    // the characters' configurations for: a string position that excludes `\s` has them for
-    // five leads, at every position of a counted string.
-    auto decided = [&](int lead) {
-      if (!by_state) return -1;
-      int verdict = 1, readers = 0;
-      bool partial = false, mixed = false, apart = false;
-      for (size_t i = 0; i < head_states.size(); ++i) {
-        const int32_t t = lead_targets[kNumLeads * i + static_cast<size_t>(lead - 0xC2)];
-        readers += t != Automaton::kNoTarget;
-        partial = partial || t == Automaton::kPartialTarget;
-        mixed = mixed || t == Automaton::kMixedTarget;
-        if (t != rep_targets[i]) verdict = 0;
-        const bool reads_rep = rep_targets[i] != Automaton::kNoTarget;
-        apart = apart || (reads_rep ? t == Automaton::kPartialTarget : t != Automaton::kNoTarget);
-      }
-      if (apart) return 0;
-      if (partial) return readers == 1 ? 0 : -1;
-      return mixed ? -1 : verdict;
-    };
+    int8_t by_states[Automaton::kNumLeads];
+    LeadVerdicts(config, rep, by_states);
     // Otherwise by configurations. Leads with the same continuation ranges usually reach the
     // same configuration, so the check runs once per distinct (configuration, ranges) pair,
     // following the few distinct configurations reached byte by byte rather than every
@@ -883,9 +903,8 @@ Parser::StepSet Parser::Steps(int32_t config, bool with_leads) {
     std::vector<int32_t> level, next_level;
     for (int lead = 0xC2; lead <= 0xF4; ++lead) {
       if (!(live[lead >> 6] >> (lead & 63) & 1)) continue;
-      const int by_states = decided(lead);
-      if (by_states >= 0) {
-        if (by_states == 1) w[lead >> 6] |= 1ull << (lead & 63);
+      if (const int verdict = by_states[lead - 0xC2]; verdict >= 0) {
+        if (verdict == 1) w[lead >> 6] |= 1ull << (lead & 63);
         continue;
       }
       const int32_t after = Next(config, static_cast<uint8_t>(lead));

@@ -252,6 +252,12 @@ class Parser {
     return ComputeLocked(config, b);
   }
   int32_t ComputePlainAsciiSuccessor(int32_t config);
+  // Per lead byte 0xC2-0xF4, whether the heads' states alone put it in `config`'s step set
+  // with ASCII byte `rep` (-1: none): 1 in, 0 out, -1 undecided. Takes mu_.
+  void LeadVerdicts(int32_t config, int rep, int8_t* verdicts);
+  // Automaton::LeadTargets(state), memoized per state (kNumLeads entries; valid while mu_ is
+  // held: the store may move).
+  const int32_t* LeadTargetsLocked(int32_t state);
   int32_t StandInLocked(int32_t config, int32_t bytes);
   int32_t TransitionLocked(int32_t config, uint8_t b);
   void GroupClassesLocked(int32_t config, uint8_t computed);
@@ -334,6 +340,8 @@ class Parser {
     bool enter;     // at its first byte, else after its last
   };
   std::unordered_map<uint64_t, int32_t> token_next_;  // NextToken's memo: config << 32 | token
+  std::unordered_map<int32_t, size_t> lead_targets_at_;  // LeadTargetsLocked's offsets into lead_targets_
+  std::vector<int32_t> lead_targets_;
   std::vector<Event> group_events_;  // by byte
   std::vector<uint32_t> group_edge_pair_, group_edges_on_, group_active_, group_position_, group_stamp_, group_pairs_;
   std::vector<std::pair<int32_t, uint32_t>> group_target_slots_;  // (target state, pair)
