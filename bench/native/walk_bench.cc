@@ -126,6 +126,7 @@ int main(int argc, char** argv) {
         Matcher m(g);
         for (size_t pos = 0; pos <= inst.size(); ++pos) {
           const int64_t tr0 = g->parser->num_transitions();
+          const int32_t config = m.configuration();
           const auto m0 = std::chrono::steady_clock::now();
           m.FillMask(words.data());
           const double us = Micros(m0, std::chrono::steady_clock::now());
@@ -137,10 +138,22 @@ int main(int argc, char** argv) {
             for (size_t k = pos > 6 ? pos - 6 : 0; k < pos; ++k) tail += vocab->bytes(inst[k]);
             for (char& ch : tail) ch = (ch >= 0x20 && ch < 0x7F) ? ch : '.';
             if (tail.size() > 24) tail = tail.substr(tail.size() - 24);
-            std::printf("  %-38s pos %3zu %8.2f us nodes %7lld transitions %4lld%s  ...%s\n", c.id.c_str(), pos, us,
-                        static_cast<long long>(m.last_walk_nodes()),
-                        static_cast<long long>(g->parser->num_transitions() - tr0), first ? " (first)" : "",
-                        tail.c_str());
+            // This mask's digest, and one of the configuration's heads' states without their
+            // stacks (bench/native/repeated_masks.py reads both).
+            uint64_t mask_digest = 0xcbf29ce484222325ull, states_digest = 0xcbf29ce484222325ull;
+            for (uint32_t w : words) mask_digest = (mask_digest ^ w) * 0x100000001b3ull;
+            std::vector<std::pair<int32_t, int32_t>> heads;
+            m.store()->Heads(config, &heads);
+            std::vector<int32_t> states;
+            for (const auto& head : heads) states.push_back(head.first);
+            std::sort(states.begin(), states.end());
+            states.erase(std::unique(states.begin(), states.end()), states.end());
+            for (int32_t st : states) states_digest = (states_digest ^ static_cast<uint32_t>(st)) * 0x100000001b3ull;
+            std::printf("  %-38s pos %3zu %8.2f us nodes %7lld transitions %4lld mask %016llx states %016llx%s  ...%s\n",
+                        c.id.c_str(), pos, us, static_cast<long long>(m.last_walk_nodes()),
+                        static_cast<long long>(g->parser->num_transitions() - tr0),
+                        static_cast<unsigned long long>(mask_digest), static_cast<unsigned long long>(states_digest),
+                        first ? " (first)" : "", tail.c_str());
           }
           first = false;
           if (pos == inst.size()) break;
