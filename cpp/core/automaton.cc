@@ -186,6 +186,7 @@ void Automaton::Build(const std::vector<int32_t>& program) {
   }
   rule_start_.assign(n_rules, -1);
   rule_final_.assign(n_rules, -1);
+  long_repetitions_ = false;
   // About one state per program int (JSON Schema grammars: 1.0-1.1): growing five vectors by
   // doubling from empty cost more than the states' edges.
   const int64_t cap = std::min<int64_t>(limits_.max_automaton_states, 1 << 20);
@@ -532,6 +533,7 @@ void Automaton::Build(const std::vector<int32_t>& program) {
             throw CoreError::Limit("max_repeat", a->limits_.max_repeat, "repetition bound too large");
           }
           const int64_t child_copies = std::min<int64_t>(copies * (hi < 0 ? int64_t{lo} + 1 : std::max(hi, 1)), 1 << 30);
+          a->long_repetitions_ = a->long_repetitions_ || std::max(lo, hi) >= kMinChainPositions;
           int32_t cur = from;
           // x{lo,} with lo >= 1 is x{lo-1} then one copy of x with a way back to its entry:
           // the last mandatory copy is also the loop, so the states after one x and after

@@ -336,6 +336,7 @@ class Automaton {
   // True when rule r's start reads every plain character as a whole (r may end after it).
   bool ReadsOnePlainCharacter(int32_t r) const;
   void ComputeStandIns();
+  void ComputeChainStandIns();  // (ComputeStandIns's first part)
   void ComputeByteClasses();
   // After an interrupt: hands the states built so far to a thread that frees them (interrupt.h).
   void DiscardStatesLater();
@@ -388,6 +389,10 @@ class Automaton {
   mutable std::unordered_map<int32_t, std::unique_ptr<const CharacterStep>> character_steps_;  // nullptr: none
   std::vector<int32_t> stand_in_claims_;  // (rule a, rule b) pairs, flat
   std::vector<StandIn> stand_ins_;  // per state (empty: no claim holds)
+  // Chains of positions shorter than this are not looked for (ComputeChainStandIns); false
+  // where the program repeats nothing that many times (an image does not say: looked for).
+  static constexpr int32_t kMinChainPositions = 32;
+  bool long_repetitions_ = true;
   std::vector<int32_t> plan_states_;                           // AddPlan's scratch
   int32_t byte_class_[256] = {};
   int32_t num_byte_classes_ = 1;

@@ -87,7 +87,7 @@ int64_t Parser::memory_bytes() const {
   n += HeapBytes(group_position_) + HeapBytes(group_stamp_);
   n += HeapBytes(group_pairs_) + HeapBytes(group_hashes_) + HeapBytes(group_begin_) + HeapBytes(group_leaders_);
   n += HeapBytes(group_edge_pair_) + HeapBytes(group_edges_on_) + HeapBytes(group_target_slots_);
-  n += HeapBytes(lead_targets_at_) + HeapBytes(lead_targets_);
+  n += HeapBytes(lead_targets_at_) + HeapBytes(lead_targets_) + HeapBytes(stand_in_of_state_) + HeapBytes(stand_in_path_);
   n += HeapBytes(token_next_) + HeapBytes(set_members_) + HeapBytes(merge_members_) + HeapBytes(stack_pending_);
   return n + visited_.memory_bytes() + merge_states_.memory_bytes() + stack_frames_.memory_bytes();
 }
@@ -703,12 +703,38 @@ int32_t Parser::StandIn(int32_t config, int32_t bytes) {
   return known;
 }
 
-int32_t Parser::StandInLocked(int32_t config, int32_t bytes) {
+// Agreeing for `bytes` bytes is an equivalence, so a stand-in's own stand-in (the next position
+// of a repetition) stands for the state too, as far as the links hold: the last state reached
+// stands for every state on the way. A link back to a state on the way ends the walk there.
+int32_t Parser::StandInOfStateLocked(int32_t s, int32_t bytes) {
   const Automaton& a = *automaton_;
-  auto moved = [&](int32_t s) {
-    const Automaton::StandIn in = a.stand_in(s);
-    return in.state >= 0 && in.bytes >= bytes ? in.state : s;
-  };
+  constexpr int32_t kOnTheWay = -2;
+  if (const auto known = stand_in_of_state_.find(s); known != stand_in_of_state_.end()) return known->second;
+  stand_in_path_.clear();
+  int32_t at = s;
+  for (;;) {
+    const Automaton::StandIn in = a.stand_in(at);
+    if (in.state < 0 || in.bytes < bytes) break;
+    stand_in_path_.push_back(at);
+    stand_in_of_state_[at] = kOnTheWay;
+    const auto known = stand_in_of_state_.find(in.state);
+    if (known != stand_in_of_state_.end()) {
+      at = known->second != kOnTheWay ? known->second : in.state;
+      break;
+    }
+    at = in.state;
+  }
+  for (int32_t p : stand_in_path_) stand_in_of_state_[p] = at;
+  stand_in_of_state_[s] = at;
+  return at;
+}
+
+int32_t Parser::StandInLocked(int32_t config, int32_t bytes) {
+  if (bytes != stand_in_bytes_) {
+    stand_in_of_state_.clear();
+    stand_in_bytes_ = bytes;
+  }
+  auto moved = [&](int32_t s) { return StandInOfStateLocked(s, bytes); };
   const auto [heads, count] = HeadsOf(config);
   out_.assign(heads, heads + count);
   bool any = false;

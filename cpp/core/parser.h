@@ -259,6 +259,9 @@ class Parser {
   // held: the store may move).
   const int32_t* LeadTargetsLocked(int32_t state);
   int32_t StandInLocked(int32_t config, int32_t bytes);
+  // The state standing for state s where no token is longer than `bytes` (s itself where none
+  // does), following stand-ins of stand-ins; memoized in stand_in_of_state_.
+  int32_t StandInOfStateLocked(int32_t s, int32_t bytes);
   int32_t TransitionLocked(int32_t config, uint8_t b);
   void GroupClassesLocked(int32_t config, uint8_t computed);
   void Closure(int32_t state, int32_t frame);
@@ -342,6 +345,11 @@ class Parser {
   std::unordered_map<uint64_t, int32_t> token_next_;  // NextToken's memo: config << 32 | token
   std::unordered_map<int32_t, size_t> lead_targets_at_;  // LeadTargetsLocked's offsets into lead_targets_
   std::vector<int32_t> lead_targets_;
+  // StandInOfStateLocked's memo, for stand_in_bytes_ (a store serves one vocabulary), and its
+  // scratch.
+  std::unordered_map<int32_t, int32_t> stand_in_of_state_;
+  int32_t stand_in_bytes_ = -1;
+  std::vector<int32_t> stand_in_path_;
   std::vector<Event> group_events_;  // by byte
   std::vector<uint32_t> group_edge_pair_, group_edges_on_, group_active_, group_position_, group_stamp_, group_pairs_;
   std::vector<std::pair<int32_t, uint32_t>> group_target_slots_;  // (target state, pair)

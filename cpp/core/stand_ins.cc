@@ -11,7 +11,93 @@
 
 namespace logitgate {
 
+// An unrolled repetition of a called rule (a bounded string's characters, `x{0,255}`) is a chain
+// of positions, each a state whose one call returns to the next, and positions far from its end
+// read alike. Checked here directly, in one pass per chain rather than pair by pair below (the
+// chains of a large schema hold thousands of positions): consecutive positions agree where they
+// match as ComputeStandIns's pairs must (one kernel state of one kind, equal byte edges, here
+// with equal targets too, one call of the same rule), for one byte per position ahead while
+// they do (the rule reads a byte before it can end), up to the chain's last position (taken to
+// differ from whatever follows it). Each position's stand-in is the next; Parser::StandIn
+// follows such links as far as a vocabulary's longest token allows. Chains shorter than
+// kMinChainPositions are left out: their positions never agree for a token's length.
+void Automaton::ComputeChainStandIns() {
+  if (!long_repetitions_) return;
+  const int32_t n = num_states();
+  // The one call of kernel state s that is not a tail call, or nullptr.
+  auto single_call = [&](int32_t s) -> const CallEdge* {
+    const auto& calls = calls_[static_cast<size_t>(s)];
+    return calls.size() == 1 && !calls[0].tail ? &calls[0] : nullptr;
+  };
+  auto only_kernel = [&](int32_t s) { return kernel_end(s) - kernel_begin(s) == 1 ? *kernel_begin(s) : -1; };
+  // next[s]: the position after kernel state s where s and it match, else -1.
+  std::vector<int32_t> next;
+  std::vector<uint8_t> has_previous;
+  auto reads_first = [&](int32_t rule) {
+    const int32_t start = rule_start_[rule];
+    const uint8_t* kind = kernel_kinds_begin(start);
+    for (const int32_t* k = kernel_begin(start); k != kernel_end(start); ++k, ++kind) {
+      if (*kind != kHeadState || reads_token(*k)) return false;
+    }
+    return true;
+  };
+  for (int32_t s = 0; s < n; ++s) {
+    const CallEdge* call = single_call(s);
+    if (call == nullptr || only_kernel(s) != s || reads_token(s)) continue;
+    const int32_t t = only_kernel(call->ret);
+    if (t < 0 || t == s || reads_token(t)) continue;
+    const CallEdge* then = single_call(t);
+    if (then == nullptr || then->rule != call->rule || final_[s] != final_[t]) continue;
+    if (*kernel_kinds_begin(s) != *kernel_kinds_begin(t)) continue;
+    const auto& bs = bytes_[static_cast<size_t>(s)];
+    const auto& bt = bytes_[static_cast<size_t>(t)];
+    if (bs.size() != bt.size() || (!bs.empty() && !(deterministic_[s] && deterministic_[t]))) continue;
+    bool same = true;
+    for (size_t e = 0; e < bs.size() && same; ++e) {
+      same = bs[e].lo == bt[e].lo && bs[e].hi == bt[e].hi && bs[e].target == bt[e].target;
+    }
+    if (!same || !reads_first(call->rule)) continue;
+    if (next.empty()) {
+      next.assign(static_cast<size_t>(n), -1);
+      has_previous.assign(static_cast<size_t>(n), 0);
+    }
+    next[static_cast<size_t>(s)] = t;
+    has_previous[static_cast<size_t>(t)] = 1;
+  }
+  if (next.empty()) return;
+  std::vector<int32_t> chain, walked_from(static_cast<size_t>(n), -1);
+  for (int32_t head = 0; head < n; ++head) {
+    if (next[static_cast<size_t>(head)] < 0 || has_previous[static_cast<size_t>(head)]) continue;
+    chain.assign(1, head);
+    walked_from[static_cast<size_t>(head)] = head;
+    // (A loop of positions without a way in has no head and is never walked; one entered from
+    // a head ends where it comes back.)
+    for (int32_t at = next[static_cast<size_t>(head)]; at >= 0 && walked_from[static_cast<size_t>(at)] != head;
+         at = next[static_cast<size_t>(at)]) {
+      walked_from[static_cast<size_t>(at)] = head;
+      chain.push_back(at);
+    }
+    const auto links = static_cast<int32_t>(chain.size()) - 1;
+    if (links < kMinChainPositions) continue;
+    if (stand_ins_.empty()) stand_ins_.assign(static_cast<size_t>(n), StandIn{});
+    // Link i (chain[i] to chain[i + 1]) agrees for links - i bytes: the last link's pair reads
+    // one position alike before the chain's end.
+    for (int32_t i = 0; i < links; ++i) {
+      const int32_t s = chain[static_cast<size_t>(i)];
+      const StandIn in{chain[static_cast<size_t>(i) + 1], links - i};
+      if (in.bytes > stand_ins_[static_cast<size_t>(s)].bytes) stand_ins_[static_cast<size_t>(s)] = in;
+      // Frames return to the call's return state, whose kernel is the next position.
+      const int32_t ret = calls_[static_cast<size_t>(s)][0].ret;
+      if (i + 1 < links && ret != in.state) {
+        const StandIn back{calls_[static_cast<size_t>(in.state)][0].ret, links - i - 1};
+        if (back.bytes > stand_ins_[static_cast<size_t>(ret)].bytes) stand_ins_[static_cast<size_t>(ret)] = back;
+      }
+    }
+  }
+}
+
 void Automaton::ComputeStandIns() {
+  ComputeChainStandIns();
   if (stand_in_claims_.empty()) return;
   // Pairs followed from every claim together; past this many no stand-in is given (the claimed
   // chains hold a few pairs per state).
@@ -151,7 +237,8 @@ void Automaton::ComputeStandIns() {
     }
   }
 
-  stand_ins_.assign(bytes_.size(), StandIn{});
+  const bool chained = !stand_ins_.empty();
+  if (!chained) stand_ins_.assign(bytes_.size(), StandIn{});
   auto keep = [&](int32_t s, int32_t t, int32_t bytes) {
     if (s == t) return;
     StandIn& best = stand_ins_[static_cast<size_t>(s)];
@@ -166,7 +253,7 @@ void Automaton::ComputeStandIns() {
     keep(*kernel_begin(x), *kernel_begin(y), agrees[i]);
     any = true;
   }
-  if (!any) stand_ins_.clear();
+  if (!any && !chained) stand_ins_.clear();
 }
 
 }  // namespace logitgate

@@ -12,7 +12,7 @@ import pytest
 import logitgate as lg
 from logitgate import _core
 from logitgate.frontends.json_schema import schema_to_grammar
-from logitgate.grammar.ir import EMPTY, Alt, Grammar, Literal, Ref, Seq
+from logitgate.grammar.ir import EMPTY, Alt, Grammar, Literal, Ref, Repeat, Seq
 from logitgate.grammar.program import deserialize, serialize
 
 BOUND = 30  # the counted chain's length
@@ -98,6 +98,23 @@ def test_a_false_claim_changes_no_mask() -> None:
     for i, (want, got) in enumerate(zip(plain, false, strict=True)):
         assert (want == got).all(), f"mask after {i} bytes"
     assert false_configs == plain_configs
+
+
+@pytest.mark.parametrize(("low", "high"), [(0, 60), (45, 60), (50, 50)])
+def test_an_unrolled_repetition_stands_in_for_its_own_positions(low: int, high: int) -> None:
+    # No claims: the core pairs each position of the repetition of a called rule with the next,
+    # and a position far from both bounds (where the bound is more than a token away) is served
+    # by the farthest position that agrees with it for the longest token.
+    nest = Alt((Literal(b"a"), Seq((Literal(b"("), Ref("ch"), Literal(b")")))))  # recursive: called
+    grammar = Grammar({"root": Seq((Literal(b'"'), Repeat(Ref("ch"), low, high), Literal(b'"'))), "ch": nest})
+    vocab = _vocab()
+    text = b'"' + b"a" * high
+    with stand_ins(False):
+        walked, walked_configs = _masks(vocab, grammar, text)
+    served, served_configs = _masks(vocab, grammar, text)
+    for i, (want, got) in enumerate(zip(walked, served, strict=True)):
+        assert (want == got).all(), f"mask after {i} bytes"
+    assert served_configs < walked_configs
 
 
 def test_stand_ins_survive_the_program() -> None:
