@@ -337,6 +337,9 @@ class Automaton {
   bool ReadsOnePlainCharacter(int32_t r) const;
   void ComputeStandIns();
   void ComputeChainStandIns();  // (ComputeStandIns's first part)
+  // True when rule r reads a byte before it can end or call: a call of it moves at least one
+  // byte (the stand-ins' distances count such calls as a byte).
+  bool ReadsByteFirst(int32_t r) const;
   void ComputeByteClasses();
   // After an interrupt: hands the states built so far to a thread that frees them (interrupt.h).
   void DiscardStatesLater();

@@ -11,6 +11,15 @@
 
 namespace logitgate {
 
+bool Automaton::ReadsByteFirst(int32_t rule) const {
+  const int32_t s = rule_start_[rule];
+  const uint8_t* kind = kernel_kinds_begin(s);
+  for (const int32_t* k = kernel_begin(s); k != kernel_end(s); ++k, ++kind) {
+    if (*kind != kHeadState || reads_token(*k)) return false;
+  }
+  return true;
+}
+
 // An unrolled repetition of a called rule (a bounded string's characters, `x{0,255}`) is a chain
 // of positions, each a state whose one call returns to the next, and positions far from its end
 // read alike. Checked here directly, in one pass per chain rather than pair by pair below (the
@@ -33,14 +42,6 @@ void Automaton::ComputeChainStandIns() {
   // next[s]: the position after kernel state s where s and it match, else -1.
   std::vector<int32_t> next;
   std::vector<uint8_t> has_previous;
-  auto reads_first = [&](int32_t rule) {
-    const int32_t start = rule_start_[rule];
-    const uint8_t* kind = kernel_kinds_begin(start);
-    for (const int32_t* k = kernel_begin(start); k != kernel_end(start); ++k, ++kind) {
-      if (*kind != kHeadState || reads_token(*k)) return false;
-    }
-    return true;
-  };
   for (int32_t s = 0; s < n; ++s) {
     const CallEdge* call = single_call(s);
     if (call == nullptr || only_kernel(s) != s || reads_token(s)) continue;
@@ -56,7 +57,7 @@ void Automaton::ComputeChainStandIns() {
     for (size_t e = 0; e < bs.size() && same; ++e) {
       same = bs[e].lo == bt[e].lo && bs[e].hi == bt[e].hi && bs[e].target == bt[e].target;
     }
-    if (!same || !reads_first(call->rule)) continue;
+    if (!same || !ReadsByteFirst(call->rule)) continue;
     if (next.empty()) {
       next.assign(static_cast<size_t>(n), -1);
       has_previous.assign(static_cast<size_t>(n), 0);
@@ -137,15 +138,6 @@ void Automaton::ComputeStandIns() {
     if (a != b) pair_of(rule_start_[a], rule_start_[b]);
   }
 
-  // A rule that reads a byte before it can end or call: a call of it moves at least one byte.
-  auto reads_first = [&](int32_t rule) {
-    const int32_t s = rule_start_[rule];
-    const uint8_t* kind = kernel_kinds_begin(s);
-    for (const int32_t* k = kernel_begin(s); k != kernel_end(s); ++k, ++kind) {
-      if (*kind != kHeadState || reads_token(*k)) return false;
-    }
-    return true;
-  };
   std::vector<ByteEdge> bx, by;
   std::vector<CallEdge> cx, cy;
   auto by_lo = [](const ByteEdge& p, const ByteEdge& q) { return p.lo < q.lo; };
@@ -185,7 +177,7 @@ void Automaton::ComputeStandIns() {
     for (size_t e = 0; e < cx.size(); ++e) {
       const int32_t to_x = cx[e].tail ? rule_start_[cx[e].rule] : cx[e].ret;
       const int32_t to_y = cy[e].tail ? rule_start_[cy[e].rule] : cy[e].ret;
-      const uint8_t moved = !cx[e].tail && reads_first(cx[e].rule) ? 1 : 0;
+      const uint8_t moved = !cx[e].tail && ReadsByteFirst(cx[e].rule) ? 1 : 0;
       if (to_x != to_y) edges.push_back({pair, pair_of(to_x, to_y), moved});
     }
     return true;
