@@ -392,9 +392,10 @@ class Automaton {
   mutable std::unordered_map<int32_t, std::unique_ptr<const CharacterStep>> character_steps_;  // nullptr: none
   std::vector<int32_t> stand_in_claims_;  // (rule a, rule b) pairs, flat
   std::vector<StandIn> stand_ins_;  // per state (empty: no claim holds)
-  // Chains of positions shorter than this are not looked for (ComputeChainStandIns); false
-  // where the program repeats nothing that many times (an image does not say: looked for).
+  // Chains of positions shorter than this are not looked for (ComputeChainStandIns).
   static constexpr int32_t kMinChainPositions = 32;
+  // False where the program repeats nothing kMinChainPositions times or more, so no chain is
+  // looked for; true after an image load (the image does not say).
   bool long_repetitions_ = true;
   std::vector<int32_t> plan_states_;                           // AddPlan's scratch
   int32_t byte_class_[256] = {};

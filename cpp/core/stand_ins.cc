@@ -48,8 +48,8 @@ void Automaton::ComputeChainStandIns() {
     const int32_t t = only_kernel(call->ret);
     if (t < 0 || t == s || reads_token(t)) continue;
     const CallEdge* then = single_call(t);
-    if (then == nullptr || then->rule != call->rule || final_[s] != final_[t]) continue;
-    if (*kernel_kinds_begin(s) != *kernel_kinds_begin(t)) continue;
+    // (The kernel kind holds the final flag.)
+    if (then == nullptr || then->rule != call->rule || *kernel_kinds_begin(s) != *kernel_kinds_begin(t)) continue;
     const auto& bs = bytes_[static_cast<size_t>(s)];
     const auto& bt = bytes_[static_cast<size_t>(t)];
     if (bs.size() != bt.size() || (!bs.empty() && !(deterministic_[s] && deterministic_[t]))) continue;
