@@ -86,13 +86,16 @@ def analyse(lines: TextIO) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("log", nargs="?", help="walk_bench --verbose output (default: stdin)")
+    ap.add_argument(
+        "log",
+        nargs="?",
+        type=argparse.FileType("r"),
+        default=sys.stdin,
+        help="walk_bench --verbose output (default: stdin)",
+    )
     args = ap.parse_args(argv)
-    if args.log is None:
-        print(analyse(sys.stdin))
-    else:
-        with open(args.log) as fh:
-            print(analyse(fh))
+    with args.log:
+        print(analyse(args.log))
     return 0
 
 
