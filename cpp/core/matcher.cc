@@ -477,6 +477,13 @@ bool Matcher::ClassWalk(int32_t config, uint32_t* words) {
       i = trie->subtree_end[u];
       continue;
     }
+    if (trie->subtree_end[u] == i + 1) {  // a leaf: its viability only (Parser::ViableInRow)
+      if (parser.ViableInRow(walk_row_[d - 1], walk_config_[d - 1], trie->byte[u])) {
+        set_tokens(trie->token_begin[u], trie->token_begin[u + 1]);
+      }
+      ++i;
+      continue;
+    }
     const int32_t c = parser.NextInRow(walk_row_[d - 1], walk_config_[d - 1], trie->byte[u]);
     if (c == Parser::kDead) {
       i = trie->subtree_end[u];
@@ -743,6 +750,15 @@ bool Matcher::DiffWalkSubtree(int32_t root, int32_t wider, uint32_t* words) {
     // each (as in WalkSubtree), so `wider`'s decision stands, without the transitions into it.
     if (PlainWithin(v, at, i, std::min(walk_capacity_[d - 1], parser.plain_capacity(walk_reference_[d - 1])))) {
       i = at.subtree_end;
+      continue;
+    }
+    if (at.inner < 0) {  // a leaf: its viability decides it, whatever `wider` did
+      if (parser.ViableInRow(walk_row_[d - 1], walk_config_[d - 1], at.byte)) {
+        SetNodeBits(v, at, i, words);
+      } else {
+        walk_nodes_ += ClearSubtreeBits(v, i, words);
+      }
+      ++i;
       continue;
     }
     const int32_t c = parser.NextInRow(walk_row_[d - 1], walk_config_[d - 1], at.byte);
@@ -1778,6 +1794,13 @@ void Matcher::WalkSuffixes(uint32_t* words, bool chained) {
       ++i;
       continue;
     }
+    if (at.subtree_end == i + 1) {  // a leaf: its viability only (Parser::ViableInRow)
+      if (parser.ViableInRow(walk_row_[d - 1], walk_config_[d - 1], at.byte)) {
+        SetBits(toks, at.token_begin, node[i + 1].token_begin, words);
+      }
+      ++i;
+      continue;
+    }
     const int32_t c = parser.NextInRow(walk_row_[d - 1], walk_config_[d - 1], at.byte);
     if (c == Parser::kDead) {
       i = at.subtree_end;
@@ -1807,6 +1830,13 @@ void Matcher::WalkRestTrie(int32_t config, uint32_t* words) {
   for (int32_t i = 0, n = v.rest_size(); i < n; ++walk_nodes_) {
     const Vocabulary::SuffixNode& at = node[i];
     const int32_t d = at.depth;
+    if (at.subtree_end == i + 1) {  // a leaf: its viability only (Parser::ViableInRow)
+      if (parser.ViableInRow(walk_row_[d - 1], walk_config_[d - 1], at.byte)) {
+        SetBits(toks, at.token_begin, node[i + 1].token_begin, words);
+      }
+      ++i;
+      continue;
+    }
     const int32_t c = parser.NextInRow(walk_row_[d - 1], walk_config_[d - 1], at.byte);
     if (c == Parser::kDead) {
       i = at.subtree_end;
@@ -2104,6 +2134,18 @@ void Matcher::WalkSubtree(int32_t begin, int32_t end, int32_t config, uint32_t* 
       i = at.subtree_end;
       continue;
     }
+    // A leaf (a token no other extends) needs its viability only, not the configuration
+    // after it: no transition is computed for it (Parser::ViableInRow).
+    const bool has_children = at.inner >= 0;
+    if (!has_children) {
+      if (!parser.ViableInRow(walk_row_[d - 1], parent, at.byte)) {
+        if (kClear) walk_nodes_ += ClearSubtreeBits(v, i, words);  // the bits cost like nodes
+      } else if (!kClear) {
+        SetNodeBits(v, at, i, words);
+      }
+      ++i;
+      continue;
+    }
     const int32_t c = parser.NextInRow(walk_row_[d - 1], parent, at.byte);
     if (c == Parser::kDead) {
       if (kClear) walk_nodes_ += ClearSubtreeBits(v, i, words);  // the bits cost like nodes
@@ -2112,10 +2154,9 @@ void Matcher::WalkSubtree(int32_t begin, int32_t end, int32_t config, uint32_t* 
     }
     // The shortcuts below read the node's summary (a second, scattered record: first visits
     // of a trie region are bound by memory latency), so it is read only where one may apply.
-    const bool has_children = at.inner >= 0;
     // A head that keeps any plain text of this length viable (a universal one: any length)
     // allows a whole subtree of plain bytes (a path of h bytes holds at most h characters).
-    const int32_t capacity = has_children ? parser.plain_capacity(c) : 0;
+    const int32_t capacity = parser.plain_capacity(c);
     // The chain shortcut is tried where it is likely to pay: below ASCII bytes only (its check
     // stops at the first byte that leaves the chain, having asked for no more transitions than
     // the bytes below need); else where the configuration came back to itself (the node's

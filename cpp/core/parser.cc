@@ -416,11 +416,15 @@ int32_t Parser::Intern(bool accepting, bool closed) {
                      (frame != 0 && automaton_->starts_near_plain_character(state) &&
                       automaton_->is_near_universal(frames_[frame].ret));
   };
+  bool near_limit = false;
   for (uint32_t i = 0; i < count; ++i) {
     const int32_t state = StateOf(out_[i]), frame = FrameOf(out_[i]);
     // The automaton's capacities assume that no head on the way is dropped for its depth:
     // near the limit the head guarantees nothing.
-    if (NearDepthLimitLocked(frames_[frame].depth)) continue;
+    if (NearDepthLimitLocked(frames_[frame].depth)) {
+      near_limit = true;
+      continue;
+    }
     const auto [first, last] = MembersOf(frame);
     if (first == last) add_head(state, frame);
     for (const int32_t* m = first; m != last; ++m) add_head(state, *m);
@@ -439,7 +443,7 @@ int32_t Parser::Intern(bool accepting, bool closed) {
   }
   block->flags[id & kBlockMask].store(
       static_cast<uint8_t>((accepting ? kAccepting : 0) | (count ? kHasHeads : 0) | (token_heads ? kHasTokenHeads : 0) |
-                           (near_universal ? kNearUniversal : 0)),
+                           (near_universal ? kNearUniversal : 0) | (near_limit ? kNearDepthLimit : 0)),
       std::memory_order_relaxed);
   // Byte classes no head can consume are dead: store them now, so the mask walk never takes
   // the lock for them; the others are computed on first use.

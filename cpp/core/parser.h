@@ -97,6 +97,17 @@ class Parser {
     int32_t next = row[automaton_->byte_class(b)].load(std::memory_order_acquire);
     return next >= 0 ? next : Resolve(config, b, next);
   }
+  // Whether Next(config, b) is a configuration (not kDead), for a walk that needs no more
+  // than that (a token's last byte): a byte some head reads leads somewhere, so the transition
+  // is computed only near the stack depth limit, where closures drop heads (Closure). Invariant
+  // behind it: every automaton state can still reach its rule's end (dead states are pruned),
+  // and every frame's return state can complete, so a closure from an edge's target has a head
+  // or pops to an accepting end; Intern marks the live classes' slots, the others kDead.
+  bool ViableInRow(const std::atomic<int32_t>* row, int32_t config, uint8_t b) {
+    const int32_t next = row[automaton_->byte_class(b)].load(std::memory_order_acquire);
+    if (next >= 0) return next != kDead;
+    return !(Flags(config) & kNearDepthLimit) || Resolve(config, b, next) != kDead;
+  }
 
   // The *step set* of `config`: its most common successor on ASCII bytes (itself for string
   // bodies and other loops, the next position for bounded repetitions), and the bytes that
@@ -195,6 +206,7 @@ class Parser {
   static constexpr uint8_t kHasHeads = 2;
   static constexpr uint8_t kHasTokenHeads = 4;
   static constexpr uint8_t kNearUniversal = 8;
+  static constexpr uint8_t kNearDepthLimit = 16;  // some head's frames are near max_stack_depth
   static constexpr uint8_t kStepsAscii = 1;  // steps_ready bits
   static constexpr uint8_t kStepsLeads = 3;  // leads imply ASCII
 
