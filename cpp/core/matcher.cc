@@ -2136,8 +2136,7 @@ void Matcher::WalkSubtree(int32_t begin, int32_t end, int32_t config, uint32_t* 
     }
     // A leaf (a token no other extends) needs its viability only, not the configuration
     // after it: no transition is computed for it (Parser::ViableInRow).
-    const bool has_children = at.inner >= 0;
-    if (!has_children) {
+    if (at.inner < 0) {
       if (!parser.ViableInRow(walk_row_[d - 1], parent, at.byte)) {
         if (kClear) walk_nodes_ += ClearSubtreeBits(v, i, words);  // the bits cost like nodes
       } else if (!kClear) {
@@ -2166,7 +2165,7 @@ void Matcher::WalkSubtree(int32_t begin, int32_t end, int32_t config, uint32_t* 
     // positions of a long bounded text (capacity at least the longest chain followed, and
     // finite): the capacity check covers their plain subtrees, and following their chain for
     // the rest costs thousands of transitions for nothing.
-    const bool chain_candidate = has_children && (capacity < kMaxChain || capacity >= Automaton::kUnbounded) &&
+    const bool chain_candidate = (capacity < kMaxChain || capacity >= Automaton::kUnbounded) &&
                                  at.subtree_end - i >= kShortcutMinNodes;
     if (capacity > 0 || chain_candidate) {
       const uint64_t* below = v.trie_descendant_bytes(i);
