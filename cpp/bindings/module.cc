@@ -85,37 +85,88 @@ CoreLimits MakeLimits(const std::map<std::string, int64_t>& named) {
   return l;
 }
 
-uint32_t* MaskRow(MaskArray& bits, int64_t row, const Vocabulary& vocab) {
-  if (row < 0 || static_cast<size_t>(row) >= bits.shape(0)) {
-    throw CoreError::Usage("mask row " + std::to_string(row) + " out of range for " + std::to_string(bits.shape(0)) +
-                               " rows",
-                           "mask-row");
+// A writable int32 [rows, words] mask, taken for one call. A numpy array (any exporter of a
+// writable, C-contiguous, two-dimensional buffer of native int32s) is read through the buffer
+// protocol: nanobind's ndarray caster takes numpy arrays through DLPack, a capsule per call,
+// which costs about what copying a memoized mask does. Anything else (a torch tensor) goes
+// through the caster, whose refusals name the problem. The view is held until the call ends,
+// so the array cannot be resized under a fill that released the GIL; destroy it with the GIL
+// held.
+class MaskBuffer {
+ public:
+  explicit MaskBuffer(nb::handle obj) {
+    if (PyObject_GetBuffer(obj.ptr(), &view_, PyBUF_WRITABLE | PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) != 0) {
+      PyErr_Clear();
+    } else if (view_.ndim == 2 && view_.itemsize == sizeof(int32_t) && IsNativeInt32(view_.format)) {
+      held_ = true;
+      data_ = static_cast<int32_t*>(view_.buf);
+      rows_ = static_cast<size_t>(view_.shape[0]);
+      words_ = static_cast<size_t>(view_.shape[1]);
+      return;
+    } else {
+      PyBuffer_Release(&view_);
+    }
+    array_ = TakeArray<MaskArray>(obj, "mask");
+    data_ = array_.data();
+    rows_ = array_.shape(0);
+    words_ = array_.shape(1);
   }
-  if (bits.shape(1) < static_cast<size_t>(vocab.mask_words())) {
-    throw CoreError::Usage("mask has " + std::to_string(bits.shape(1)) + " words per row, the vocabulary needs " +
-                               std::to_string(vocab.mask_words()),
-                           "mask-shape");
+  MaskBuffer(const MaskBuffer&) = delete;
+  MaskBuffer& operator=(const MaskBuffer&) = delete;
+  ~MaskBuffer() {
+    if (held_) PyBuffer_Release(&view_);
   }
-  return reinterpret_cast<uint32_t*>(bits.data()) + static_cast<size_t>(row) * bits.shape(1);
-}
+
+  size_t rows() const { return rows_; }
+
+  // Row `row`, checked against the rows and against the words `vocab` needs.
+  uint32_t* Row(int64_t row, const Vocabulary& vocab) const {
+    if (row < 0 || static_cast<size_t>(row) >= rows_) {
+      throw CoreError::Usage("mask row " + std::to_string(row) + " out of range for " + std::to_string(rows_) + " rows",
+                             "mask-row");
+    }
+    if (words_ < static_cast<size_t>(vocab.mask_words())) {
+      throw CoreError::Usage("mask has " + std::to_string(words_) + " words per row, the vocabulary needs " +
+                                 std::to_string(vocab.mask_words()),
+                             "mask-shape");
+    }
+    return reinterpret_cast<uint32_t*>(data_) + static_cast<size_t>(row) * words_;
+  }
+
+ private:
+  // The struct-module codes of a native-order int32 ("i", "@i", "=i"; "<i" on a little-endian
+  // machine; "l" where a long has 32 bits), as MaskArray's int32_t accepts them.
+  static bool IsNativeInt32(const char* format) {
+    if (format == nullptr) return false;
+    const bool little = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__;
+    if (*format == '@' || *format == '=' || (*format == '<' && little)) ++format;
+    return (format[0] == 'i' || (format[0] == 'l' && sizeof(long) == sizeof(int32_t))) && format[1] == '\0';
+  }
+
+  Py_buffer view_{};
+  bool held_ = false;
+  MaskArray array_;
+  int32_t* data_ = nullptr;
+  size_t rows_ = 0, words_ = 0;
+};
 
 void FillMasks(const std::vector<Matcher*>& matchers, nb::handle bits_obj, int threads) {
-  MaskArray bits = TakeArray<MaskArray>(bits_obj, "mask");
+  const MaskBuffer bits(bits_obj);
   if (matchers.empty()) return;
   std::vector<Matcher*> sorted(matchers);
   std::sort(sorted.begin(), sorted.end());
   if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
     throw CoreError::Usage("fill_masks got the same matcher twice", "duplicate-matcher");
   }
-  if (bits.shape(0) < matchers.size()) {
-    throw CoreError::Usage(std::to_string(matchers.size()) + " matchers but " + std::to_string(bits.shape(0)) +
+  if (bits.rows() < matchers.size()) {
+    throw CoreError::Usage(std::to_string(matchers.size()) + " matchers but " + std::to_string(bits.rows()) +
                                " mask rows",
                            "mask-shape");
   }
   std::vector<uint32_t*> rows;
   for (size_t i = 0; i < matchers.size(); ++i) {
     if (matchers[i] == nullptr) throw CoreError::Usage("fill_masks got None at " + std::to_string(i), "matcher-none");
-    rows.push_back(MaskRow(bits, static_cast<int64_t>(i), *matchers[i]->grammar().vocab));
+    rows.push_back(bits.Row(static_cast<int64_t>(i), *matchers[i]->grammar().vocab));
   }
   nb::gil_scoped_release release;
   // Every row goes to the pool (copies of memoized masks included: done serially they bound
@@ -359,8 +410,8 @@ NB_MODULE(_core, m) {
       .def(
           "fill_mask",
           [](Matcher& self, nb::handle bits_obj, int64_t row) {
-            MaskArray bits = TakeArray<MaskArray>(bits_obj, "mask");
-            uint32_t* words = MaskRow(bits, row, *self.grammar().vocab);
+            const MaskBuffer bits(bits_obj);
+            uint32_t* words = bits.Row(row, *self.grammar().vocab);
             if (self.TryFillMaskFast(words)) return;  // a copy: not worth releasing the GIL
             nb::gil_scoped_release release;
             self.FillMask(words);

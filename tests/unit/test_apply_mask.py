@@ -150,9 +150,11 @@ def test_mask_buffers_get_named_problems(vocab: lg.Vocabulary) -> None:
     cases = [
         ("mask-dtype", np.zeros((1, 1), dtype=np.int64)),
         ("mask-dtype", np.zeros((1, 1), dtype=np.float32)),
+        ("mask-dtype", np.zeros((1, 1), dtype=np.uint32)),
         ("mask-byteorder", np.zeros((1, 1), dtype=">i4")),
         ("mask-shape", np.zeros(1, dtype=np.int32)),
         ("mask-layout", np.zeros((2, 2), dtype=np.int32).T),
+        ("mask-layout", np.zeros((1, 4), dtype=np.int32)[:, ::2]),
         ("mask-readonly", frozen),
         ("mask-type", [[0]]),
         ("mask-dtype", torch.zeros((1, 1), dtype=torch.int64)),
@@ -170,6 +172,27 @@ def test_mask_buffers_get_named_problems(vocab: lg.Vocabulary) -> None:
     t = torch.zeros((1, 1), dtype=torch.int32)  # a CPU tensor of the right kind is a mask buffer
     m.fill_mask(t, 0)
     assert int(t[0, 0]) == 1
+
+
+def test_mask_buffers_are_written_in_place_through_views(vocab: lg.Vocabulary) -> None:
+    # numpy arrays, views and other exporters of a writable 2-D int32 buffer are read through
+    # the buffer protocol: the fill lands in the exporter's memory, in the row asked for.
+    m = lg.Compiler(vocab).compile_regex("a").matcher()
+    want = lg.allocate_mask(vocab)
+    m.fill_mask(want)
+    words = want.shape[1]
+    big = np.full((3, words + 1), -1, dtype=np.int32)  # a spare word per row
+    m.fill_mask(big[1:2], 0)
+    assert (big[1, :words] == want[0]).all() and big[1, words] == -1
+    assert (big[0] == -1).all() and (big[2] == -1).all()
+    m.fill_mask(big, 2)
+    assert (big[2, :words] == want[0]).all()
+    raw = bytearray(want.nbytes)
+    m.fill_mask(np.frombuffer(raw, dtype=np.int32).reshape(1, words), 0)
+    assert bytes(raw) == want.tobytes()
+    view = memoryview(bytearray(2 * want.nbytes)).cast("i", (2, words))
+    lg.fill_masks([m, m.fork()], view)
+    assert view.tobytes() == 2 * want.tobytes()
 
 
 def test_logits_processor_masks_in_place_row_by_row(vocab: lg.Vocabulary) -> None:
