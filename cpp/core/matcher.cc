@@ -1770,30 +1770,15 @@ bool Matcher::PlainChain(int32_t config, uint64_t* except) {
   return true;
 }
 
-// Sets the bits of the non-plain tokens the walk's configuration allows: a token's plain
-// prefix leads back to walk_config_[0] (a plain loop) or down the chain, so the token is
-// allowed iff its suffix is from there. The suffix trie is walked like the vocabulary's (dead
-// nodes skip their subtrees); its first level buckets tokens by their prefix's characters.
-void Matcher::WalkSuffixes(uint32_t* words, bool chained) {
-  const Vocabulary& v = *grammar_->vocab;
-  const Vocabulary::SuffixNode* node = v.suffix_nodes();
-  const int32_t* toks = v.suffix_tokens().data();
+// The walk of SuffixNode records [begin, end) (a suffix trie's bucket, or the rest trie): a node
+// of depth d reads its byte from walk_config_[d - 1], set for the depth above `begin`'s; dead
+// nodes skip their subtrees.
+void Matcher::WalkSuffixRecords(const Vocabulary::SuffixNode* node, const int32_t* toks, int32_t begin, int32_t end,
+                                uint32_t* words) {
   Parser& parser = *parser_;
-  for (int32_t i = 0, n = v.suffix_size(); i < n; ++walk_nodes_) {
+  for (int32_t i = begin; i < end; ++walk_nodes_) {
     const Vocabulary::SuffixNode& at = node[i];
     const int32_t d = at.depth;
-    if (d == 1) {  // a bucket: where its suffixes start
-      const int32_t k = at.byte - chain_shift_;  // plain characters from the chain's head
-      if (chained && k > chain_len_) {
-        i = at.subtree_end;
-        continue;
-      }
-      // (k is at most the longest suffix prefix, which PlainChain always follows to.)
-      walk_config_[1] = !chained || k < 0 ? walk_config_[0] : chain_.at(static_cast<size_t>(k));
-      walk_row_[1] = parser.Row(walk_config_[1]);
-      ++i;
-      continue;
-    }
     if (at.subtree_end == i + 1) {  // a leaf: its viability only (Parser::ViableInRow)
       if (parser.ViableInRow(walk_row_[d - 1], walk_config_[d - 1], at.byte)) {
         SetBits(toks, at.token_begin, node[i + 1].token_begin, words);
@@ -1810,6 +1795,25 @@ void Matcher::WalkSuffixes(uint32_t* words, bool chained) {
     walk_config_[d] = c;
     walk_row_[d] = parser.Row(c);
     ++i;
+  }
+}
+
+// Sets the bits of the non-plain tokens the walk's configuration allows: a token's plain
+// prefix leads back to walk_config_[0] (a plain loop) or down the chain, so the token is
+// allowed iff its suffix is from there. The suffix trie's first level buckets tokens by their
+// prefix's characters; below a bucket, its suffixes are walked like the vocabulary's trie.
+void Matcher::WalkSuffixes(uint32_t* words, bool chained) {
+  const Vocabulary& v = *grammar_->vocab;
+  const Vocabulary::SuffixNode* node = v.suffix_nodes();
+  const int32_t* toks = v.suffix_tokens().data();
+  for (int32_t i = 0, n = v.suffix_size(); i < n; i = node[i].subtree_end) {
+    ++walk_nodes_;
+    const int32_t k = node[i].byte - chain_shift_;  // plain characters from the chain's head
+    if (chained && k > chain_len_) continue;
+    // (k is at most the longest suffix prefix, which PlainChain always follows to.)
+    walk_config_[1] = !chained || k < 0 ? walk_config_[0] : chain_.at(static_cast<size_t>(k));
+    walk_row_[1] = parser_->Row(walk_config_[1]);
+    WalkSuffixRecords(node, toks, i + 1, node[i].subtree_end, words);
   }
 }
 
@@ -1822,31 +1826,9 @@ void Matcher::RestWalk(int32_t config, uint32_t* words) {
 
 void Matcher::WalkRestTrie(int32_t config, uint32_t* words) {
   const Vocabulary& v = *grammar_->vocab;
-  const Vocabulary::SuffixNode* node = v.rest_nodes();
-  const int32_t* toks = v.rest_tokens().data();
-  Parser& parser = *parser_;
   walk_config_[0] = config;
-  walk_row_[0] = parser.Row(config);
-  for (int32_t i = 0, n = v.rest_size(); i < n; ++walk_nodes_) {
-    const Vocabulary::SuffixNode& at = node[i];
-    const int32_t d = at.depth;
-    if (at.subtree_end == i + 1) {  // a leaf: its viability only (Parser::ViableInRow)
-      if (parser.ViableInRow(walk_row_[d - 1], walk_config_[d - 1], at.byte)) {
-        SetBits(toks, at.token_begin, node[i + 1].token_begin, words);
-      }
-      ++i;
-      continue;
-    }
-    const int32_t c = parser.NextInRow(walk_row_[d - 1], walk_config_[d - 1], at.byte);
-    if (c == Parser::kDead) {
-      i = at.subtree_end;
-      continue;
-    }
-    SetBits(toks, at.token_begin, node[i + 1].token_begin, words);
-    walk_config_[d] = c;
-    walk_row_[d] = parser.Row(c);
-    ++i;
-  }
+  walk_row_[0] = parser_->Row(config);
+  WalkSuffixRecords(v.rest_nodes(), v.rest_tokens().data(), 0, v.rest_size(), words);
 }
 
 bool Matcher::FirstCharWalk(int32_t config, uint32_t* words) {

@@ -219,6 +219,10 @@ class Matcher {
   // a chain: a token whose plain prefix holds m characters goes on from chain_[m - chain_shift_]
   // (from walk_config_[0] when that is negative; dead past chain_len_). The suffix trie's walk.
   void WalkSuffixes(uint32_t* words, bool chained);
+  // Their shared walk, and the rest trie's (below): the SuffixNode records [begin, end), a node of
+  // depth d going on from walk_config_[d - 1] (set above `begin`'s depth by the caller).
+  void WalkSuffixRecords(const Vocabulary::SuffixNode* node, const int32_t* toks, int32_t begin, int32_t end,
+                         uint32_t* words);
   void SetPlainTokensUpTo(int32_t chars, uint32_t* words);
   // A configuration that keeps any plain token viable (plain capacity unbounded, or past every
   // plain token's characters) without returning to itself on it: every plain token, and the
