@@ -1552,6 +1552,71 @@ def test_one_of_disjointness_questions_are_bounded() -> None:
     assert 0 < len(calls) < 2 * caps._DISJOINT_CALLS  # past the cap each question returns at once
 
 
+def test_one_of_disjointness_through_recursive_required_keys_ends() -> None:
+    # Oracle finding (seed 48): both branches require "b", whose subschema refers back to the
+    # document ("$ref": "#"), so deciding the pair asked it again inside its own question, without
+    # end: RecursionError under the string hash seeds whose set order reached that key first (2,
+    # 5 and 9 among 0-15). A pair asked inside itself is now "not provably disjoint".
+    import os
+    import subprocess
+    import sys
+
+    schema = {
+        "oneOf": [
+            {"required": ["a"]},
+            {
+                "maxLength": 3,
+                "minLength": 2,
+                "anyOf": [
+                    {"not": {"enum": [True, 1]}, "if": {"required": ["d"]}, "then": {"required": ["c", "d"]}},
+                    {"const": None},
+                    {"type": "integer"},
+                ],
+            },
+        ],
+        "properties": {
+            "b": {
+                "contains": {"const": -1},
+                "properties": {
+                    "b": {"const": None, "$ref": "#"},
+                    "d": {
+                        "properties": {"b": {"type": ["array", "number"]}, "c": {"minLength": 3, "maxLength": 1}},
+                        "maxProperties": 0,
+                        "type": ["boolean", "number"],
+                    },
+                },
+                "required": ["b"],
+                "additionalProperties": {"const": {"c": 2.25, "a": None}},
+            },
+            "c": {"maxLength": 2, "type": "integer"},
+            "d": {"enum": [{"a": None}, 5], "type": "string"},
+        },
+        "required": ["b"],
+        "maxProperties": 1,
+        "minProperties": 1,
+        "$schema": "http://json-schema.org/draft-07/schema#",
+    }
+    script = (
+        "import hashlib, json, sys\n"
+        "from logitgate.frontends.json_schema import schema_to_grammar\n"
+        "from logitgate.limits import DEFAULT_LIMITS\n"
+        "grammar, dropped = schema_to_grammar(json.loads(sys.stdin.read()), limits=DEFAULT_LIMITS)\n"
+        "print(hashlib.sha1(repr(grammar.rules).encode()).hexdigest(), dropped)\n"
+    )
+    outputs = set()
+    for seed in ("2", "5", "9"):
+        run = subprocess.run(
+            [sys.executable, "-c", script],
+            input=json.dumps(schema),
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        )
+        assert run.returncode == 0, run.stderr[-2000:]
+        outputs.add(run.stdout)
+    assert len(outputs) == 1
+
+
 def test_bounds_past_the_largest_double_leave_an_empty_side(compiler: lg.Compiler) -> None:
     # Fuzz finding (tests/fuzz/regressions/json_schema/exclusive-bound-past-largest-double): the
     # next double past -1.8e308 is -inf, and Fraction('-inf') raised ValueError. No double lies

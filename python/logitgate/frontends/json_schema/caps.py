@@ -79,6 +79,9 @@ _CHAINED_COUNTS = 1024  # most counts of a pattern's wide repetition lowered as 
 _NFA_STATES = 3000  # Thompson NFA states of one pattern product (more: built another way or refused)
 _DISJOINT_DEPTH = 16  # oneOf disjointness re-entered through nested oneOfs (deeper: not provably disjoint)
 _DISJOINT_CALLS = 5000  # oneOf disjointness questions one compile may ask (more: not provably disjoint)
+# Disjointness of two branches' required keys, asked within a pair's question: nested at most
+# _DISJOINT_DEPTH pairs deep, and at most this many per compile (more: not provably disjoint).
+_DISJOINT_KEY_QUESTIONS = 5000
 _NEGATABLE_DEPTH = 16  # sub-schemas looked into for a complement (deeper: not complementable)
 _ANY_ORDER_LITERAL = 6  # const/enum objects of up to this many members accept any member order
 _EXCEPT_WORD_MAX = 100  # longest listed name a patternProperties pattern is intersected without

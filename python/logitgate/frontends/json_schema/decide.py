@@ -11,7 +11,7 @@ from logitgate.cancel import checkpoint
 from logitgate.errors import CompileTimeout, LimitExceeded, UnsupportedSchemaError
 from logitgate.limits import Limits
 
-from .caps import _DISJOINT_CALLS, _DISJOINT_DEPTH, _FEW_PARTS, _SHORT_ENUM
+from .caps import _DISJOINT_CALLS, _DISJOINT_DEPTH, _DISJOINT_KEY_QUESTIONS, _FEW_PARTS, _SHORT_ENUM
 from .diagnostics import Diagnostics
 from .expand import Expander
 from .facts import _Facts, _ObjPart
@@ -37,6 +37,10 @@ class Decider:
         # Calls so far: a oneOf whose branches refer back to it ("$ref": "#") asks again for every
         # branch, at every depth, so the depth bound alone leaves exponentially many questions.
         self._disjoint_calls = 0
+        # The pairs of facts being decided (ids; the facts are alive while open): a required key's
+        # subschema that refers back ("$ref": "#") asks a pair again inside its own question.
+        self._disjoint_open: set[tuple[int, int]] = set()
+        self._key_questions = 0
         self.approx_memo: dict[frozenset[int], _Facts | None] = {}
         # _derived: long enums hashed (_in_enum), merged objects' keys indexed (_key_index).
         self._enum_sets: dict[int, tuple[list[Any], int, _ValueSet]] = {}
@@ -94,10 +98,25 @@ class Decider:
         return facts
 
     def _disjoint(self, a: _Facts | None, b: _Facts | None) -> bool:
-        """Provably no common instance (facts over-approximate, so True is always sound)."""
+        """Provably no common instance (facts over-approximate, so True is always sound). A pair
+        asked again inside its own question (a cycle through required keys) is not proven there,
+        nor one past the caps: False is always sound too, and ends the recursion."""
         if a is None or b is None:
             return True
-        return all(self._disjoint_on(a, b, t) for t in a.types & b.types)
+        pair = (id(a), id(b))
+        if self._disjoint_open:
+            self._key_questions += 1
+            if (
+                pair in self._disjoint_open
+                or len(self._disjoint_open) >= _DISJOINT_DEPTH
+                or self._key_questions > _DISJOINT_KEY_QUESTIONS
+            ):
+                return False
+        self._disjoint_open.add(pair)
+        try:
+            return all(self._disjoint_on(a, b, t) for t in a.types & b.types)
+        finally:
+            self._disjoint_open.discard(pair)
 
     def _disjoint_on(self, a: _Facts, b: _Facts, t: str) -> bool:
         for f, g in ((a, b), (b, a)):
