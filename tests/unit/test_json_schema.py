@@ -1072,34 +1072,43 @@ _DETERMINISM_SCHEMAS = [
 ]
 
 
-def test_lowering_is_the_same_in_every_process() -> None:
-    # Atom sets are iterated and sorted: with atoms numbered in document order (not id()s),
-    # the grammar is a function of the schema alone, whatever the process's memory layout or
-    # string hash seed.
+# One line per schema of a JSON list on stdin: a digest of its lowered program.
+_LOWERING_DIGESTS = (
+    "import hashlib, json, sys\n"
+    "from logitgate.frontends.json_schema import schema_to_grammar\n"
+    "from logitgate.grammar.program import serialize\n"
+    "from logitgate.limits import DEFAULT_LIMITS\n"
+    "for s in json.loads(sys.stdin.read()):\n"
+    "    p, n = serialize(schema_to_grammar(s, limits=DEFAULT_LIMITS)[0], DEFAULT_LIMITS)\n"
+    "    print(hashlib.sha1(p + '\\0'.join(n).encode()).hexdigest())\n"
+)
+
+
+def _lowering_digests_under_hash_seeds(schemas: list[Any], seeds: tuple[str, ...]) -> list[str]:
+    """_LOWERING_DIGESTS's output for ``schemas`` in a fresh interpreter per string hash seed."""
     import os
     import subprocess
     import sys
 
-    script = (
-        "import hashlib, json, sys\n"
-        "from logitgate.frontends.json_schema import schema_to_grammar\n"
-        "from logitgate.grammar.program import serialize\n"
-        "from logitgate.limits import DEFAULT_LIMITS\n"
-        "for s in json.loads(sys.stdin.read()):\n"
-        "    p, n = serialize(schema_to_grammar(s, limits=DEFAULT_LIMITS)[0], DEFAULT_LIMITS)\n"
-        "    print(hashlib.sha1(p + '\\0'.join(n).encode()).hexdigest())\n"
-    )
-    digests = []
-    for seed in ("1", "2"):
+    outputs = []
+    for seed in seeds:
         run = subprocess.run(
-            [sys.executable, "-c", script],
-            input=json.dumps(_DETERMINISM_SCHEMAS),
+            [sys.executable, "-c", _LOWERING_DIGESTS],
+            input=json.dumps(schemas),
             capture_output=True,
             text=True,
             env={**os.environ, "PYTHONHASHSEED": seed},
-            check=True,
         )
-        digests.append(run.stdout)
+        assert run.returncode == 0, f"PYTHONHASHSEED={seed}: {run.stderr[-2000:]}"
+        outputs.append(run.stdout)
+    return outputs
+
+
+def test_lowering_is_the_same_in_every_process() -> None:
+    # Atom sets are iterated and sorted: with atoms numbered in document order (not id()s),
+    # the grammar is a function of the schema alone, whatever the process's memory layout or
+    # string hash seed.
+    digests = _lowering_digests_under_hash_seeds(_DETERMINISM_SCHEMAS, ("1", "2"))
     assert digests[0] == digests[1] and len(digests[0].split()) == len(_DETERMINISM_SCHEMAS)
 
 
@@ -1557,10 +1566,6 @@ def test_one_of_disjointness_through_recursive_required_keys_ends() -> None:
     # document ("$ref": "#"), so deciding the pair asked it again inside its own question, without
     # end: RecursionError under the string hash seeds whose set order reached that key first (2,
     # 5 and 9 among 0-15). A pair asked inside itself is now "not provably disjoint".
-    import os
-    import subprocess
-    import sys
-
     schema = {
         "oneOf": [
             {"required": ["a"]},
@@ -1596,25 +1601,8 @@ def test_one_of_disjointness_through_recursive_required_keys_ends() -> None:
         "minProperties": 1,
         "$schema": "http://json-schema.org/draft-07/schema#",
     }
-    script = (
-        "import hashlib, json, sys\n"
-        "from logitgate.frontends.json_schema import schema_to_grammar\n"
-        "from logitgate.limits import DEFAULT_LIMITS\n"
-        "grammar, dropped = schema_to_grammar(json.loads(sys.stdin.read()), limits=DEFAULT_LIMITS)\n"
-        "print(hashlib.sha1(repr(grammar.rules).encode()).hexdigest(), dropped)\n"
-    )
-    outputs = set()
-    for seed in ("2", "5", "9"):
-        run = subprocess.run(
-            [sys.executable, "-c", script],
-            input=json.dumps(schema),
-            capture_output=True,
-            text=True,
-            env={**os.environ, "PYTHONHASHSEED": seed},
-        )
-        assert run.returncode == 0, run.stderr[-2000:]
-        outputs.add(run.stdout)
-    assert len(outputs) == 1
+    digests = _lowering_digests_under_hash_seeds([schema], ("2", "5", "9"))
+    assert len(set(digests)) == 1 and len(digests[0].split()) == 1
 
 
 def test_bounds_past_the_largest_double_leave_an_empty_side(compiler: lg.Compiler) -> None:
