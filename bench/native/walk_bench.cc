@@ -50,28 +50,23 @@ double Micros(std::chrono::steady_clock::time_point a, std::chrono::steady_clock
   return std::chrono::duration<double, std::micro>(b - a).count();
 }
 
-}  // namespace
-
 // A configuration's heads cut to `depth` frames of their stacks, as a hash: each head's state and
 // the return states of its top `depth` frames (a frame set: each member's chain), the heads'
 // signatures sorted and deduplicated, with the accepting and token-head bits. Equal keys at a
 // depth where a token cannot reach further down the stacks would mean equal masks;
 // repeated_masks.py counts the walks such a key would have spared, and the keys that met two
 // masks (depths too shallow).
-namespace {
-
 uint64_t Mix(uint64_t h, uint64_t x) { return (h ^ (x + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2))) * 0x100000001b3ull; }
 
-uint64_t FrameChainKey(const logitgate::Parser& p, int32_t frame, int depth, std::vector<int32_t>& members) {
+uint64_t FrameChainKey(const logitgate::Parser& p, int32_t frame, int depth) {
   if (frame == 0) return 1;
   if (depth == 0) return 2;
   const auto [ret, parent] = p.FrameLink(frame);
-  if (ret != logitgate::Parser::kFrameSet) return Mix(Mix(5, static_cast<uint64_t>(ret)), FrameChainKey(p, parent, depth - 1, members));
-  // (Frame set members are plain frames: the recursion below a set is a chain.)
+  if (ret != logitgate::Parser::kFrameSet) return Mix(Mix(5, static_cast<uint64_t>(ret)), FrameChainKey(p, parent, depth - 1));
+  std::vector<int32_t> members;
   p.FrameSetMembers(frame, &members);
   std::vector<uint64_t> keys;
-  const std::vector<int32_t> own = members;
-  for (int32_t m : own) keys.push_back(FrameChainKey(p, m, depth, members));
+  for (int32_t m : members) keys.push_back(FrameChainKey(p, m, depth));
   std::sort(keys.begin(), keys.end());
   keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
   uint64_t h = 3;
@@ -82,11 +77,8 @@ uint64_t FrameChainKey(const logitgate::Parser& p, int32_t frame, int depth, std
 uint64_t StackCutKey(const logitgate::Parser& p, int32_t config, int depth) {
   std::vector<std::pair<int32_t, int32_t>> heads;
   p.Heads(config, &heads);
-  std::vector<int32_t> members;
   std::vector<uint64_t> sigs;
-  for (const auto& [state, frame] : heads) {
-    sigs.push_back(Mix(Mix(7, static_cast<uint64_t>(state)), FrameChainKey(p, frame, depth, members)));
-  }
+  for (const auto& [state, frame] : heads) sigs.push_back(Mix(Mix(7, static_cast<uint64_t>(state)), FrameChainKey(p, frame, depth)));
   std::sort(sigs.begin(), sigs.end());
   sigs.erase(std::unique(sigs.begin(), sigs.end()), sigs.end());
   uint64_t h = Mix(11, (p.accepting(config) ? 1u : 0u) | (p.has_token_heads(config) ? 2u : 0u));
