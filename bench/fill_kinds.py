@@ -1,7 +1,7 @@
 """Where the harness's mask mean goes: fills that copy a memoized mask against fills that walk.
 
-Runs logitgate over a harness run's cases (``bench/run.py ... --cases-only`` writes them) the
-way ``bench/worker.py`` does (a fresh compiler per case after a 64 MiB sweep, every instance's
+Runs logitgate over a harness run's cases (``bench/run.py ... --cases-only`` writes them) with
+``bench/worker.py``'s own loop (a fresh compiler per case after a 64 MiB sweep, every instance's
 tokens filled and accepted, each fill timed around the adapter's call, the first fill of a case
 left out) and splits the fills by ``Matcher.last_walk_nodes``: 0 for a copy (the configuration's
 mask, or its stand-in's, was memoized), more for a walk. Wall-clock, single-threaded: run it on
@@ -20,11 +20,10 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import argparse
 import gc
 import json
-import time
 
 from common import load_tokenizer, percentile
-from engines import ENGINES, CompileError, Unsupported
-from worker import _evict_caches
+from engines import ENGINES
+from worker import run_case
 
 
 def _line(name: str, values: list[float], total: int) -> str:
@@ -50,26 +49,14 @@ def main() -> None:
     eng.setup(load_tokenizer(args.tokenizer))
     gc.collect()
     gc.freeze()
+    times: list[float] = []
+    walked: list[bool] = []  # per timed fill, in order: whether it walked
+    for case in cases:
+        times += run_case(eng, case, observe=lambda m: walked.append(m.last_walk_nodes > 0))["mask_us"]
     copies: list[float] = []
     walks: list[float] = []
-    for case in cases:
-        _evict_caches()
-        try:
-            compiled = eng.compile(case["kind"], case["source"])
-        except (CompileError, Unsupported):
-            continue
-        first = True
-        for tokens in case["instances"]:
-            m = eng.matcher(compiled)
-            for pos in range(len(tokens) + 1):
-                t0 = time.perf_counter_ns()
-                eng.fill(m)
-                dt = (time.perf_counter_ns() - t0) / 1e3
-                if not first:
-                    (copies if m.last_walk_nodes == 0 else walks).append(dt)
-                first = False
-                if pos == len(tokens) or not eng.allowed(tokens[pos]) or not eng.accept(m, tokens[pos]):
-                    break
+    for dt, was_walk in zip(times, walked, strict=True):
+        (walks if was_walk else copies).append(dt)
     total = len(copies) + len(walks)
     if total == 0:
         raise SystemExit("no fills: no case compiled")

@@ -18,6 +18,7 @@ import os
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from typing import Any, TextIO
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -41,8 +42,10 @@ def _evict_caches() -> None:
     ctypes.memset((ctypes.c_char * len(_SWEEP)).from_buffer(_SWEEP), 1, len(_SWEEP))
 
 
-def run_case(eng: Any, case: dict[str, Any]) -> dict[str, Any]:
-    """Compile once (cold), then walk every instance's tokens, timing each mask fill."""
+def run_case(eng: Any, case: dict[str, Any], observe: Callable[[Any], None] | None = None) -> dict[str, Any]:
+    """Compile once (cold), then walk every instance's tokens, timing each mask fill.
+    ``observe(matcher)`` runs after each fill that lands in ``mask_us``, outside the timing
+    (bench/fill_kinds.py tells copies from walks with it)."""
     from common import rss_peak, rss_reset_peak
     from engines import CompileError, Unsupported
 
@@ -73,6 +76,8 @@ def run_case(eng: Any, case: dict[str, Any]) -> dict[str, Any]:
                     first = False
                 else:
                     masks.append(dt)
+                    if observe is not None:
+                        observe(m)
                 if pos == len(tokens):
                     if not any(eng.allowed(e) for e in eng.eos_ids):
                         res.update(status="not_final", detail=f"instance {inst}: EOS not allowed at the end")
