@@ -27,6 +27,46 @@ NEEDS_VLLM = "# needs: vllm"
 NEEDS_SGLANG = "# needs: sglang"
 
 
+# What the embedded model prints depends on the floating-point kernels its matmuls run on: the
+# docs show what it printed where they were recorded (an Intel Xeon), and a greedy choice may
+# differ elsewhere. Here, per CPU (its model name, and the kernels torch dispatches to there),
+# what that machine prints instead of a doc's line; a machine not listed must print the doc's.
+OTHER_CPUS_PRINT: dict[tuple[str, str], dict[str, str]] = {
+    ("AMD EPYC", "AVX2"): {
+        "{'name': 'Alice', 'age': 30, 'gender': 'Female', 'country': 'USA'}": (
+            "{'name': 'Alice', 'age': 30, 'gender': 'Female', 'address': '123 Main Street, New York, NY 10021'}"
+        ),
+        (
+            '{"order_id":2821,"items":["Widget and Gadget 4821","Basket","Basket 4821","Basket 4821"],'
+            '"status":"pending"}'
+        ): (
+            '{"order_id":2821,"items":["Widget and Gadget 4821","Basket","Basket 4821",'
+            '"Widget and Gadget 4799350000135673656973"],"status":"pending"}'
+        ),
+    },
+}
+
+
+def _cpu() -> tuple[str, str]:
+    """This machine's CPU model name (as /proc/cpuinfo gives it) and torch's CPU capability."""
+    import torch
+
+    model = ""
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    return model, torch.backends.cpu.get_cpu_capability()
+
+
+def _printed_here(expected: list[str]) -> list[str]:
+    """The doc's printed lines as this machine's CPU prints them (OTHER_CPUS_PRINT)."""
+    instead = OTHER_CPUS_PRINT.get(_cpu(), {})
+    return [instead.get(line, line) for line in expected]
+
+
 def _blocks() -> list[tuple[str, int, str]]:
     out = []
     for path in DOC_FILES:
@@ -64,8 +104,8 @@ def test_doc_block_with_model_runs(doc: str, index: int, code: str, capsys: pyte
     commented ``# -> TEXT`` must print TEXT."""
     exec(compile(code, f"{doc}[block {index}]", "exec"), {"__name__": "__doc_example__"})
     printed = capsys.readouterr().out.splitlines()
-    expected = PRINTS.findall(code)
-    assert [line for line in printed if line in expected] == expected, printed
+    expected = _printed_here(PRINTS.findall(code))
+    assert [line for line in printed if line in expected] == expected, (_cpu(), printed)
 
 
 def _cli_examples() -> list[tuple[str, str, str]]:
@@ -89,7 +129,15 @@ def test_doc_cli_example_prints_its_output(
 
     monkeypatch.chdir(REPO)
     assert main([*shlex.split(command)[1:], "--no-stream"]) == 0
-    assert capsys.readouterr().out.strip() == output
+    assert capsys.readouterr().out.strip() == _printed_here([output])[0], _cpu()
+
+
+def test_other_cpus_print_lines_the_docs_show() -> None:
+    """Every line OTHER_CPUS_PRINT replaces is one a doc example prints (a doc edit must keep it)."""
+    shown = {line for _, _, code in _blocks() for line in PRINTS.findall(code)}
+    shown |= {output for _, _, output in _cli_examples()}
+    for cpu, lines in OTHER_CPUS_PRINT.items():
+        assert set(lines) <= shown, (cpu, set(lines) - shown)
 
 
 def test_doc_cli_examples_are_found() -> None:
