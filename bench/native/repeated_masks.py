@@ -4,7 +4,10 @@ Reads `build/walk_bench DIR --verbose` output (stdin or a file) and prints, over
 mask fills after its first: the copies (memoized masks) and the walks; of the walks, those whose
 mask an earlier fill of the same case had produced already, those whose configuration has the
 heads' states (stacks aside) of an earlier fill, and those whose mask is the previous fill's; and
-the repeated walks' time by the last character before them. Then, for stacks cut to 1-4 frames:
+the repeated walks' time by the last character before them. Across cases (the grammars of one
+vocabulary): the walks whose mask any earlier fill produced, the masks that took the most walking
+time with the number of cases they met, and the fill mean if every repeated walk were a copy (a
+memo per grammar, and one shared by the vocabulary's grammars). Then, for stacks cut to 1-4 frames:
 the walks of a configuration not seen before whose heads, so cut, an earlier fill had (what a memo
 keyed so would spare), and the keys that met two different masks (a cut too shallow to be exact).
 Walks of a configuration seen before (cheap walks, not memoized) are counted apart.
@@ -45,6 +48,11 @@ def analyse(lines: TextIO) -> str:
     key_masks: list[dict[str, str]] = [{} for _ in CUTS]  # per cut: key -> the first mask it met
     spared = [[0, 0.0] for _ in CUTS]
     conflicts: list[set[str]] = [set() for _ in CUTS]
+    seen_anywhere: set[str] = set()  # masks of every case so far
+    anywhere = [0, 0.0]
+    per_mask: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])  # walks, time
+    mask_cases: dict[str, set[str]] = defaultdict(set)
+    mask_text: dict[str, str] = {}
     matched = 0
     for line in lines:
         m = LINE.match(line.rstrip("\n"))
@@ -73,6 +81,13 @@ def analyse(lines: TextIO) -> str:
                     last = by_last[m["text"][-1:] or "(start)"]
                     last[0] += 1
                     last[1] += us
+                if mask in seen_anywhere:
+                    anywhere[0] += 1
+                    anywhere[1] += us
+                per_mask[mask][0] += 1
+                per_mask[mask][1] += us
+                mask_cases[mask].add(m["case"])
+                mask_text.setdefault(mask, m["text"][-16:])
                 if states in seen_states:
                     same_states[0] += 1
                     same_states[1] += us
@@ -93,6 +108,7 @@ def analyse(lines: TextIO) -> str:
         if m["config"] is not None:
             seen_configs.add(m["config"])
         seen_masks.add(mask)
+        seen_anywhere.add(mask)
         seen_states.add(states)
         previous = mask
     if matched == 0:
@@ -110,6 +126,24 @@ def analyse(lines: TextIO) -> str:
     ]
     for ch, (n, t) in sorted(by_last.items(), key=lambda kv: -kv[1][1])[:8]:
         out.append(f"  {ch!r}: {int(n)} walks, {t / 1e3:.1f} ms")
+    fills = copies[0] + walks[0]
+    copy_mean = copies[1] / max(copies[0], 1)
+
+    def mean_if_copied(part: list[float]) -> float:
+        return (copies[1] + walks[1] - part[1] + part[0] * copy_mean) / max(fills, 1)
+
+    out += [
+        f"walks whose mask an earlier fill of any case produced: {share(anywhere)}",
+        f"fill mean {(copies[1] + walks[1]) / max(fills, 1):.2f} us; if every repeated walk were a copy"
+        f" ({copy_mean:.2f} us): {mean_if_copied(repeated):.2f} us (a memo per grammar),"
+        f" {mean_if_copied(anywhere):.2f} us (one shared by the grammars)",
+        "the masks that took the most walking time:",
+    ]
+    for mask, (n, t) in sorted(per_mask.items(), key=lambda kv: -kv[1][1])[:8]:
+        out.append(
+            f"  {mask}: {int(n)} walks in {len(mask_cases[mask])} cases, {t / 1e3:.1f} ms"
+            f" ({100 * t / max(walks[1], 1e-9):.0f}%), first after ...{mask_text[mask]!r}"
+        )
     if seen_configs:
         out.append(f"walks of a configuration an earlier fill had (not memoized): {share(same_config)}")
         for i, cut in enumerate(CUTS):
