@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import mask_tail
 from common import percentile, summarize
 from mask_tail import _code_label
-from run import run_engine
+from run import aggregate, markdown, ratios, run_engine
 
 
 def test_percentiles_nearest_rank() -> None:
@@ -94,3 +94,34 @@ def test_mask_tail_recheck_keeps_the_smaller_of_two_runs() -> None:
     md = mask_tail.markdown(summary, rows, {})
     assert "slowest mask is 1.45 ms (first pass) and 1.40 ms (warm)" in md
     assert "| S/spike | 3.70 ms | 90 µs | 96 µs / 80 µs |" in md
+
+
+def test_report_rows_fill_every_column_and_ratios_name_compile_p90() -> None:
+    def result(i: int, compile_us: float, masks: list[float]) -> dict:
+        return {
+            "suite": "t",
+            "id": f"c{i}",
+            "status": "pass",
+            "compile_us": compile_us,
+            "first_mask_us": 1.0,
+            "mask_us": masks,
+            "rss_delta": 0,
+        }
+
+    runs = {
+        "logitgate": [result(i, 100.0 * (i + 1), [1.0, 2.0]) for i in range(10)],
+        "llguidance": [result(i, 50.0 * (i + 1), [4.0, 4.0]) for i in range(10)],
+    }
+    report = {
+        "date": "d",
+        "command": "c",
+        "tokenizer": "t",
+        "machine": {"cpu_model": "m", "nproc": 2},
+        "engines": {e: {"version": "1"} for e in runs},
+        "suites": {"t": {e: aggregate(rs) for e, rs in runs.items()}},
+        "ratios": {"t": ratios("t", runs)},
+    }
+    table = [line for line in markdown(report).splitlines() if line.startswith("|")]
+    assert "compile p90" in table[0]
+    assert len({line.count("|") for line in table}) == 1, table
+    assert report["ratios"]["t"]["compile_p90"] == {"ratio": 2.0, "peer": "llguidance", "common": 10}
