@@ -146,6 +146,21 @@ def test_branches_in_the_tree(compiler: lg.Compiler, schema: dict[str, Any], pro
         assert accepts(g, text) == validator.is_valid(text), text
 
 
+def test_a_node_two_branches_share_is_built_before_either(compiler: lg.Compiler) -> None:
+    # The any-string node `true` is an alternative of the outer anyOf's branch and of the oneOf's
+    # branch inside it; walked depth first, the branch that reaches it second was ordered before
+    # it (the fuzzer's KeyError in emit_union, found 2026-12-07).
+    schema = {
+        "type": "string",
+        "maxLength": 3,
+        "anyOf": [{"anyOf": [{"anyOf": [True]}], "oneOf": [{"anyOf": [True], "pattern": "^a"}]}],
+    }
+    g = compiler.compile_json_schema(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    for text in ["", "a", "ab", "abc", "abcd", "b", "ba", "1a"]:
+        assert accepts(g, text) == validator.is_valid(text), text
+
+
 def test_nesting_past_the_depth_cap_is_distributed(compiler: lg.Compiler) -> None:
     # 40 anyOfs each inside the last: past the tree's depth cap, the usual path lowers it.
     inner: dict[str, Any] = {"pattern": "ab"}

@@ -533,19 +533,24 @@ _ANY_STRING_DFA = Dfa((((_EVERY_CODE_POINT, 0),),), (True,))
 
 
 def _bottom_up(tree: StringSet) -> list[StringSet]:
-    """The distinct nodes of ``tree``, every node after all of its alternatives."""
+    """The distinct nodes of ``tree``, every node after all of its alternatives (a node that
+    several alternatives share is placed once, before the first node that needs it)."""
     order: list[StringSet] = []
-    done: set[int] = {id(tree)}
+    # Nodes are marked when expanded, not when pushed: a node one parent pushed may be reached
+    # through another parent first, and must then come before that one.
+    seen: set[int] = set()
     stack: list[tuple[StringSet, bool]] = [(tree, False)]
     while stack:
         t, expanded = stack.pop()
         if expanded:
             order.append(t)
             continue
+        if id(t) in seen:
+            continue
+        seen.add(id(t))
         stack.append((t, True))
         for alts in t.disjunctions:
             for a in alts:
-                if id(a) not in done:
-                    done.add(id(a))
+                if id(a) not in seen:
                     stack.append((a, False))
     return order
