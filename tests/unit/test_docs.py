@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import doctest
+import functools
 import importlib
+import importlib.util
 import itertools
 import re
 import shlex
@@ -47,18 +49,17 @@ OTHER_CPUS_PRINT: dict[tuple[str, str], dict[str, str]] = {
 }
 
 
+@functools.cache
 def _cpu() -> tuple[str, str]:
-    """This machine's CPU model name (as /proc/cpuinfo gives it) and torch's CPU capability."""
+    """This machine's CPU model name (as the benchmark reports name it: bench/common.py's
+    machine_info) and torch's CPU capability."""
     import torch
 
-    model = ""
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        for line in cpuinfo.read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    return model, torch.backends.cpu.get_cpu_capability()
+    spec = importlib.util.spec_from_file_location("bench_common", REPO / "bench" / "common.py")
+    assert spec is not None and spec.loader is not None
+    common = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(common)
+    return common.machine_info()["cpu_model"], torch.backends.cpu.get_cpu_capability()
 
 
 def _printed_here(expected: list[str]) -> list[str]:
