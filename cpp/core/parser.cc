@@ -450,20 +450,21 @@ int32_t Parser::Intern(bool accepting, bool closed) {
   {
     const Automaton& a = *automaton_;
     uint64_t live[4] = {0, 0, 0, 0};
-    for (uint32_t i = 0; i < count; ++i) {
-      for (const ByteEdge& e : a.bytes(StateOf(out_[i]))) AddByteRange(e.lo, e.hi, live);
-    }
-    for (int q = 0; q < 4; ++q) block->live[4 * (id & kBlockMask) + q].store(live[q], std::memory_order_relaxed);
     std::atomic<int32_t>* row = &block->transitions[static_cast<size_t>(id & kBlockMask) * num_classes_];
     int32_t live_classes = 0;
-    for (int q = 0; q < 4; ++q) {
-      for (uint64_t w = live[q]; w != 0; w &= w - 1) {
-        const auto b = static_cast<uint8_t>(64 * q + __builtin_ctzll(w));
-        std::atomic<int32_t>& slot = row[a.byte_class(b)];
-        if (slot.load(std::memory_order_relaxed) == kDead) ++live_classes;
-        slot.store(kUnknown, std::memory_order_relaxed);
+    for (uint32_t i = 0; i < count; ++i) {
+      for (const ByteEdge& e : a.bytes(StateOf(out_[i]))) {
+        AddByteRange(e.lo, e.hi, live);
+        // Byte classes are intervals that every edge's range is a union of (ComputeByteClasses).
+        for (int32_t k = a.byte_class(e.lo), last = a.byte_class(e.hi); k <= last; ++k) {
+          std::atomic<int32_t>& slot = row[k];
+          if (slot.load(std::memory_order_relaxed) != kDead) continue;
+          ++live_classes;
+          slot.store(kUnknown, std::memory_order_relaxed);
+        }
       }
     }
+    for (int q = 0; q < 4; ++q) block->live[4 * (id & kBlockMask) + q].store(live[q], std::memory_order_relaxed);
     configs_.push_back(ConfigRecord{heads_.Append(out_.data(), count), count, static_cast<int16_t>(live_classes), kNoTransition, h});
   }
   index_.Insert(id, h);  // (after its record: Find reads it)
