@@ -85,3 +85,33 @@ def test_a_format_is_lowered_once_per_process() -> None:
     node = formats._FORMAT_NODES[("date", limits)]
     schema_to_grammar({"type": "string", "format": "date", "maxLength": 20}, limits=limits)
     assert formats._FORMAT_NODES[("date", limits)] is node
+
+
+def test_a_formats_automata_are_built_once_per_process(monkeypatch: Any) -> None:
+    # A format under a length bound needs its Thompson NFA (email, under a bound too long for
+    # its DFA's product), or its minimal DFA and that of its counts unbounded (hostname): built
+    # for the first lowering that asks, then taken from formats.format_automata by every later
+    # one, with the same grammar.
+    from logitgate.frontends.json_schema import pattern_dfa, patterns
+
+    formats._FORMAT_NODES.clear()
+    limits = lg.Limits()
+    schemas = [
+        {"type": "string", "format": "email", "maxLength": 300},
+        {"type": "string", "format": "hostname", "maxLength": 20},
+    ]
+    first = [schema_to_grammar(schema, limits=limits)[0] for schema in schemas]
+    email = formats.format_automata(formats._FORMAT_NODES[("email", limits)])
+    hostname = formats.format_automata(formats._FORMAT_NODES[("hostname", limits)])
+    assert email is not None and hostname is not None
+    assert hostname.relaxed() is not hostname.node  # (its labels' wide counts)
+    assert formats.format_automata(hostname.relaxed()) is not None
+    built: list[str] = []
+    nfa_build, determinize = patterns._Nfa.build.__func__, pattern_dfa.determinize  # type: ignore[attr-defined]
+    monkeypatch.setattr(patterns._Nfa, "build", classmethod(lambda cls, *a: built.append("nfa") or nfa_build(cls, *a)))
+    monkeypatch.setattr(pattern_dfa, "determinize", lambda *a: built.append("dfa") or determinize(*a))
+    again = [schema_to_grammar(schema, limits=limits)[0] for schema in schemas]
+    assert again == first
+    assert built.count("nfa") == 0
+    assert built.count("dfa") == 0
+    assert formats.format_automata(patterns.ANY_STRING) is None  # any other node: per lowering

@@ -7,6 +7,9 @@ from logitgate.frontends.regex import regex_to_node
 from logitgate.grammar.ir import Node
 from logitgate.limits import Limits
 
+from .pattern_dfa import Dfa, minimal_dfa
+from .patterns import _Nfa, _relax_counts
+
 _DATE_RE = (
     r"(?:[0-9]{3}[1-9]|[0-9]{2}[1-9][0-9]|[0-9][1-9][0-9]{2}|[1-9][0-9]{3})-"
     r"(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-8]))"
@@ -90,4 +93,56 @@ def _format_node(fmt: str, limits: Limits) -> Node:
         hit, _ = regex_to_node(_FORMATS[fmt], limits)
         if len(_FORMAT_NODES) < 4 * len(_FORMATS):  # bounded: limits vary only across compilers
             _FORMAT_NODES[key] = hit
+            _AUTOMATA[id(hit)] = FormatAutomata(hit, limits)
     return hit
+
+
+class FormatAutomata:
+    """A format node's Thompson NFA and minimal DFA, and the node with its wide counts unbounded
+    (patterns._relax_counts, whose DFA a length product's stand-ins take), each built on first
+    use. They are constants like the node, and cost far more to build (a length bound or an
+    intersection with a pattern needs them: hostname's DFA takes 25 ms), so they too serve every
+    compile of the process (all the formats' automata under one Limits hold about 7 MB)."""
+
+    def __init__(self, node: Node, limits: Limits) -> None:
+        self.node = node
+        self._limits = limits
+        self._nfa: _Nfa | None = None
+        self._dfa: Dfa | None = None
+        self._built_nfa = self._built_dfa = False
+        self._relaxed: Node | None = None
+
+    def relaxed(self) -> Node:
+        """``_relax_counts(node, limits)``: the node itself where it has no wide count, else a
+        node whose automata are shared too."""
+        if self._relaxed is None:
+            relaxed = _relax_counts(self.node, self._limits)
+            if relaxed is not self.node:
+                _AUTOMATA[id(relaxed)] = FormatAutomata(relaxed, self._limits)
+            self._relaxed = relaxed
+        return self._relaxed
+
+    def nfa(self) -> _Nfa | None:
+        """``_Nfa.build(node, limits)`` (None: too large)."""
+        if not self._built_nfa:
+            self._nfa = _Nfa.build(self.node, self._limits)
+            self._built_nfa = True
+        return self._nfa
+
+    def dfa(self) -> Dfa | None:
+        """The minimal DFA of the node (None: an automaton too large on the way)."""
+        if not self._built_dfa:
+            nfa = self.nfa()
+            self._dfa = None if nfa is None else minimal_dfa([nfa])
+            self._built_dfa = True
+        return self._dfa
+
+
+# Per node of _FORMAT_NODES (which keeps it alive, so its id is not reused): its automata.
+_AUTOMATA: dict[int, FormatAutomata] = {}
+
+
+def format_automata(node: Node) -> FormatAutomata | None:
+    """The shared automata of ``node`` where it is a format's node, else None."""
+    hit = _AUTOMATA.get(id(node))
+    return hit if hit is not None and hit.node is node else None

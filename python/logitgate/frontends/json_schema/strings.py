@@ -52,7 +52,7 @@ from .caps import (
 from .decide import Decider
 from .diagnostics import Diagnostics
 from .facts import StringSet, _Facts
-from .formats import _FORMATS, _format_node
+from .formats import _FORMATS, _format_node, format_automata
 from .length_rules import chain_wide_repetition, length_product_rules
 from .pattern_dfa import Dfa, LengthProduct, minimal_dfa, minimal_intersection, minimal_union
 from .pattern_dfa import with_length as dfa_with_length
@@ -377,7 +377,7 @@ class StringEmitter:
             return self.nfa_with_length(nfas, lo, hi)
         if not product.pairs:
             return _EMPTY_LANG
-        relaxed = [_relax_counts(n, self.limits) for n in nodes]
+        relaxed = [self._relaxed(n) for n in nodes]
         loop = None if all(r is n for r, n in zip(relaxed, nodes, strict=True)) else self._minimal_dfa(relaxed)
         return self._length_product_rules(product, dfa, lo, hi, loop)
 
@@ -447,14 +447,33 @@ class StringEmitter:
         if key not in self.dfa_memo:
             if nfas is None:
                 nfas = self._nfas(nodes)
-            self.dfa_memo[key] = None if nfas is None else minimal_dfa(nfas)
+            self.dfa_memo[key] = None if nfas is None else self._intersected_dfa(nodes, nfas)
         return self.dfa_memo[key]
 
+    def _relaxed(self, node: Node) -> Node:
+        """``_relax_counts(node)``; a format's shared one (formats.py)."""
+        shared = format_automata(node)
+        return _relax_counts(node, self.limits) if shared is None else shared.relaxed()
+
+    def _intersected_dfa(self, nodes: list[Node], nfas: list[_Nfa]) -> Dfa | None:
+        """``minimal_dfa(nfas)``, with a format node's own minimal DFA taken from its shared
+        automata (formats.py)."""
+        dfas = []
+        for node, nfa in zip(nodes, nfas, strict=True):
+            shared = format_automata(node)
+            dfa = minimal_dfa([nfa]) if shared is None else shared.dfa()
+            if dfa is None:
+                return None
+            dfas.append(dfa)
+        return minimal_intersection(dfas)
+
     def _nfas(self, nodes: list[Node]) -> list[_Nfa] | None:
-        """Thompson NFAs of ``nodes``; None when one is too large to build."""
+        """Thompson NFAs of ``nodes`` (a format's from its shared automata); None when one is
+        too large to build."""
         nfas = []
         for node in nodes:
-            nfa = _Nfa.build(node, self.limits)
+            shared = format_automata(node)
+            nfa = _Nfa.build(node, self.limits) if shared is None else shared.nfa()
             if nfa is None:
                 return None
             nfas.append(nfa)
