@@ -2,7 +2,8 @@
 // Python in the loop, for profiling (perf, valgrind --tool=cachegrind/callgrind) and for timing
 // engine changes more steadily than the harness can. Inputs come from bench/native/export.py.
 //
-//   walk_bench DIR [--case SUBSTR] [--repeat N] [--evict] [--verbose] [--compile-only] [--no-stand-ins]
+//   walk_bench DIR [--case SUBSTR] [--repeat N] [--evict] [--verbose] [--configs] [--compile-only]
+//              [--no-stand-ins]
 //
 // Per case: a cold core compile (Automaton + Parser), then for every instance a fresh matcher
 // that fills the mask at each position and accepts the instance's token, as bench/worker.py
@@ -13,7 +14,9 @@
 // keeps the digests); then totals, and how many cases' slowest mask passes 200 us, 500 us and
 // 1 ms (the whole-corpus tail's counts, for comparing two cores run alternately).
 // --no-stand-ins walks every configuration itself (Matcher::SetStandIns): the digests must not
-// change.
+// change. --configs prints, after each fill, the configurations it built, each head as its state
+// and rule, then the return state and rule of each of its top four frames (`[set]`: a frame set),
+// to see what a position builds anew (docs/performance.md, "The mask mean against the peers").
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -74,6 +77,32 @@ uint64_t FrameChainKey(const logitgate::Parser& p, int32_t frame, int depth) {
   return h;
 }
 
+// One configuration's heads, as --configs prints them.
+void PrintConfiguration(const logitgate::Parser& p, const Automaton& a, int32_t config) {
+  auto state_text = [&](int32_t state) {
+    const int32_t rule = a.rule_of_state(state);
+    return std::to_string(state) + "(" + (rule >= 0 ? a.rule_names()[static_cast<size_t>(rule)] : "?") + ")";
+  };
+  std::vector<std::pair<int32_t, int32_t>> heads;
+  p.Heads(config, &heads);
+  std::printf("    c%d:", config);
+  for (const auto& [state, frame0] : heads) {
+    std::string text = " " + state_text(state);
+    int32_t frame = frame0;
+    for (int depth = 0; frame != 0 && depth < 4; ++depth) {
+      const auto [ret, parent] = p.FrameLink(frame);
+      if (ret == logitgate::Parser::kFrameSet) {
+        text += "<[set]";
+        break;
+      }
+      text += "<" + state_text(ret);
+      frame = parent;
+    }
+    std::printf("%s", text.c_str());
+  }
+  std::printf("%s\n", p.accepting(config) ? " (accepting)" : "");
+}
+
 uint64_t StackCutKey(const logitgate::Parser& p, int32_t config, int depth) {
   std::vector<std::pair<int32_t, int32_t>> heads;
   p.Heads(config, &heads);
@@ -91,14 +120,14 @@ uint64_t StackCutKey(const logitgate::Parser& p, int32_t config, int depth) {
 int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr,
-                 "usage: walk_bench DIR [--case SUBSTR] [--repeat N] [--evict] [--verbose] [--compile-only] "
-                 "[--no-stand-ins]\n");
+                 "usage: walk_bench DIR [--case SUBSTR] [--repeat N] [--evict] [--verbose] [--configs] "
+                 "[--compile-only] [--no-stand-ins]\n");
     return 2;
   }
   const std::string dir = argv[1];
   std::string filter;
   int repeat = 1;
-  bool evict = false, verbose = false, compile_only = false;
+  bool evict = false, verbose = false, configs = false, compile_only = false;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--case" && i + 1 < argc) {
@@ -109,6 +138,8 @@ int main(int argc, char** argv) {
       evict = true;
     } else if (a == "--verbose") {
       verbose = true;
+    } else if (a == "--configs") {
+      configs = true;
     } else if (a == "--compile-only") {
       compile_only = true;
     } else if (a == "--no-stand-ins") {
@@ -163,9 +194,19 @@ int main(int argc, char** argv) {
         for (size_t pos = 0; pos <= inst.size(); ++pos) {
           const int64_t tr0 = g->parser->num_transitions();
           const int32_t config = m.configuration();
+          const int32_t configs_before = m.store()->num_configurations();
           const auto m0 = std::chrono::steady_clock::now();
           m.FillMask(words.data());
           const double us = Micros(m0, std::chrono::steady_clock::now());
+          if (configs && rep == repeat - 1) {
+            std::string tail;
+            for (size_t k = pos > 6 ? pos - 6 : 0; k < pos; ++k) tail += vocab->bytes(inst[k]);
+            for (char& ch : tail) ch = (ch >= 0x20 && ch < 0x7F) ? ch : '.';
+            const int32_t configs_after = m.store()->num_configurations();
+            std::printf("  %-38s pos %3zu config %d: %d new  ...%s\n", c.id.c_str(), pos, config,
+                        configs_after - configs_before, tail.c_str());
+            for (int32_t x = configs_before; x < configs_after; ++x) PrintConfiguration(*m.store(), *g->automaton, x);
+          }
           if (!first) masks.push_back(us);
           for (uint32_t w : words) digest = (digest ^ w) * 0x100000001b3ull;
           if (verbose && rep == repeat - 1) {

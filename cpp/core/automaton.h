@@ -155,6 +155,8 @@ class Automaton {
   static constexpr uint8_t kFinal = 4;
   const uint8_t* kernel_kinds_begin(int32_t s) const { return kernel_kinds_.data() + kernel_offset_[s]; }
   const std::vector<std::string>& rule_names() const { return rule_names_; }
+  // The rule whose states s is one of (for diagnostics: walk_bench --configs).
+  int32_t rule_of_state(int32_t s) const { return state_rule_[static_cast<size_t>(s)]; }
   // Token terminals (kOpTokenSet). Each distinct set is a rule of its own, two states: its
   // start *reads a token* of the set to its final state, and has no other edge. Such a start
   // is a kernel state and a parse head like a state with byte edges, but bytes never move it:
