@@ -125,3 +125,34 @@ def test_report_rows_fill_every_column_and_ratios_name_compile_p90() -> None:
     assert "compile p90" in table[0]
     assert len({line.count("|") for line in table}) == 1, table
     assert report["ratios"]["t"]["compile_p90"] == {"ratio": 2.0, "peer": "llguidance", "common": 10}
+
+
+def test_collapsed_positions_meets_a_member_key_and_counts_a_coarse_one() -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "native"))
+    from collapsed_positions import census
+
+    def fill(pos: int, config: int, us: float, mask: str, nodes: int = 10) -> str:
+        return (
+            f"  t/a  pos {pos:3d} {us:8.2f} us nodes {nodes:7d} transitions    1 mask {mask} states 00 config {config}"
+            " keys 0,0,0,0  ..."
+        )
+
+    log = [
+        "  t/a  pos   0 config 1: 2 new  ...",
+        "    c1: 5(ob1_p0_0)<9(s0) 7(keyc0)<3(ob1_p0_0)<9(s0)",
+        "    c2: 8(string)<4(ob1_p0_0)<9(s0)",
+        fill(0, 1, 3.0, "aa"),
+        # Another member's key start: its position rule's states differ, its mask does not.
+        "  t/a  pos   1 config 3: 1 new  ...",
+        "    c3: 6(ob2_p1_0)<9(s0) 7(keyc0)<3(ob2_p1_0)<9(s0)",
+        fill(1, 3, 4.0, "aa"),
+        # Same collapsed key, another mask: the key is too coarse there.
+        "  t/a  pos   2 config 4: 1 new  ...",
+        "    c4: 11(ob5_q0)<9(s0) 7(keyc0)<12(ob5_q0)<9(s0)",
+        fill(2, 4, 5.0, "bb"),
+        fill(3, 4, 0.2, "bb", nodes=0),  # a copy: no walk
+    ]
+    c = census(log)
+    assert (c.built, c.holding) == (4, 4)
+    assert c.walk_us == 12.0 and c.met == 2 and c.met_us == 9.0
+    assert c.spared_us == 4.0 and c.conflicts == 1
