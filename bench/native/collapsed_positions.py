@@ -20,12 +20,10 @@ import sys
 from collections.abc import Iterable
 from typing import NamedTuple
 
+from repeated_masks import LINE as VERBOSE  # a --verbose line
+
 FILL = re.compile(r"^  (?P<case>\S+)\s+pos\s+\d+ config \d+: \d+ new")
 CONFIG = re.compile(r"^    c(?P<id>\d+):(?P<heads>.*)$")
-VERBOSE = re.compile(
-    r"^  \S+\s+pos\s+\d+\s+(?P<us>[\d.]+) us nodes\s+(?P<nodes>\d+) transitions\s+\d+ mask (?P<mask>[0-9a-f]+)"
-    r" states [0-9a-f]+ config (?P<config>\d+)"
-)
 POSITION_STATE = re.compile(r"\d+\(ob\d+_[^)]*\)")
 
 
@@ -61,6 +59,8 @@ def census(lines: Iterable[str]) -> Census:
             keys[int(m["id"])] = collapsed(m["heads"])
             continue
         if not (m := VERBOSE.match(line)):
+            continue
+        if m["config"] is None:  # (walk_bench prints the configuration with its keys)
             continue
         us, key = float(m["us"]), keys.get(int(m["config"]))
         if int(m["nodes"]) > 0:  # a walk (a copy visits no node)

@@ -77,6 +77,15 @@ uint64_t FrameChainKey(const logitgate::Parser& p, int32_t frame, int depth) {
   return h;
 }
 
+// The last bytes of an instance's text before token `pos` (its last six tokens, at most 24
+// bytes), printable: what --verbose and --configs show of where a fill is.
+std::string TextTail(const Vocabulary& vocab, const std::vector<int32_t>& inst, size_t pos) {
+  std::string tail;
+  for (size_t k = pos > 6 ? pos - 6 : 0; k < pos; ++k) tail += vocab.bytes(inst[k]);
+  for (char& ch : tail) ch = (ch >= 0x20 && ch < 0x7F) ? ch : '.';
+  return tail.size() > 24 ? tail.substr(tail.size() - 24) : tail;
+}
+
 // One configuration's heads, as --configs prints them.
 void PrintConfiguration(const logitgate::Parser& p, const Automaton& a, int32_t config) {
   auto state_text = [&](int32_t state) {
@@ -199,22 +208,15 @@ int main(int argc, char** argv) {
           m.FillMask(words.data());
           const double us = Micros(m0, std::chrono::steady_clock::now());
           if (configs && rep == repeat - 1) {
-            std::string tail;
-            for (size_t k = pos > 6 ? pos - 6 : 0; k < pos; ++k) tail += vocab->bytes(inst[k]);
-            for (char& ch : tail) ch = (ch >= 0x20 && ch < 0x7F) ? ch : '.';
             const int32_t configs_after = m.store()->num_configurations();
             std::printf("  %-38s pos %3zu config %d: %d new  ...%s\n", c.id.c_str(), pos, config,
-                        configs_after - configs_before, tail.c_str());
+                        configs_after - configs_before, TextTail(*vocab, inst, pos).c_str());
             for (int32_t x = configs_before; x < configs_after; ++x) PrintConfiguration(*m.store(), *g->automaton, x);
           }
           if (!first) masks.push_back(us);
           for (uint32_t w : words) digest = (digest ^ w) * 0x100000001b3ull;
           if (verbose && rep == repeat - 1) {
-            // The last bytes of the text so far, printable.
-            std::string tail;
-            for (size_t k = pos > 6 ? pos - 6 : 0; k < pos; ++k) tail += vocab->bytes(inst[k]);
-            for (char& ch : tail) ch = (ch >= 0x20 && ch < 0x7F) ? ch : '.';
-            if (tail.size() > 24) tail = tail.substr(tail.size() - 24);
+            const std::string tail = TextTail(*vocab, inst, pos);
             // This mask's digest, and one of the configuration's heads' states without their
             // stacks (bench/native/repeated_masks.py reads both).
             uint64_t mask_digest = 0xcbf29ce484222325ull, states_digest = 0xcbf29ce484222325ull;

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from logitgate.frontends.regex import regex_to_node
 from logitgate.grammar.ir import Node
 from logitgate.limits import Limits
@@ -100,42 +102,33 @@ def _format_node(fmt: str, limits: Limits) -> Node:
 class FormatAutomata:
     """A format node's Thompson NFA and minimal DFA, and the node with its wide counts unbounded
     (patterns._relax_counts, whose DFA a length product's stand-ins take), each built on first
-    use. They are constants like the node, and cost far more to build (a length bound or an
-    intersection with a pattern needs them: hostname's DFA takes 25 ms), so they too serve every
-    compile of the process (all the formats' automata under one Limits hold about 7 MB)."""
+    use (an exception, such as an interrupt, leaves it to the next). They are constants like the
+    node, and cost far more to build (a length bound or an intersection with a pattern needs
+    them: hostname's DFA takes 25 ms), so they too serve every compile of the process (all the
+    formats' automata under one Limits hold about 7 MB)."""
 
     def __init__(self, node: Node, limits: Limits) -> None:
         self.node = node
         self._limits = limits
-        self._nfa: _Nfa | None = None
-        self._dfa: Dfa | None = None
-        self._built_nfa = self._built_dfa = False
-        self._relaxed: Node | None = None
 
+    @functools.cached_property
     def relaxed(self) -> Node:
         """``_relax_counts(node, limits)``: the node itself where it has no wide count, else a
         node whose automata are shared too."""
-        if self._relaxed is None:
-            relaxed = _relax_counts(self.node, self._limits)
-            if relaxed is not self.node:
-                _AUTOMATA[id(relaxed)] = FormatAutomata(relaxed, self._limits)
-            self._relaxed = relaxed
-        return self._relaxed
+        relaxed = _relax_counts(self.node, self._limits)
+        if relaxed is not self.node:
+            _AUTOMATA[id(relaxed)] = FormatAutomata(relaxed, self._limits)
+        return relaxed
 
+    @functools.cached_property
     def nfa(self) -> _Nfa | None:
         """``_Nfa.build(node, limits)`` (None: too large)."""
-        if not self._built_nfa:
-            self._nfa = _Nfa.build(self.node, self._limits)
-            self._built_nfa = True
-        return self._nfa
+        return _Nfa.build(self.node, self._limits)
 
+    @functools.cached_property
     def dfa(self) -> Dfa | None:
         """The minimal DFA of the node (None: an automaton too large on the way)."""
-        if not self._built_dfa:
-            nfa = self.nfa()
-            self._dfa = None if nfa is None else minimal_dfa([nfa])
-            self._built_dfa = True
-        return self._dfa
+        return None if self.nfa is None else minimal_dfa([self.nfa])
 
 
 # Per node of _FORMAT_NODES (which keeps it alive, so its id is not reused): its automata.

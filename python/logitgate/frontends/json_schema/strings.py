@@ -453,7 +453,7 @@ class StringEmitter:
     def _relaxed(self, node: Node) -> Node:
         """``_relax_counts(node)``; a format's shared one (formats.py)."""
         shared = format_automata(node)
-        return _relax_counts(node, self.limits) if shared is None else shared.relaxed()
+        return _relax_counts(node, self.limits) if shared is None else shared.relaxed
 
     def _intersected_dfa(self, nodes: list[Node], nfas: list[_Nfa]) -> Dfa | None:
         """``minimal_dfa(nfas)``, with a format node's own minimal DFA taken from its shared
@@ -461,7 +461,7 @@ class StringEmitter:
         dfas = []
         for node, nfa in zip(nodes, nfas, strict=True):
             shared = format_automata(node)
-            dfa = minimal_dfa([nfa]) if shared is None else shared.dfa()
+            dfa = minimal_dfa([nfa]) if shared is None else shared.dfa
             if dfa is None:
                 return None
             dfas.append(dfa)
@@ -473,7 +473,7 @@ class StringEmitter:
         nfas = []
         for node in nodes:
             shared = format_automata(node)
-            nfa = _Nfa.build(node, self.limits) if shared is None else shared.nfa()
+            nfa = _Nfa.build(node, self.limits) if shared is None else shared.nfa
             if nfa is None:
                 return None
             nfas.append(nfa)
