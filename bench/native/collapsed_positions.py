@@ -83,9 +83,9 @@ def report(c: Census) -> str:
     return (
         f"new configurations {c.built}, holding an object position state {c.holding} "
         f"({100 * c.holding / max(1, c.built):.0f}%)\n"
-        f"walks' time {c.walk_us / 1e6:.3f} s; walks whose collapsed configuration an earlier fill had: {c.met}, "
-        f"{c.met_us / 1e6:.3f} s ({100 * c.met_us / c.walk_us:.0f}%); with that fill's mask "
-        f"{c.spared_us / 1e6:.3f} s ({100 * c.spared_us / c.walk_us:.0f}%), with another: {c.conflicts} walks\n"
+        f"walks' time {c.walk_us / 1e3:.1f} ms; walks whose collapsed configuration an earlier fill had: {c.met}, "
+        f"{c.met_us / 1e3:.1f} ms ({100 * c.met_us / c.walk_us:.0f}%); with that fill's mask "
+        f"{c.spared_us / 1e3:.1f} ms ({100 * c.spared_us / c.walk_us:.0f}%), with another: {c.conflicts} walks\n"
     )
 
 
@@ -95,9 +95,12 @@ def main() -> None:
     args = ap.parse_args()
     if args.log is None:
         sys.stdout.write(report(census(sys.stdin)))
-    else:
+        return
+    try:
         with open(args.log) as f:
             sys.stdout.write(report(census(f)))
+    except OSError as e:
+        ap.error(f"cannot read {args.log}: {e.strerror}")
 
 
 if __name__ == "__main__":

@@ -126,7 +126,7 @@ uint64_t StackCutKey(const logitgate::Parser& p, int32_t config, int depth) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int Run(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr,
                  "usage: walk_bench DIR [--case SUBSTR] [--repeat N] [--evict] [--verbose] [--configs] "
@@ -282,4 +282,14 @@ int main(int argc, char** argv) {
               static_cast<long long>(slowest_over[2]));
   if (evict) std::printf("(evicted %llu lines)\n", static_cast<unsigned long long>(evict_sum));
   return failures == 0 ? 0 : 1;
+}
+
+int main(int argc, char** argv) {
+  // A missing or unreadable input (ReadVocabulary, Reader) is an error message, not an abort.
+  try {
+    return Run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "walk_bench: %s\n", e.what());
+    return 2;
+  }
 }
