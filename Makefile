@@ -10,7 +10,7 @@ PYC_STAMP := $(VENV)/.pyc-stamp
 CORE_SOURCES := $(shell find cpp -name '*.cc' -o -name '*.h') CMakeLists.txt pyproject.toml
 PY_SOURCES := $(shell find python -name '*.py')
 
-.PHONY: demo test test-all lint sanitize bench walk-bench cpu-time-spikes fuzz soundness clean lowering-digests lowering-digests-check tsan
+.PHONY: demo test test-all lint sanitize bench walk-bench cpu-time-spikes fuzz soundness clean lowering-digests lowering-digests-check tsan format-dfas
 
 # torch is pinned to the local CPU wheel first, so nothing can pull a CUDA build later.
 $(DEPS_STAMP): pyproject.toml
@@ -99,6 +99,10 @@ lowering-digests: $(PYC_STAMP)
 
 lowering-digests-check: $(PYC_STAMP)
 	nice $(BIN)/python bench/lowering_digests.py --check
+
+# The stored minimal DFAs of the formats lowered as automata, after a change to their regexes.
+format-dfas: $(PYC_STAMP)
+	$(BIN)/python -c "from logitgate.frontends.json_schema.formats import write_dfa_tables; write_dfa_tables()"
 
 # The core without Python, on exported harness cases (bench/native/README.md): for profiling.
 walk-bench: build/walk_bench

@@ -23,6 +23,7 @@ DEFAULT = REPO / "python" / "logitgate" / "frontends" / "json_schema"
 LAYERS: dict[str, tuple[str, ...]] = {
     "data": (
         "caps",
+        "format_dfa_tables",
         "formats",
         "synthetic",
         "patterns",

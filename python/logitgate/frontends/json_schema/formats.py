@@ -9,6 +9,7 @@ from logitgate.frontends.regex import regex_to_node
 from logitgate.grammar.ir import Node
 from logitgate.limits import Limits
 
+from .format_dfa_tables import TABLES as _DFA_TABLES
 from .pattern_dfa import Dfa, minimal_dfa
 from .patterns import _Nfa, _relax_counts
 
@@ -79,6 +80,12 @@ _FORMATS: dict[str, str] = {
 }
 # Formats jsonschema's FormatChecker knows but we do not lower: rejected (never silently ignored).
 _UNSUPPORTED_FORMATS = frozenset({"idn-hostname", "iri", "iri-reference", "uri-template", "regex"})
+# Formats lowered as their minimal DFA, one rule per state (length_rules.format_rules), rather than
+# as their regex's node: the core determinizes a rule but does not minimize it, and the forms of
+# an IPv6 address (in a uri's authority too) make many times the minimal DFA's states. Their DFAs
+# are stored (format_dfa_tables.py, written by write_dfa_tables), since building one from its
+# regex costs tens of milliseconds.
+AUTOMATON_FORMATS = frozenset({"uri", "uri-reference", "ipv6"})
 
 
 # Per (format, limits), the format's node: the regexes are the library's constants, so one
@@ -95,7 +102,7 @@ def _format_node(fmt: str, limits: Limits) -> Node:
         hit, _ = regex_to_node(_FORMATS[fmt], limits)
         if len(_FORMAT_NODES) < 4 * len(_FORMATS):  # bounded: limits vary only across compilers
             _FORMAT_NODES[key] = hit
-            _AUTOMATA[id(hit)] = FormatAutomata(hit, limits)
+            _AUTOMATA[id(hit)] = FormatAutomata(hit, limits, fmt)
     return hit
 
 
@@ -107,9 +114,10 @@ class FormatAutomata:
     them: hostname's DFA takes 25 ms), so they too serve every compile of the process (all the
     formats' automata under one Limits hold about 7 MB)."""
 
-    def __init__(self, node: Node, limits: Limits) -> None:
+    def __init__(self, node: Node, limits: Limits, fmt: str | None = None) -> None:
         self.node = node
         self._limits = limits
+        self._fmt = fmt  # the format whose node this is (None: a node derived from one)
 
     @functools.cached_property
     def relaxed(self) -> Node:
@@ -128,6 +136,8 @@ class FormatAutomata:
     @functools.cached_property
     def dfa(self) -> Dfa | None:
         """The minimal DFA of the node (None: an automaton too large on the way)."""
+        if self._fmt in AUTOMATON_FORMATS:
+            return stored_dfa(self._fmt)
         return None if self.nfa is None else minimal_dfa([self.nfa])
 
 
@@ -139,3 +149,65 @@ def format_automata(node: Node) -> FormatAutomata | None:
     """The shared automata of ``node`` where it is a format's node, else None."""
     hit = _AUTOMATA.get(id(node))
     return hit if hit is not None and hit.node is node else None
+
+
+@functools.cache
+def stored_dfa(fmt: str) -> Dfa:
+    """The minimal DFA of ``fmt``'s regex (one of AUTOMATON_FORMATS), as format_dfa_tables.py stores it."""
+    edges = []
+    accepting = []
+    for state in _DFA_TABLES[fmt].split(";"):
+        accepting.append(state[0] == "+")
+        moves = []
+        for move in state[1:].split():
+            ranges, target = move.split(">")
+            bounds = (r.partition("-") for r in ranges.split(","))
+            moves.append((tuple((int(lo, 16), int(hi or lo, 16)) for lo, _, hi in bounds), int(target)))
+        edges.append(tuple(moves))
+    return Dfa(tuple(edges), tuple(accepting))
+
+
+def _encoded_dfa(dfa: Dfa) -> str:
+    """``dfa`` as stored_dfa reads it: its states in order, ``;`` between them, each ``+``
+    (accepting) or ``-`` then its moves, each its ranges (hex ``lo-hi`` or ``lo``, ``,`` between)
+    ``>`` its target."""
+
+    def hex_range(lo: int, hi: int) -> str:
+        return f"{lo:x}" if lo == hi else f"{lo:x}-{hi:x}"
+
+    states = []
+    for moves, accepts in zip(dfa.edges, dfa.accepting, strict=True):
+        parts = [",".join(hex_range(lo, hi) for lo, hi in ranges) + f">{t}" for ranges, t in moves]
+        states.append(("+" if accepts else "-") + " ".join(parts))
+    return ";".join(states)
+
+
+def dfa_tables_source() -> str:
+    """The text of format_dfa_tables.py: the minimal DFAs of AUTOMATON_FORMATS, built from their
+    regexes (tens of milliseconds each)."""
+    lines = [
+        '"""The minimal DFAs of the formats lowered as automata (formats.AUTOMATON_FORMATS), encoded as',
+        "formats.stored_dfa reads them. Written by formats.write_dfa_tables (``make format-dfas``) from the",
+        'formats\' regexes: do not edit; tests/unit/json_schema/test_js_format_dfas.py checks it."""',
+        "",
+        "TABLES: dict[str, str] = {",
+    ]
+    for fmt in sorted(AUTOMATON_FORMATS):
+        nfa = _Nfa.build(_format_node(fmt, Limits()), Limits())
+        dfa = None if nfa is None else minimal_dfa([nfa])
+        if dfa is None:
+            raise RuntimeError(f"the {fmt} format's minimal DFA is past the caps")
+        text = _encoded_dfa(dfa)
+        lines.append(f'    "{fmt}": (')
+        lines += [f'        "{text[i : i + 96]}"' for i in range(0, len(text), 96)]
+        lines.append("    ),")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def write_dfa_tables() -> None:
+    """Rewrites format_dfa_tables.py (after a change to a regex of AUTOMATON_FORMATS or to the DFA
+    construction)."""
+    from pathlib import Path
+
+    (Path(__file__).parent / "format_dfa_tables.py").write_text(dfa_tables_source())

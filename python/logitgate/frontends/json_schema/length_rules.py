@@ -1,6 +1,6 @@
-"""Counted strings as rules: a pattern's length product (one rule per kept (DFA state, length)
-pair) and a pattern's wide repetition (one rule per count), with the stand-ins of their positions
-far from the bounds.
+"""Strings as rules from automata: a pattern's length product (one rule per kept (DFA state,
+length) pair) and a pattern's wide repetition (one rule per count), with the stand-ins of their
+positions far from the bounds; and a format as its minimal DFA (one rule per state).
 
 A counted position reads what its pattern's uncounted loop reads for as long as neither bound is
 near: the product's pairs (q, k) with k past ``minLength`` and far enough below ``maxLength``
@@ -10,14 +10,18 @@ again where the counted ones make a new one per position (docs/design.md, "Stand
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 
 from logitgate.grammar.ir import EMPTY, Alt, CharClass, Literal, Node, Ref, Repeat, Seq
+from logitgate.grammar.json_text import encoded_class as _encoded_class
 from logitgate.grammar.json_text import intersect_ranges as _intersect_ranges
 from logitgate.grammar.json_text import seq as _seq
 from logitgate.limits import Limits
 
 from .caps import _CHAINED_COUNTS, _RELAXED_SPAN, _STAND_IN_WINDOW
+from .formats import stored_dfa
 from .pattern_dfa import Dfa, LengthProduct, Ranges, farthest_accept
 from .patterns import _LengthRanges
 from .rules import RuleTable, _alt_of_distinct
@@ -119,6 +123,34 @@ def _alongside(dfa: Dfa, loop: Dfa) -> dict[int, set[int]]:
                     found[t].add(u)
                     work.append((t, u))
     return found
+
+
+@functools.cache
+def format_rules(fmt: str) -> Mapping[str, Node]:
+    """The encoded contents of a string of format ``fmt`` (one of formats.AUTOMATON_FORMATS) as
+    rules of its stored minimal DFA, the first the start: ``fmt_<fmt>_<q>`` per state q, each
+    move one character of its class in every JSON spelling (``fmt_<fmt>_c<k>`` per class), then
+    a tail call of the target's rule. They name no rule of a table, so every compile of the
+    process shares them."""
+    dfa = stored_dfa(fmt)
+    prefix = f"fmt_{fmt.replace('-', '_')}_"
+    rules: dict[str, Node] = {}
+    classes: dict[Ranges, Node] = {}
+    for q, moves in enumerate(dfa.edges):
+        alts: list[Node] = [EMPTY] if dfa.accepting[q] else []
+        for ranges, t in moves:
+            spelled = classes.get(ranges)
+            if spelled is None:
+                spelled = _encoded_class(CharClass(ranges))
+                if isinstance(spelled, Alt):  # raw | escapes: a rule, not a copy per move
+                    name = f"{prefix}c{len(classes)}"
+                    rules[name] = spelled
+                    spelled = Ref(name)
+                classes[ranges] = spelled
+            alts.append(_seq([spelled, Ref(f"{prefix}{t}")]))
+        rules[f"{prefix}{q}"] = _alt_of_distinct(alts)
+    start = f"{prefix}0"
+    return MappingProxyType({start: rules.pop(start), **rules})
 
 
 def chain_wide_repetition(table: RuleTable, node: Node, encode: Callable[[Node], Node], limits: Limits) -> Node:

@@ -52,8 +52,8 @@ from .caps import (
 from .decide import Decider
 from .diagnostics import Diagnostics
 from .facts import StringSet, _Facts
-from .formats import _FORMATS, _format_node, format_automata
-from .length_rules import chain_wide_repetition, length_product_rules
+from .formats import _FORMATS, AUTOMATON_FORMATS, _format_node, format_automata
+from .length_rules import chain_wide_repetition, format_rules, length_product_rules
 from .pattern_dfa import Dfa, LengthProduct, minimal_dfa, minimal_intersection, minimal_union
 from .pattern_dfa import with_length as dfa_with_length
 from .patterns import (
@@ -298,7 +298,20 @@ class StringEmitter:
         if _is_empty(node) or _is_empty(encoded):
             self.diag.contradiction(f, ptr, f"{kw} and length bounds leave no string")
             return _EMPTY_LANG
+        if encoded is None and kw == "format" and len(contents) == 1 and node is contents[0][0]:
+            encoded = self.format_automaton(f.formats[0][0])
         return chain_wide_repetition(self.table, node, self.encode, self.limits) if encoded is None else encoded
+
+    def format_automaton(self, fmt: str) -> Node | None:
+        """A lone format without length bounds, where it is one of AUTOMATON_FORMATS: the rules
+        of its minimal DFA (shared by every compile), added to the table."""
+        if fmt not in AUTOMATON_FORMATS:
+            return None
+        rules = format_rules(fmt)
+        start = next(iter(rules))
+        if start not in self.table.rules:
+            self.table.rules.update(rules)
+        return Ref(start)
 
     def intersect_by_derivatives(self, nodes: list[Node]) -> Node | None:
         """Encoded content of ``nodes[0] ∩ nodes[1] ∩ ...`` (grammar/derivatives.py): one rule per

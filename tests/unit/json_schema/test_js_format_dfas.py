@@ -1,0 +1,85 @@
+"""The formats lowered as their minimal DFA (formats.AUTOMATON_FORMATS): the stored DFAs are the
+regexes' own, the grammar is the regex's language in every JSON spelling, and its rules are
+built once per process."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from tests.unit.json_schema.acceptance import accepts
+
+import logitgate as lg
+from logitgate.frontends.json_schema import formats, schema_to_grammar
+from logitgate.frontends.json_schema.length_rules import format_rules
+from logitgate.frontends.json_schema.pattern_dfa import minimal_dfa
+from logitgate.frontends.json_schema.patterns import _Nfa
+
+TABLES = Path(formats.__file__).with_name("format_dfa_tables.py")
+
+
+def _vocab() -> lg.Vocabulary:
+    return lg.Vocabulary.from_tokens([bytes([b]) for b in range(256)] + [None], eos_ids=[256])
+
+
+def test_the_stored_dfas_are_the_regexes_minimal_dfas() -> None:
+    # What `make format-dfas` would write is what is committed, and it decodes to the minimal
+    # DFA built from each regex (so a regex edited without regenerating fails here).
+    assert TABLES.read_text() == formats.dfa_tables_source()
+    for fmt in sorted(formats.AUTOMATON_FORMATS):
+        nfa = _Nfa.build(formats._format_node(fmt, lg.Limits()), lg.Limits())
+        assert nfa is not None
+        assert formats.stored_dfa(fmt) == minimal_dfa([nfa]), fmt
+
+
+@pytest.mark.parametrize("fmt", sorted(formats.AUTOMATON_FORMATS))
+def test_an_automaton_format_is_its_regexs_language(fmt: str) -> None:
+    g = lg.Compiler(_vocab()).compile_json_schema({"type": "string", "format": fmt})
+    regex = re.compile(formats._FORMATS[fmt])
+    texts = [
+        "http://example.com/a?b=c#d",
+        "urn:isbn:0451450523",
+        "//host/path",
+        "/a/b",
+        "a/b?c",
+        "",
+        "::1",
+        "2001:db8::8a2e:370:7334",
+        "1:2:3:4:5:6:7:8",
+        "1:2:3:4:5:6:7:8:9",
+        "::ffff:192.0.2.128",
+        "http://[::1]:80/",
+        "http://[::1",
+        "h ttp://x",
+        "ht%zz://x",
+        "x:%41%4",
+        "ü:x",
+    ]
+    for text in texts:
+        assert accepts(g, text) == bool(regex.fullmatch(text)), (fmt, text)
+
+
+def test_every_character_of_an_automaton_format_accepts_every_spelling() -> None:
+    # Each move is a class, so a literal character may be escaped too (PHP writes `\/`); a
+    # regex node's literal characters accept their json.dumps spellings only (docs/json_schema.md).
+    g = lg.Compiler(_vocab()).compile_json_schema({"type": "string", "format": "uri"})
+    for text in ['"http:\\/\\/a.b\\/c"', '"http\\u003a//a.b/c"', '"http://a.b/c"']:
+        assert json.loads(text) == "http://a.b/c"
+        m = g.matcher()
+        assert m.accept_bytes(text.encode()) and m.is_complete(), text
+    m = g.matcher()
+    assert not m.accept_bytes(b'"http:\\/\\/a b"')
+
+
+def test_an_automaton_formats_rules_are_built_once_per_process() -> None:
+    schema = {"type": "object", "properties": {"a": {"format": "uri"}, "b": {"type": "string", "format": "uri"}}}
+    first, _ = schema_to_grammar(schema, limits=lg.Limits())
+    again, _ = schema_to_grammar(schema, limits=lg.Limits())
+    rules = format_rules("uri")
+    start = next(iter(rules))
+    assert start == "fmt_uri_0" and len(rules) > 100
+    for grammar in (first, again):
+        assert all(grammar.rules[name] is node for name, node in rules.items())
+    assert formats.format_automata(formats._format_node("uri", lg.Limits())).dfa is formats.stored_dfa("uri")
