@@ -26,8 +26,8 @@ NUMBERS = (-2, -1, 0, 1, 2, 3, 5, 0.5, -0.5, 1.5, 2.25)
 BOUNDS = (-1, 0, 1, 2, 3, 0.5, 1.5)
 PATTERNS = ("^a", "b$", "^[ab]*$", "x", "^[a-c]+$", "^.$", "^(a|ba)$")
 NAME_PATTERNS = ("^x", "^[ab]$", "c", "^[ab]", "^(c|dd)$")
-FORMATS = ("date", "ipv4", "email")
-FORMAT_SAMPLES = ("2024-02-29", "1.2.3.4", "a@b.co")
+FORMATS = ("date", "ipv4", "email", "ipv6")
+FORMAT_SAMPLES = ("2024-02-29", "1.2.3.4", "a@b.co", "::1")
 TYPES = ("null", "boolean", "integer", "number", "string", "array", "object")
 
 
