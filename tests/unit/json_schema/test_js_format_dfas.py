@@ -61,6 +61,14 @@ def test_an_automaton_format_is_its_regexs_language(fmt: str) -> None:
         assert accepts(g, text) == bool(regex.fullmatch(text)), (fmt, text)
 
 
+def test_an_automaton_format_under_a_length_bound_is_its_stored_dfa_counted() -> None:
+    # Under maxLength the length product is built from the stored DFA (formats.stored_dfa).
+    g = lg.Compiler(_vocab()).compile_json_schema({"type": "string", "format": "ipv6", "maxLength": 10})
+    regex = re.compile(formats._FORMATS["ipv6"])
+    for text in ["::1", "1::2", "a:b:c:d::1", "2001:db8::1", "1:2:3:4:5:6:7:8", ":::", "::g"]:
+        assert accepts(g, text) == (bool(regex.fullmatch(text)) and len(text) <= 10), text
+
+
 def test_every_character_of_an_automaton_format_accepts_every_spelling() -> None:
     # Each move is a class, so a literal character may be escaped too (PHP writes `\/`); a
     # regex node's literal characters accept their json.dumps spellings only (docs/json_schema.md).
