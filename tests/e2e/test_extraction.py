@@ -62,6 +62,7 @@ def test_quick_subset(cli_model: Any, name: str) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # 52 generations: about 3 minutes on two idle cores, past 5 under other load
 def test_whole_suite(cli_model: Any) -> None:
     assert len(TASKS) >= 25
     outcomes = [run_task(t) for t in TASKS]
