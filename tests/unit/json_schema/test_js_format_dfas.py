@@ -13,9 +13,10 @@ from tests.unit.json_schema.acceptance import accepts
 
 import logitgate as lg
 from logitgate.frontends.json_schema import formats, schema_to_grammar
-from logitgate.frontends.json_schema.length_rules import format_rules
+from logitgate.frontends.json_schema.length_rules import format_contents
 from logitgate.frontends.json_schema.pattern_dfa import minimal_dfa
 from logitgate.frontends.json_schema.patterns import _Nfa
+from logitgate.grammar.ir import Ref
 
 TABLES = Path(formats.__file__).with_name("format_dfa_tables.py")
 
@@ -81,13 +82,26 @@ def test_every_character_of_an_automaton_format_accepts_every_spelling() -> None
     assert not m.accept_bytes(b'"http:\\/\\/a b"')
 
 
-def test_an_automaton_formats_rules_are_built_once_per_process() -> None:
-    schema = {"type": "object", "properties": {"a": {"format": "uri"}, "b": {"type": "string", "format": "uri"}}}
+def test_a_formats_contents_are_built_once_per_process() -> None:
+    # A lone format's rules (and claims, where a wide repetition is chained) are built once and
+    # added to each lowering's table: every grammar holds the same rule objects.
+    schema = {
+        "type": "object",
+        "properties": {
+            "a": {"format": "uri"},
+            "b": {"type": "string", "format": "uri"},
+            "c": {"type": "string", "format": "date-time"},
+            "d": {"type": "string", "format": "hostname"},
+        },
+    }
     first, _ = schema_to_grammar(schema, limits=lg.Limits())
     again, _ = schema_to_grammar(schema, limits=lg.Limits())
-    rules = format_rules("uri")
-    start = next(iter(rules))
-    assert start == "fmt_uri_0" and len(rules) > 100
-    for grammar in (first, again):
-        assert all(grammar.rules[name] is node for name, node in rules.items())
+    uri = format_contents("uri", lg.Limits())
+    assert uri.node == Ref("fmt_uri_0") and "fmt_uri_0" in uri.rules and len(uri.rules) > 100
+    for fmt in ("uri", "date-time", "hostname"):
+        shared = format_contents(fmt, lg.Limits())
+        assert shared is format_contents(fmt, lg.Limits())
+        for grammar in (first, again):
+            assert all(grammar.rules[name] is node for name, node in shared.rules.items()), fmt
+            assert set(shared.stand_ins) <= set(grammar.stand_ins), fmt
     assert formats.format_automata(formats._format_node("uri", lg.Limits())).dfa is formats.stored_dfa("uri")

@@ -13,17 +13,23 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
+from typing import NamedTuple
 
-from logitgate.grammar.ir import EMPTY, Alt, CharClass, Literal, Node, Ref, Repeat, Seq
+from logitgate.grammar.ir import EMPTY, MAX_CODE_POINT, Alt, CharClass, Literal, Node, Ref, Repeat, Seq
 from logitgate.grammar.json_text import encoded_class as _encoded_class
+from logitgate.grammar.json_text import encoded_class_ascii as _encoded_class_ascii
+from logitgate.grammar.json_text import encoded_literal as _encoded_literal
+from logitgate.grammar.json_text import intersect as _intersect
 from logitgate.grammar.json_text import intersect_ranges as _intersect_ranges
+from logitgate.grammar.json_text import non_ascii_escape_tail as _non_ascii_escape_tail
+from logitgate.grammar.json_text import positive_ranges as _positive_ranges
 from logitgate.grammar.json_text import seq as _seq
 from logitgate.limits import Limits
 
 from .caps import _CHAINED_COUNTS, _RELAXED_SPAN, _STAND_IN_WINDOW
-from .formats import stored_dfa
+from .formats import AUTOMATON_FORMATS, _format_node, stored_dfa
 from .pattern_dfa import Dfa, LengthProduct, Ranges, farthest_accept
-from .patterns import _LengthRanges
+from .patterns import _LengthRanges, _map_leaves
 from .rules import RuleTable, _alt_of_distinct
 
 
@@ -125,35 +131,94 @@ def _alongside(dfa: Dfa, loop: Dfa) -> dict[int, set[int]]:
     return found
 
 
-@functools.cache
-def format_rules(fmt: str) -> Mapping[str, Node]:
-    """The encoded contents of a string of format ``fmt`` (one of formats.AUTOMATON_FORMATS) as
-    rules of its stored minimal DFA, the first the start: ``fmt_<fmt>_<q>`` per state q, each
-    move one character of its class in every JSON spelling (``fmt_<fmt>_c<k>`` per class), then
-    a tail call of the target's rule. They name no rule of a table, so every compile of the
-    process shares them."""
-    dfa = stored_dfa(fmt)
+class FormatContents(NamedTuple):
+    """A format's encoded string contents, the same in every compile of the process: ``node``
+    refers to ``rules`` (named ``fmt_<format>_...``, so no table holds them already), which
+    hold the claims ``stand_ins``."""
+
+    node: Node
+    rules: Mapping[str, Node]
+    stand_ins: tuple[tuple[str, str], ...]
+
+
+@functools.lru_cache(maxsize=64)  # (limits vary only across compilers)
+def format_contents(fmt: str, limits: Limits) -> FormatContents:
+    """The encoded contents of a string of format ``fmt`` without length bounds, built once per
+    process (encoding a format's node cost most of a small schema's lowering: date-time's about
+    a quarter of a millisecond). A format of formats.AUTOMATON_FORMATS is its stored minimal DFA,
+    a rule per state (``fmt_<format>_<q>``, the start 0), each move one character of its
+    class then a tail call of the target; any other is its regex's node, its wide repetition
+    chained as chain_wide_repetition does. Each class's spellings are one rule
+    (``fmt_<format>_c<k>``)."""
     prefix = f"fmt_{fmt.replace('-', '_')}_"
-    rules: dict[str, Node] = {}
-    classes: dict[Ranges, Node] = {}
-    for q, moves in enumerate(dfa.edges):
-        alts: list[Node] = [EMPTY] if dfa.accepting[q] else []
-        for ranges, t in moves:
-            spelled = classes.get(ranges)
-            if spelled is None:
-                spelled = _encoded_class(CharClass(ranges))
-                if isinstance(spelled, Alt):  # raw | escapes: a rule, not a copy per move
-                    name = f"{prefix}c{len(classes)}"
-                    rules[name] = spelled
-                    spelled = Ref(name)
-                classes[ranges] = spelled
-            alts.append(_seq([spelled, Ref(f"{prefix}{t}")]))
-        rules[f"{prefix}{q}"] = _alt_of_distinct(alts)
-    start = f"{prefix}0"
-    return MappingProxyType({start: rules.pop(start), **rules})
+    bundle = _Bundle()
+    classes: dict[CharClass, Node] = {}
+
+    def spelled(cc: CharClass) -> Node:
+        hit = classes.get(cc)
+        if hit is None:
+            hit = spelled_class(cc, lambda: bundle.rule(f"{prefix}u", _non_ascii_escape_tail), _full_range_char)
+            if isinstance(hit, Alt):  # raw | escapes: a rule, not a copy per use
+                name = f"{prefix}c{len(classes)}"
+                bundle.rules[name] = hit
+                hit = Ref(name)
+            classes[cc] = hit
+        return hit
+
+    if fmt in AUTOMATON_FORMATS:
+        dfa = stored_dfa(fmt)
+        for q, moves in enumerate(dfa.edges):
+            alts: list[Node] = [EMPTY] if dfa.accepting[q] else []
+            alts += [_seq([spelled(CharClass(ranges)), Ref(f"{prefix}{t}")]) for ranges, t in moves]
+            bundle.rules[f"{prefix}{q}"] = _alt_of_distinct(alts)
+        node: Node = Ref(f"{prefix}0")
+    else:
+
+        def leaf(n: Node) -> Node:
+            if isinstance(n, CharClass):
+                return spelled(n)
+            return _encoded_literal(n.value) if isinstance(n, Literal) else n  # (no byte class in a format)
+
+        def encode(x: Node) -> Node:
+            return _map_leaves(x, leaf, limits)
+
+        node = chain_wide_repetition(bundle, _format_node(fmt, limits), encode, limits, prefix)
+    return FormatContents(node, MappingProxyType(bundle.rules), tuple(bundle.stand_ins))
 
 
-def chain_wide_repetition(table: RuleTable, node: Node, encode: Callable[[Node], Node], limits: Limits) -> Node:
+class _Bundle:
+    """Rules and claims built apart from any table (chain_wide_repetition reads these two)."""
+
+    def __init__(self) -> None:
+        self.rules: dict[str, Node] = {}
+        self.stand_ins: list[tuple[str, str]] = []
+
+    def rule(self, name: str, body: Callable[[], Node]) -> Ref:
+        if name not in self.rules:
+            self.rules[name] = body()
+        return Ref(name)
+
+
+def _full_range_char() -> Node:
+    return _encoded_class(CharClass(((0, MAX_CODE_POINT),)))
+
+
+def spelled_class(cc: CharClass, non_ascii_escape: Callable[[], Ref], char: Callable[[], Node]) -> Node:
+    """The JSON spellings of one character of ``cc``: ``char()`` for every character, the
+    class's ASCII part beside every non-ASCII character (whose ``\\u`` escapes continue as
+    ``non_ascii_escape()``, one shared rule, not a copy per class) where it holds them all,
+    else json_text.encoded_class."""
+    ranges = _positive_ranges(cc)
+    if ranges == [(0, MAX_CODE_POINT)]:
+        return char()
+    if ranges and ranges[-1][0] <= 0x80 and ranges[-1][1] == MAX_CODE_POINT:
+        return _encoded_class_ascii(tuple(_intersect(ranges, 0, 0x7F)), non_ascii_escape())
+    return _encoded_class(cc)
+
+
+def chain_wide_repetition(
+    table: RuleTable | _Bundle, node: Node, encode: Callable[[Node], Node], limits: Limits, prefix: str = ""
+) -> Node:
     """The encoded contents of a string of ``node`` (code-point level), its first top-level
     repetition of a part longer than one character over at least _RELAXED_SPAN optional counts
     (``(?:\\S+\\s+){0,99}``) as a chain of rules, one per count, each ending in a call of the next
@@ -168,7 +233,7 @@ def chain_wide_repetition(table: RuleTable, node: Node, encode: Callable[[Node],
     rep = items[at]
     assert isinstance(rep, Repeat) and rep.max is not None
     part = encode(rep.item)
-    base = f"rc{len(table.rules)}_"
+    base = f"{prefix}rc{len(table.rules)}_"
     rest, loop = Ref(f"{base}rest"), Ref(f"{base}loop")
     table.rules[rest.name] = _seq([encode(i) for i in items[at + 1 :]])
     for j in range(rep.max + 1):

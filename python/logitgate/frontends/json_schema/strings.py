@@ -26,15 +26,11 @@ from logitgate.grammar.ir import (
 )
 from logitgate.grammar.json_text import EMPTY_LANG as _EMPTY_LANG
 from logitgate.grammar.json_text import alt as _alt
-from logitgate.grammar.json_text import encoded_class as _encoded_class
-from logitgate.grammar.json_text import encoded_class_ascii as _encoded_class_ascii
 from logitgate.grammar.json_text import encoded_literal as _encoded_literal
-from logitgate.grammar.json_text import intersect as _intersect
 from logitgate.grammar.json_text import intersect_ranges as _intersect_ranges
 from logitgate.grammar.json_text import is_empty_language as _is_empty
 from logitgate.grammar.json_text import non_ascii_escape_tail as _non_ascii_escape_tail
 from logitgate.grammar.json_text import opt as _opt
-from logitgate.grammar.json_text import positive_ranges as _positive_ranges
 from logitgate.grammar.json_text import seq as _seq
 from logitgate.limits import Limits
 
@@ -52,8 +48,8 @@ from .caps import (
 from .decide import Decider
 from .diagnostics import Diagnostics
 from .facts import StringSet, _Facts
-from .formats import _FORMATS, AUTOMATON_FORMATS, _format_node, format_automata
-from .length_rules import chain_wide_repetition, format_rules, length_product_rules
+from .formats import _FORMATS, _format_node, format_automata
+from .length_rules import chain_wide_repetition, format_contents, length_product_rules, spelled_class
 from .pattern_dfa import Dfa, LengthProduct, minimal_dfa, minimal_intersection, minimal_union
 from .pattern_dfa import with_length as dfa_with_length
 from .patterns import (
@@ -158,16 +154,9 @@ class StringEmitter:
         hit = self.enc_memo.get(cc)
         if hit is not None:
             return hit
-        ranges = _positive_ranges(cc)
-        if ranges == [(0, 0x10FFFF)]:
-            node: Node = self.table.char_rule()
-        elif ranges and ranges[-1][0] <= 0x80 and ranges[-1][1] == 0x10FFFF:
-            # Every non-ASCII character is in the class (a key-complement position excludes a
-            # few ASCII characters): its \u escapes above 0x7F are one shared rule, not a copy
-            # per class (they were most of a schema's grammar).
-            node = _encoded_class_ascii(tuple(_intersect(ranges, 0, 0x7F)), self.non_ascii_escape())
-        else:
-            node = _encoded_class(cc)
+        # (A key-complement position's class holds every non-ASCII character: their \u escapes
+        # are one shared rule, not a copy per class; they were most of a schema's grammar.)
+        node = spelled_class(cc, self.non_ascii_escape, self.table.char_rule)
         if isinstance(node, Alt):  # raw characters | escapes: a rule, not a copy per use
             name = f"cls{len(self.enc_memo)}"
             self.table.rules[name] = node
@@ -299,19 +288,17 @@ class StringEmitter:
             self.diag.contradiction(f, ptr, f"{kw} and length bounds leave no string")
             return _EMPTY_LANG
         if encoded is None and kw == "format" and len(contents) == 1 and node is contents[0][0]:
-            encoded = self.format_automaton(f.formats[0][0])
+            return self.format_contents(f.formats[0][0])
         return chain_wide_repetition(self.table, node, self.encode, self.limits) if encoded is None else encoded
 
-    def format_automaton(self, fmt: str) -> Node | None:
-        """A lone format without length bounds, where it is one of AUTOMATON_FORMATS: the rules
-        of its minimal DFA (shared by every compile), added to the table."""
-        if fmt not in AUTOMATON_FORMATS:
-            return None
-        rules = format_rules(fmt)
-        start = next(iter(rules))
-        if start not in self.table.rules:
-            self.table.rules.update(rules)
-        return Ref(start)
+    def format_contents(self, fmt: str) -> Node:
+        """A lone format without length bounds: its contents shared by every compile
+        (length_rules.format_contents), their rules and claims added to the table once."""
+        shared = format_contents(fmt, self.limits)
+        if not shared.rules.keys() <= self.table.rules.keys():
+            self.table.rules.update(shared.rules)
+            self.table.stand_ins.extend(shared.stand_ins)
+        return shared.node
 
     def intersect_by_derivatives(self, nodes: list[Node]) -> Node | None:
         """Encoded content of ``nodes[0] ∩ nodes[1] ∩ ...`` (grammar/derivatives.py): one rule per
