@@ -132,9 +132,9 @@ def _resolve(root: Any, ref: str) -> Any:
 
 def _conjuncts(root: Any, schemas: list[Any], branches: bool = False) -> list[dict[str, Any]]:
     """The schema objects that apply to a value for certain: ``schemas`` and, transitively, their
-    `allOf` members and local `$ref` targets; with ``branches``, those that may apply (the branches
-    of `anyOf`, `oneOf`, `if`/`then`/`else` and `dependentSchemas` too, and a `not`'s `if`: the
-    negation of `if P then Q` asserts P)."""
+    `allOf` members, local `$ref` targets and what a double `not` holds; with ``branches``, those
+    that may apply (the branches of `anyOf`, `oneOf`, `if`/`then`/`else` and `dependentSchemas`
+    too, and a `not`'s `if`: the negation of `if P then Q` asserts P)."""
     out: list[dict[str, Any]] = []
     stack = list(schemas)
     while stack and len(out) < 200:
@@ -149,6 +149,8 @@ def _conjuncts(root: Any, schemas: list[Any], branches: bool = False) -> list[di
             stack.extend(s.get("dependentSchemas", {}).values())
             if isinstance(s.get("not"), dict):
                 stack.append(s["not"].get("if"))
+        if isinstance(s.get("not"), dict) and isinstance(s["not"].get("not"), dict):
+            stack.append(s["not"]["not"])  # (a double negation asserts its inner schema)
         if isinstance(s.get("$ref"), str) and s["$ref"].startswith("#"):
             stack.append(_resolve(root, s["$ref"]))
     return out

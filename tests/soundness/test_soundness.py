@@ -107,3 +107,10 @@ def test_a_departure_is_seen_through_a_negated_if() -> None:
     schema = {"not": {"if": {"patternProperties": {"^[ab]": {}}}, "then": {"oneOf": [{"type": "number"}]}}}
     assert oracle.departure(schema, {"xy": 2.25}) == "patternProperties: a key matching no pattern"
     assert oracle.departure({"not": {"type": "number"}}, {"xy": 2.25}) is None
+
+
+def test_a_departure_is_seen_through_a_double_negation() -> None:
+    # ¬¬S asserts S (the oracle's seed 73 find: the key "b" under ¬¬ patternProperties ^(c|dd)$).
+    schema = {"not": {"not": {"patternProperties": {"^(c|dd)$": {}}}}}
+    assert oracle.departure(schema, {"b": {}}) == "patternProperties: a key matching no pattern"
+    assert oracle.departure({"not": {"patternProperties": {"^c$": {}}}}, {"b": {}}) is None
