@@ -105,3 +105,21 @@ def test_a_formats_contents_are_built_once_per_process() -> None:
             assert all(grammar.rules[name] is node for name, node in shared.rules.items()), fmt
             assert set(shared.stand_ins) <= set(grammar.stand_ins), fmt
     assert formats.format_automata(formats._format_node("uri", lg.Limits())).dfa is formats.stored_dfa("uri")
+
+
+def test_a_pattern_beside_an_automaton_format_ends_in_the_formats_shared_states() -> None:
+    # Derivatives intersect the pattern with uri until only uri constrains the rest; that rest
+    # is the rule of the DFA state the text so far reached, not uri's regex remainder.
+    for pattern in ["^https?://", "^[a-z]+://[a-z]+\\.example\\.org/", "\\.com$"]:
+        schema = {"type": "string", "format": "uri", "pattern": pattern}
+        grammar, _ = schema_to_grammar(schema, limits=lg.Limits())
+        shared = format_contents("uri", lg.Limits())
+        uses_states = all(grammar.rules.get(name) is node for name, node in shared.rules.items())
+        assert uses_states == (pattern != "\\.com$"), pattern  # (a suffix pattern never drops out)
+        g = lg.Compiler(_vocab()).compile_json_schema(schema)
+        uri, searched = re.compile(formats._FORMATS["uri"]), re.compile(pattern)
+        for text in ["http://a.b/c", "https://x.example.org/p?q#f", "ftp://x", "http://a.com", "http//a", "HTTP://A"]:
+            assert accepts(g, text) == bool(uri.fullmatch(text) and searched.search(text)), (pattern, text)
+    g = lg.Compiler(_vocab()).compile_json_schema({"type": "string", "format": "uri", "pattern": "^https?://"})
+    m = g.matcher()
+    assert m.accept_bytes(b'"https://a.b\\/c"') and m.is_complete()

@@ -119,6 +119,11 @@ class FormatAutomata:
         self._limits = limits
         self._fmt = fmt  # the format whose node this is (None: a node derived from one)
 
+    @property
+    def fmt(self) -> str | None:
+        """The format whose node this is (None: a node derived from one)."""
+        return self._fmt
+
     @functools.cached_property
     def relaxed(self) -> Node:
         """``_relax_counts(node, limits)``: the node itself where it has no wide count, else a

@@ -150,7 +150,7 @@ def format_contents(fmt: str, limits: Limits) -> FormatContents:
     class then a tail call of the target; any other is its regex's node, its wide repetition
     chained as chain_wide_repetition does. Each class's spellings are one rule
     (``fmt_<format>_c<k>``)."""
-    prefix = f"fmt_{fmt.replace('-', '_')}_"
+    prefix = _format_prefix(fmt)
     bundle = _Bundle()
     classes: dict[CharClass, Node] = {}
 
@@ -184,6 +184,15 @@ def format_contents(fmt: str, limits: Limits) -> FormatContents:
 
         node = chain_wide_repetition(bundle, _format_node(fmt, limits), encode, limits, prefix)
     return FormatContents(node, MappingProxyType(bundle.rules), tuple(bundle.stand_ins))
+
+
+def format_state_rule(fmt: str, q: int) -> str:
+    """The name of the rule of state ``q`` of an automaton format's DFA, in format_contents."""
+    return f"{_format_prefix(fmt)}{q}"
+
+
+def _format_prefix(fmt: str) -> str:
+    return f"fmt_{fmt.replace('-', '_')}_"
 
 
 class _Bundle:

@@ -32,14 +32,18 @@ class Dfa:
     edges: tuple[Edges, ...]
     accepting: tuple[bool, ...]
 
+    def step(self, q: int, c: int) -> int | None:
+        """The state ``q`` moves to on code point ``c`` (None: no move); a linear scan."""
+        return next((t for ranges, t in self.edges[q] if any(a <= c <= b for a, b in ranges)), None)
+
     def accepts(self, text: str) -> bool:
-        """Whether ``text`` is in the language (a linear scan of the moves: for tests)."""
+        """Whether ``text`` is in the language (for tests)."""
         q = 0
         for ch in text:
-            c = ord(ch)
-            q = next((t for ranges, t in self.edges[q] if any(a <= c <= b for a, b in ranges)), -1)
-            if q < 0:
+            t = self.step(q, ord(ch))
+            if t is None:
                 return False
+            q = t
         return self.accepting[q]
 
 

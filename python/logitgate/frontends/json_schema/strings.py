@@ -48,8 +48,14 @@ from .caps import (
 from .decide import Decider
 from .diagnostics import Diagnostics
 from .facts import StringSet, _Facts
-from .formats import _FORMATS, _format_node, format_automata
-from .length_rules import chain_wide_repetition, format_contents, length_product_rules, spelled_class
+from .formats import _FORMATS, AUTOMATON_FORMATS, _format_node, format_automata, stored_dfa
+from .length_rules import (
+    chain_wide_repetition,
+    format_contents,
+    format_state_rule,
+    length_product_rules,
+    spelled_class,
+)
 from .pattern_dfa import Dfa, LengthProduct, minimal_dfa, minimal_intersection, minimal_union
 from .pattern_dfa import with_length as dfa_with_length
 from .patterns import (
@@ -318,13 +324,26 @@ class StringEmitter:
         names: dict[tuple[int, ...], str] = {tuple(map(id, start)): first}
         work = [start]
         rules: dict[str, Node] = {}
+        # A side that is a format lowered as its DFA: the state each tuple has reached on it (one
+        # per tuple, as a derivative is a language), so that its rest is that state's shared rule.
+        side, fmt = next(
+            ((i, a.fmt) for i, a in enumerate(map(format_automata, nodes)) if a and a.fmt in AUTOMATON_FORMATS),
+            (0, None),
+        )
+        reached: dict[str, int | None] = {first: 0 if fmt else None}
+        reaches_dfa = False
         try:
             while work:
                 state = work.pop()
                 here = names[tuple(map(id, state))]
                 rest = [n for n in state if n != _ANY_STRING]
                 if len(rest) <= 1:
-                    rules[here] = self.encode(rest[0] if rest else _ANY_STRING)
+                    q = reached[here]
+                    if fmt and q is not None and rest and rest[0] is state[side]:
+                        rules[here] = Ref(format_state_rule(fmt, q))
+                        reaches_dfa = True
+                    else:
+                        rules[here] = self.encode(rest[0] if rest else _ANY_STRING)
                     continue
                 alts: list[Node] = [EMPTY] if all(walk.nullable(n) for n in state) else []
                 points = {0, 0xD800, 0xE000, MAX_CODE_POINT + 1}  # (surrogates: no derivative)
@@ -349,11 +368,15 @@ class StringEmitter:
                         if len(names) >= _DERIVATIVE_TUPLES:
                             return None
                         name = names[key] = f"{base}{len(names)}"
+                        q = reached[here]
+                        reached[name] = None if fmt is None or q is None else stored_dfa(fmt).step(q, ranges[0][0])
                         work.append(d)
                     alts.append(_seq([self.encode_class(CharClass(tuple(ranges))), Ref(name)]))
                 rules[here] = _alt(alts) if alts else _EMPTY_LANG
         except LimitExceeded:
             return None  # nested too deep for derivatives: the product has its own bound
+        if fmt and reaches_dfa:
+            self.format_contents(fmt)  # (the rules of the DFA's states)
         self.table.rules.update(rules)
         return Ref(first)
 
