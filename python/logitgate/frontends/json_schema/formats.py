@@ -80,11 +80,11 @@ _FORMATS: dict[str, str] = {
 }
 # Formats jsonschema's FormatChecker knows but we do not lower: rejected (never silently ignored).
 _UNSUPPORTED_FORMATS = frozenset({"idn-hostname", "iri", "iri-reference", "uri-template", "regex"})
-# Formats lowered as their minimal DFA, one rule per state (length_rules.format_rules), rather than
-# as their regex's node: the core determinizes a rule but does not minimize it, and the forms of
-# an IPv6 address (in a uri's authority too) make many times the minimal DFA's states. Their DFAs
-# are stored (format_dfa_tables.py, written by write_dfa_tables), since building one from its
-# regex costs tens of milliseconds.
+# Formats lowered as their minimal DFA, one rule per state (length_rules.format_contents), rather
+# than as their regex's node: the core determinizes a rule but does not minimize it, and the forms
+# of an IPv6 address (in a uri's authority too) make many times the minimal DFA's states. Their
+# DFAs are stored (format_dfa_tables.py, written by write_dfa_tables), since building one from
+# its regex costs tens of milliseconds.
 AUTOMATON_FORMATS = frozenset({"uri", "uri-reference", "ipv6"})
 
 
@@ -116,13 +116,8 @@ class FormatAutomata:
 
     def __init__(self, node: Node, limits: Limits, fmt: str | None = None) -> None:
         self.node = node
+        self.fmt = fmt  # the format whose node this is (None: a node derived from one)
         self._limits = limits
-        self._fmt = fmt  # the format whose node this is (None: a node derived from one)
-
-    @property
-    def fmt(self) -> str | None:
-        """The format whose node this is (None: a node derived from one)."""
-        return self._fmt
 
     @functools.cached_property
     def relaxed(self) -> Node:
@@ -141,8 +136,8 @@ class FormatAutomata:
     @functools.cached_property
     def dfa(self) -> Dfa | None:
         """The minimal DFA of the node (None: an automaton too large on the way)."""
-        if self._fmt in AUTOMATON_FORMATS:
-            return stored_dfa(self._fmt)
+        if self.fmt in AUTOMATON_FORMATS:
+            return stored_dfa(self.fmt)
         return None if self.nfa is None else minimal_dfa([self.nfa])
 
 

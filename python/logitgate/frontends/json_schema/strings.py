@@ -160,8 +160,6 @@ class StringEmitter:
         hit = self.enc_memo.get(cc)
         if hit is not None:
             return hit
-        # (A key-complement position's class holds every non-ASCII character: their \u escapes
-        # are one shared rule, not a copy per class; they were most of a schema's grammar.)
         node = spelled_class(cc, self.non_ascii_escape, self.table.char_rule)
         if isinstance(node, Alt):  # raw characters | escapes: a rule, not a copy per use
             name = f"cls{len(self.enc_memo)}"
