@@ -99,9 +99,9 @@ Automaton::Automaton(const std::vector<int32_t>& program, std::vector<std::strin
     CheckInterrupt();
     CheckLeftRecursion();
     CheckInterrupt();
-    PruneDead();
-    CheckInterrupt();
     Determinize();
+    CheckInterrupt();
+    PruneDead();
     CheckInterrupt();
     ComputeKernels();
     MarkTailCalls();
@@ -784,6 +784,11 @@ struct Rows {
 };
 }  // namespace
 
+// Keeps only what can end its rule: drops calls of rules with an empty language and edges into
+// states from which no final state is reachable (with calls of nonempty rules). Runs on the
+// determinized automaton, which has fewer states and no epsilon edges but in rules kept as
+// NFAs; a DFA state is live exactly when one of its NFA members is, so pruning there gives the
+// language pruning the NFA would. Throws empty-language when the root rule has none.
 void Automaton::PruneDead() {
   const int32_t n = num_states();
   const int32_t n_rules = static_cast<int32_t>(rule_start_.size());
@@ -822,7 +827,9 @@ void Automaton::PruneDead() {
       work.push_back(s);
     }
   };
-  for (int32_t r = 0; r < n_rules; ++r) mark(rule_final_[r]);
+  for (int32_t s = 0; s < n; ++s) {
+    if (final_[s]) mark(s);
+  }
   while (!work.empty()) {
     PollInterrupt();
     int32_t t = work.back();
@@ -1079,8 +1086,8 @@ struct IntVecHash {
 // Subset construction per rule over its epsilon-free kernel states. A DFA state is the sorted
 // set of NFA states with byte edges, calls or the final flag reached by epsilon edges; its
 // byte edges go, per maximal byte interval, to the closure of every member's targets; its
-// calls are grouped by callee, returning to the closure of the members' return states. Each
-// member is live, so every DFA state is live too. A rule whose DFA would outgrow
+// calls are grouped by callee, returning to the closure of the members' return states. Dead
+// states are pruned afterwards, from the DFA (PruneDead). A rule whose DFA would outgrow
 // 4x its NFA (+64) states, or 64x (+4096; past 20k NFA states, 16x + 1M) NFA states summed
 // over its sets, is copied unchanged; the parser handles both forms alike. (A searched
 // counted repetition, `.*[0-9a-f]{40}`, has sets of every count up to the one reached: the
@@ -1166,17 +1173,21 @@ void Automaton::Determinize() {
                              "enum values and unrolled repetitions)");
     }
     for (size_t k = 0; k < states_of[r].size(); ++k) remap[states_of[r][k]] = static_cast<int32_t>(base + k);
+    // Each NFA state's lists move to its one copy (the same arena backs both), renumbered in
+    // place: nothing reads a rule's NFA states once the rule is done.
     for (int32_t s : states_of[r]) {
       PollInterrupt();  // a rule can hold millions of states
       const int32_t d = new_out(r);
       out_det[d] = deterministic;
-      out_bytes[d].reserve(bytes_[s].size());
-      for (const ByteEdge& e : bytes_[s]) out_bytes[d].push_back({e.lo, e.hi, remap[e.target]});
-      for (const CallEdge& c : calls_[s]) out_calls[d].push_back({c.rule, remap[c.ret]});
-      if (!deterministic) {
-        for (int32_t t : eps_[s]) out_eps[d].push_back(remap[t]);
-      }
       out_final[d] = final_[s] || (deterministic && !eps_[s].empty());
+      out_bytes[d] = std::move(bytes_[s]);
+      for (ByteEdge& e : out_bytes[d]) e.target = remap[e.target];
+      out_calls[d] = std::move(calls_[s]);
+      for (CallEdge& c : out_calls[d]) c.ret = remap[c.ret];
+      if (!deterministic) {
+        out_eps[d] = std::move(eps_[s]);
+        for (int32_t& t : out_eps[d]) t = remap[t];
+      }
     }
     out_start[r] = remap[rule_start_[r]];
   };

@@ -41,8 +41,10 @@ Parser::Parser(std::shared_ptr<const Automaton> automaton, const CoreLimits& lim
       num_classes_(automaton_->num_byte_classes()),
       last_safe_depth_(limits_.max_stack_depth - 1 - automaton_->stack_need_bound()) {
   max_blocks_ = (limits_.max_configurations + kBlockSize) / kBlockSize + 1;
+  // Left uninitialized: ids are interned in order, so blocks [0, num_blocks_) are exactly the
+  // ones allocated, and no other entry is read (the table is sized for max_configurations,
+  // thousands of entries a small grammar never uses).
   blocks_.reset(new std::atomic<Block*>[max_blocks_]);
-  for (int64_t i = 0; i < max_blocks_; ++i) blocks_[i].store(nullptr, std::memory_order_relaxed);
   frames_.push_back({-1, -1, 0});
   class_run_end_[255] = 255;
   for (int b = 254; b >= 0; --b) {
@@ -68,9 +70,8 @@ Parser::Parser(std::shared_ptr<const Automaton> automaton, const CoreLimits& lim
 }
 
 Parser::~Parser() {
-  for (int64_t i = 0; i < max_blocks_; ++i) {
+  for (int64_t i = 0; i < num_blocks_; ++i) {
     Block* b = blocks_[i].load(std::memory_order_relaxed);
-    if (b == nullptr) continue;
     for (auto& m : b->masks) delete[] m.load(std::memory_order_relaxed);
     delete b;
   }
@@ -368,8 +369,8 @@ int32_t Parser::Intern(bool accepting, bool closed) {
                                      "one request needs more parser configurations than max_configurations"));
   }
   const int32_t id = existing;
-  Block* block = blocks_[id >> kBlockBits].load(std::memory_order_relaxed);
-  if (block == nullptr) {
+  Block* block;
+  if ((id >> kBlockBits) >= num_blocks_) {  // the first id of a block not allocated yet
     block = new Block();
     ++num_blocks_;
     const size_t n = static_cast<size_t>(kBlockSize) * num_classes_;
@@ -389,6 +390,8 @@ int32_t Parser::Intern(bool accepting, bool closed) {
     for (auto& d : block->shortest) d.store(-1, std::memory_order_relaxed);
     for (auto& x : block->stand_in) x.store(kUnknown, std::memory_order_relaxed);
     blocks_[id >> kBlockBits].store(block, std::memory_order_release);
+  } else {
+    block = blocks_[id >> kBlockBits].load(std::memory_order_relaxed);
   }
   int32_t capacity = 0;
   bool near_universal = false;
