@@ -370,6 +370,7 @@ void Automaton::Build(const std::vector<int32_t>& program) {
     const std::vector<int32_t>& program_;
     ClassPlans& class_plans;
     std::vector<std::pair<size_t, int32_t>> entry_scan_{};  // EntryFree's scratch
+    size_t next_ = 0;  // the position after the node the latest Emit call emitted
 
     Utf8Plan PlanClass(size_t pos) {
       const bool negated = rd.At(pos + 1) != 0;
@@ -476,7 +477,8 @@ void Automaton::Build(const std::vector<int32_t>& program) {
     }
 
     // `copies`: how many times this node is emitted (bounded repetitions above it multiply);
-    // `looped`: the node is under a repetition.
+    // `looped`: the node is under a repetition. Sets next_ to the position after the node (a
+    // sequence's items follow one another without being skipped over again).
     int32_t Emit(size_t pos, int32_t from, int64_t depth, int64_t copies = 1, bool looped = false) {
       if (depth > a->limits_.max_nesting) {
         throw CoreError::Limit("max_nesting", a->limits_.max_nesting, "grammar nesting is too deep");
@@ -492,12 +494,14 @@ void Automaton::Build(const std::vector<int32_t>& program) {
             a->bytes_[cur].push_back({static_cast<uint8_t>(b), static_cast<uint8_t>(b), next});
             cur = next;
           }
+          next_ = pos + 2 + static_cast<size_t>(std::max(0, n));
           return cur;
         }
         case kOpByteClass:
         case kOpCharClass: {
           const int32_t end = New();
           ClassEdges(pos, from, end);
+          next_ = pos + 3 + 2 * static_cast<size_t>(std::max(0, rd.At(pos + 2)));
           return end;
         }
         case kOpSeq: {
@@ -506,8 +510,9 @@ void Automaton::Build(const std::vector<int32_t>& program) {
           int32_t cur = from;
           for (int32_t i = 0; i < n; ++i) {
             cur = Emit(child, cur, depth + 1, copies, looped);
-            child = skip_fn(child);
+            child = next_;
           }
+          next_ = child;
           return cur;
         }
         case kOpAlt: {
@@ -521,8 +526,9 @@ void Automaton::Build(const std::vector<int32_t>& program) {
               a->eps_[from].push_back(s);
             }
             a->eps_[Emit(child, s, depth + 1, copies, looped)].push_back(end);
-            child = skip_fn(child);
+            child = next_;
           }
+          next_ = child;
           return end;
         }
         case kOpRepeat: {
@@ -558,6 +564,7 @@ void Automaton::Build(const std::vector<int32_t>& program) {
               a->eps_[cur].push_back(loop);
             }
             ClassEdges(child, loop, loop);
+            next_ = child + 3 + 2 * static_cast<size_t>(std::max(0, rd.At(child + 2)));
             return loop;
           }
           // A fresh entry per copy keeps each copy's loops local to it (when it has any).
@@ -590,6 +597,7 @@ void Automaton::Build(const std::vector<int32_t>& program) {
             cur = Emit(child, copy_start(cur), depth + 1, child_copies, true);
           }
           a->eps_[cur].push_back(end);
+          if (hi == 0) next_ = skip_fn(child);  // x{0}: the child was never emitted
           return end;
         }
         case kOpStringExcept: {
@@ -626,10 +634,13 @@ void Automaton::Build(const std::vector<int32_t>& program) {
               callee.inlined_size <= inline_budget && callee.inlined_size * copies <= kInlineMaxExpansion &&
               depth + 1 + callee.inlined_depth <= a->limits_.max_nesting) {
             inline_budget -= callee.inlined_size;
-            return Emit(callee.pos, from, depth + 1, copies, looped);
+            const int32_t end = Emit(callee.pos, from, depth + 1, copies, looped);
+            next_ = pos + 2;
+            return end;
           }
           int32_t ret = New();
           a->calls_[from].push_back({r, ret});
+          next_ = pos + 2;
           return ret;
         }
         case kOpTokenSet: {
@@ -646,6 +657,7 @@ void Automaton::Build(const std::vector<int32_t>& program) {
           set.ids.erase(std::unique(set.ids.begin(), set.ids.end()), set.ids.end());
           const int32_t ret = New();
           a->calls_[from].push_back({a->TokenRule(std::move(set)), ret});
+          next_ = pos + 3 + static_cast<size_t>(n);
           return ret;
         }
         default:
@@ -661,7 +673,7 @@ void Automaton::Build(const std::vector<int32_t>& program) {
     int32_t end = em.Emit(pos, rule_start_[r], 0);
     final_[end] = true;
     rule_final_[r] = end;
-    pos = skip(pos);
+    pos = em.next_;
   }
   if (pos != program.size()) {
     const int32_t n_claims = rd.At(pos);
@@ -883,6 +895,10 @@ void Automaton::ComputeKernels() {
     PollInterrupt();
     kernel_offset_[s] = static_cast<int32_t>(kernel_.size());
     if (!entry[s]) continue;
+    if (eps_[s].empty()) {  // every determinized state: its kernel is itself, or nothing
+      if (KernelKind(s) != 0) kernel_.push_back(s);
+      continue;
+    }
     work.assign(1, s);
     stamp[s] = s;
     while (!work.empty()) {
