@@ -1322,11 +1322,6 @@ void Automaton::Determinize() {
       for (int32_t s : members) {
         fin = fin || final_[s];
         for (const CallEdge& c : calls_[s]) calls.push_back({c.rule, c.ret});
-        for (const ByteEdge& e : bytes_[s]) {
-          spans.push_back({e.lo, e.hi, e.target});
-          points.push_back(e.lo);
-          points.push_back(e.hi + 1);
-        }
       }
       out_final[d] = fin;
       std::sort(calls.begin(), calls.end());
@@ -1357,6 +1352,13 @@ void Automaton::Determinize() {
             add_edge(d, e.lo, e.hi, t);
           }
           continue;
+        }
+      }
+      for (int32_t s : members) {
+        for (const ByteEdge& e : bytes_[s]) {
+          spans.push_back({e.lo, e.hi, e.target});
+          points.push_back(e.lo);
+          points.push_back(e.hi + 1);
         }
       }
       std::sort(points.begin(), points.end());
@@ -1777,6 +1779,17 @@ void Automaton::ComputePlainCapacity() {
   std::vector<EdgeList<int32_t>> tails = ArenaLists(static_cast<size_t>(n), &scratch);
   Flags full(n, false);
   std::map<std::vector<int32_t>, bool> union_utf8_memo;  // called rules -> UnionReadsPlainUtf8
+  // A successor on the current path (a cycle through positions that read nothing plain) counts
+  // as capacity 0 while its own is computed. A state with no successor of any kind (most) is
+  // settled as it is met, so the search below passes it by.
+  capacity_.assign(n, 0);
+  std::vector<uint8_t> mark(n, kUnvisited);
+  auto settle_if_leaf = [&](int32_t s) {
+    if (succ[s].empty() && via[s].empty() && tails[s].empty()) {
+      capacity_[s] = universal_[s] ? kUnbounded : 0;
+      mark[s] = kFinished;
+    }
+  };
   for (int32_t s = 0; s < n; ++s) {
     PollInterrupt();
     // Calls of rules that read one character of a class and may then end (a pattern's class in
@@ -1795,7 +1808,10 @@ void Automaton::ComputePlainCapacity() {
         char_calls = true;
       }
     }
-    if (universal_[s] || !deterministic_[s] || (bytes_[s].empty() && !char_calls)) continue;
+    if (universal_[s] || !deterministic_[s] || (bytes_[s].empty() && !char_calls)) {
+      settle_if_leaf(s);
+      continue;
+    }
     EdgeList<int32_t>& out = succ[s];
     auto collect = [&](int32_t t) {
       out.push_back(t);
@@ -1848,11 +1864,8 @@ void Automaton::ComputePlainCapacity() {
       std::sort(out.begin(), out.end());
       out.erase(std::unique(out.begin(), out.end()), out.end());
     }
+    settle_if_leaf(s);
   }
-  // A successor on the current path (a cycle through positions that read nothing plain) counts
-  // as capacity 0 while its own is computed.
-  capacity_.assign(n, 0);
-  std::vector<uint8_t> mark(n, kUnvisited);
   PostOrder(
       n, mark,
       [&](int32_t s, size_t k) {
