@@ -9,11 +9,13 @@ import threading
 import weakref
 from typing import Any
 
+import numpy as np
 import pytest
 from tests.unit.trees import tree_document, tree_schema
 
 import logitgate as lg
-from logitgate.grammar.ir import Alt, Grammar, Literal, Ref, Repeat, Seq
+from logitgate.grammar.ir import Alt, CharClass, Grammar, Literal, Ref, Repeat, Seq
+from logitgate.masks import mask_to_bool
 
 
 @pytest.fixture
@@ -55,6 +57,39 @@ def test_unproductive_alternatives_are_pruned_exactly(compiler: lg.Compiler) -> 
     m = g.matcher()
     assert not m.accept_bytes(b"c")
     assert m.accept_bytes(b"a") and m.is_complete()
+
+
+@pytest.mark.parametrize(
+    "grammar",
+    [
+        # "ab" leads only into `loop`, which never ends; "ac" ends. Determinized, both branches
+        # share the state after "a": its edge on "b" must be pruned there.
+        Grammar(
+            {
+                "root": Alt((Seq((Literal(b"ab"), Ref("loop"))), Literal(b"ac"))),
+                "loop": Seq((Literal(b"x"), Ref("loop"))),
+            }
+        ),
+        # A dead branch through an empty class: "ab" then "x" leads nowhere.
+        Grammar({"root": Alt((Seq((Literal(b"abx"), CharClass(()))), Literal(b"ac")))}),
+    ],
+)
+def test_dead_branches_merged_by_determinization_are_pruned(grammar: Grammar) -> None:
+    tokens = [b"a", b"b", b"c", b"ab", b"ac", b"x"]
+    vocab = lg.Vocabulary.from_tokens(tokens)
+    g = lg.Compiler(vocab).compile_grammar(grammar)
+    bits = lg.allocate_mask(vocab)
+
+    def allowed(m: lg.Matcher) -> set[bytes]:
+        m.fill_mask(bits, row=0)
+        return {tokens[i] for i in np.flatnonzero(mask_to_bool(bits[0], vocab.size))}
+
+    m = g.matcher()
+    assert allowed(m) == {b"a", b"ac"}
+    assert m.accept_bytes(b"a")
+    assert allowed(m) == {b"c"}
+    assert not g.matcher().accept_bytes(b"ab")
+    assert g.matcher().accept_bytes(b"ac")
 
 
 def test_automaton_size_limit() -> None:
