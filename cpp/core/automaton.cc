@@ -1143,6 +1143,10 @@ void Automaton::Determinize() {
   auto closure_into = [&](int32_t s, std::vector<int32_t>& acc) {
     if (stamp[s] == epoch) return;
     stamp[s] = epoch;
+    if (eps_[s].empty()) {  // the common case: the closure is s alone
+      if (relevant(s)) acc.push_back(s);
+      return;
+    }
     work.assign(1, s);
     while (!work.empty()) {
       PollInterrupt();
