@@ -372,7 +372,6 @@ int32_t Parser::Intern(bool accepting, bool closed) {
   Block* block;
   if ((id >> kBlockBits) >= num_blocks_) {  // the first id of a block not allocated yet
     block = new Block();
-    ++num_blocks_;
     const size_t n = static_cast<size_t>(kBlockSize) * num_classes_;
     // Value-initialized: every slot starts kDead (0), so interning a configuration writes only
     // its live classes (a row has a slot per byte class: often a hundred or more).
@@ -390,6 +389,7 @@ int32_t Parser::Intern(bool accepting, bool closed) {
     for (auto& d : block->shortest) d.store(-1, std::memory_order_relaxed);
     for (auto& x : block->stand_in) x.store(kUnknown, std::memory_order_relaxed);
     blocks_[id >> kBlockBits].store(block, std::memory_order_release);
+    ++num_blocks_;  // (after the store: the destructor frees entries [0, num_blocks_))
   } else {
     block = blocks_[id >> kBlockBits].load(std::memory_order_relaxed);
   }
