@@ -477,8 +477,9 @@ void Automaton::Build(const std::vector<int32_t>& program) {
     }
 
     // `copies`: how many times this node is emitted (bounded repetitions above it multiply);
-    // `looped`: the node is under a repetition. Sets next_ to the position after the node (a
-    // sequence's items follow one another without being skipped over again).
+    // `looped`: the node is under a repetition. Sets next_ to the position after the node: a
+    // leaf's end by skip_fn (one step), a composite's from its last child's, so a sequence's
+    // items are not skipped over again.
     int32_t Emit(size_t pos, int32_t from, int64_t depth, int64_t copies = 1, bool looped = false) {
       if (depth > a->limits_.max_nesting) {
         throw CoreError::Limit("max_nesting", a->limits_.max_nesting, "grammar nesting is too deep");
@@ -494,14 +495,14 @@ void Automaton::Build(const std::vector<int32_t>& program) {
             a->bytes_[cur].push_back({static_cast<uint8_t>(b), static_cast<uint8_t>(b), next});
             cur = next;
           }
-          next_ = pos + 2 + static_cast<size_t>(std::max(0, n));
+          next_ = skip_fn(pos);
           return cur;
         }
         case kOpByteClass:
         case kOpCharClass: {
           const int32_t end = New();
           ClassEdges(pos, from, end);
-          next_ = pos + 3 + 2 * static_cast<size_t>(std::max(0, rd.At(pos + 2)));
+          next_ = skip_fn(pos);
           return end;
         }
         case kOpSeq: {
@@ -564,7 +565,7 @@ void Automaton::Build(const std::vector<int32_t>& program) {
               a->eps_[cur].push_back(loop);
             }
             ClassEdges(child, loop, loop);
-            next_ = child + 3 + 2 * static_cast<size_t>(std::max(0, rd.At(child + 2)));
+            next_ = skip_fn(child);
             return loop;
           }
           // A fresh entry per copy keeps each copy's loops local to it (when it has any).
@@ -635,12 +636,12 @@ void Automaton::Build(const std::vector<int32_t>& program) {
               depth + 1 + callee.inlined_depth <= a->limits_.max_nesting) {
             inline_budget -= callee.inlined_size;
             const int32_t end = Emit(callee.pos, from, depth + 1, copies, looped);
-            next_ = pos + 2;
+            next_ = skip_fn(pos);
             return end;
           }
           int32_t ret = New();
           a->calls_[from].push_back({r, ret});
-          next_ = pos + 2;
+          next_ = skip_fn(pos);
           return ret;
         }
         case kOpTokenSet: {
@@ -657,7 +658,7 @@ void Automaton::Build(const std::vector<int32_t>& program) {
           set.ids.erase(std::unique(set.ids.begin(), set.ids.end()), set.ids.end());
           const int32_t ret = New();
           a->calls_[from].push_back({a->TokenRule(std::move(set)), ret});
-          next_ = pos + 3 + static_cast<size_t>(n);
+          next_ = skip_fn(pos);
           return ret;
         }
         default:
