@@ -15,7 +15,8 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import NamedTuple
 
-from logitgate.grammar.ir import EMPTY, MAX_CODE_POINT, Alt, CharClass, Literal, Node, Ref, Repeat, Seq
+from logitgate.errors import GrammarError
+from logitgate.grammar.ir import EMPTY, MAX_CODE_POINT, Alt, ByteClass, CharClass, Literal, Node, Ref, Repeat, Seq
 from logitgate.grammar.json_text import encoded_class as _encoded_class
 from logitgate.grammar.json_text import encoded_class_ascii as _encoded_class_ascii
 from logitgate.grammar.json_text import encoded_literal as _encoded_literal
@@ -174,13 +175,8 @@ def format_contents(fmt: str, limits: Limits) -> FormatContents:
         node: Node = Ref(f"{prefix}0")
     else:
 
-        def leaf(n: Node) -> Node:
-            if isinstance(n, CharClass):
-                return spelled(n)
-            return _encoded_literal(n.value) if isinstance(n, Literal) else n  # (no byte class in a format)
-
         def encode(x: Node) -> Node:
-            return _map_leaves(x, leaf, limits)
+            return _map_leaves(x, lambda n: encoded_leaf(n, spelled), limits)
 
         node = chain_wide_repetition(bundle, _format_node(fmt, limits), encode, limits, prefix)
     return FormatContents(node, MappingProxyType(bundle.rules), tuple(bundle.stand_ins))
@@ -223,6 +219,18 @@ def spelled_class(cc: CharClass, non_ascii_escape: Callable[[], Ref], char: Call
     if ranges and ranges[-1][0] <= 0x80 and ranges[-1][1] == MAX_CODE_POINT:
         return _encoded_class_ascii(tuple(_intersect(ranges, 0, 0x7F)), non_ascii_escape())
     return _encoded_class(cc)
+
+
+def encoded_leaf(n: Node, encode_class: Callable[[CharClass], Node]) -> Node:
+    """One code-point-level leaf -> its JSON string spellings (``encode_class`` for a class;
+    other nodes unchanged)."""
+    if isinstance(n, CharClass):
+        return encode_class(n)
+    if isinstance(n, Literal):
+        return _encoded_literal(n.value)
+    if isinstance(n, ByteClass):
+        raise GrammarError("byte classes cannot appear in a string pattern", code="schema-internal")
+    return n
 
 
 def chain_wide_repetition(

@@ -16,7 +16,6 @@ from logitgate.grammar.ir import (
     EMPTY,
     MAX_CODE_POINT,
     Alt,
-    ByteClass,
     CharClass,
     Literal,
     Node,
@@ -26,7 +25,6 @@ from logitgate.grammar.ir import (
 )
 from logitgate.grammar.json_text import EMPTY_LANG as _EMPTY_LANG
 from logitgate.grammar.json_text import alt as _alt
-from logitgate.grammar.json_text import encoded_literal as _encoded_literal
 from logitgate.grammar.json_text import intersect_ranges as _intersect_ranges
 from logitgate.grammar.json_text import is_empty_language as _is_empty
 from logitgate.grammar.json_text import non_ascii_escape_tail as _non_ascii_escape_tail
@@ -51,6 +49,7 @@ from .facts import StringSet, _Facts
 from .formats import _FORMATS, AUTOMATON_FORMATS, _format_node, format_automata, stored_dfa
 from .length_rules import (
     chain_wide_repetition,
+    encoded_leaf,
     format_contents,
     format_state_rule,
     length_product_rules,
@@ -170,13 +169,7 @@ class StringEmitter:
 
     def encode_leaf(self, n: Node) -> Node:
         """One code-point-level leaf -> its JSON string spellings (other nodes unchanged)."""
-        if isinstance(n, CharClass):
-            return self.encode_class(n)
-        if isinstance(n, Literal):
-            return _encoded_literal(n.value)
-        if isinstance(n, ByteClass):
-            raise GrammarError("byte classes cannot appear in a string pattern", code="schema-internal")
-        return n
+        return encoded_leaf(n, self.encode_class)
 
     def encode(self, node: Node) -> Node:
         """Code-point-level node -> JSON string content bytes (every encoding decodes back)."""
