@@ -124,19 +124,72 @@ uint64_t StackCutKey(const logitgate::Parser& p, int32_t config, int depth) {
   return h;
 }
 
+// What a case's masks reached of its automaton, once its instances ran: the states some
+// configuration of the store holds (a head's state, or a frame's return state), the rules they
+// belong to, and the states of those rules.
+struct Reach {
+  int64_t states = 0, rules = 0, states_in_rules = 0;
+};
+
+Reach ReachedPart(const logitgate::Parser& p, const logitgate::Automaton& a) {
+  std::vector<uint8_t> state_seen(static_cast<size_t>(a.num_states()), 0), rule_seen(static_cast<size_t>(a.num_rules()), 0);
+  std::vector<uint8_t> frame_seen;
+  std::vector<std::pair<int32_t, int32_t>> heads;
+  std::vector<int32_t> pending, members;
+  Reach r;
+  auto mark = [&](int32_t s) {
+    if (state_seen[static_cast<size_t>(s)]) return;
+    state_seen[static_cast<size_t>(s)] = 1;
+    ++r.states;
+    const int32_t rule = a.rule_of_state(s);
+    if (rule >= 0 && !rule_seen[static_cast<size_t>(rule)]) {
+      rule_seen[static_cast<size_t>(rule)] = 1;
+      ++r.rules;
+    }
+  };
+  for (int32_t c = 0; c < p.num_configurations(); ++c) {
+    p.Heads(c, &heads);
+    for (const auto& [state, frame] : heads) {
+      mark(state);
+      pending.push_back(frame);
+    }
+    while (!pending.empty()) {  // the frames below, each once
+      const int32_t f = pending.back();
+      pending.pop_back();
+      if (f == 0) continue;
+      if (static_cast<size_t>(f) >= frame_seen.size()) frame_seen.resize(static_cast<size_t>(f) + 1, 0);
+      if (frame_seen[static_cast<size_t>(f)]) continue;
+      frame_seen[static_cast<size_t>(f)] = 1;
+      const auto [ret, parent] = p.FrameLink(f);
+      if (ret == logitgate::Parser::kFrameSet) {
+        p.FrameSetMembers(f, &members);
+        pending.insert(pending.end(), members.begin(), members.end());
+        continue;
+      }
+      mark(ret);
+      pending.push_back(parent);
+    }
+  }
+  for (int32_t s = 0; s < a.num_states(); ++s) {
+    const int32_t rule = a.rule_of_state(s);
+    r.states_in_rules += rule >= 0 && rule_seen[static_cast<size_t>(rule)];
+  }
+  return r;
+}
+
 }  // namespace
 
 int Run(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr,
                  "usage: walk_bench DIR [--case SUBSTR] [--repeat N] [--evict] [--verbose] [--configs] "
-                 "[--compile-only] [--no-stand-ins]\n");
+                 "[--compile-only] [--no-stand-ins] [--reach]\n");
     return 2;
   }
   const std::string dir = argv[1];
   std::string filter;
   int repeat = 1;
-  bool evict = false, verbose = false, configs = false, compile_only = false;
+  bool evict = false, verbose = false, configs = false, compile_only = false, reach = false;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--case" && i + 1 < argc) {
@@ -151,6 +204,8 @@ int Run(int argc, char** argv) {
       configs = true;
     } else if (a == "--compile-only") {
       compile_only = true;
+    } else if (a == "--reach") {
+      reach = true;
     } else if (a == "--no-stand-ins") {
       Matcher::SetStandIns(false);  // masks walked from each configuration itself (Parser::StandIn)
     } else {
@@ -251,6 +306,14 @@ int Run(int argc, char** argv) {
         }
       }
       transitions += g->parser->num_transitions();
+      if (reach && !compile_only && rep == repeat - 1) {
+        // (One store: a case whose matchers moved to a fresh store reports the last one's part.)
+        const Reach r = ReachedPart(*g->parser.get(), *g->automaton);
+        const Automaton& a = *g->automaton;
+        std::printf("%-40s reach: states %lld/%d, rules %lld/%d, states of those rules %lld; compile %.1f us\n",
+                    c.id.c_str(), static_cast<long long>(r.states), a.num_states(), static_cast<long long>(r.rules),
+                    a.num_rules(), static_cast<long long>(r.states_in_rules), compile_us);
+      }
       double sum = 0, mx = 0;
       for (double x : masks) sum += x, mx = std::max(mx, x);
       if (rep == repeat - 1) {
