@@ -797,12 +797,64 @@ struct Rows {
 };
 }  // namespace
 
+// True when every state can end its rule (then every rule is productive and PruneDead has
+// nothing to drop), found without the reverse edges PruneDead's exact pass builds. A state is
+// live when it is final, an edge leads to a live state, or it calls a rule whose start is live
+// and returns to a live state. A sweep from the last state to the first settles the states whose
+// edges lead to later, settled ones; those it leaves (loops back into a string's body, calls of
+// earlier rules) are swept again while some settle, within 4n visits in all. False where a sweep
+// settles none (a dead state, or a rule no text ends) or the visits run out.
+bool Automaton::EveryStateLive() const {
+  const int32_t n = num_states();
+  Flags live(final_);
+  auto settles = [&](int32_t s) {
+    for (const ByteEdge& e : bytes_[s]) {
+      if (live[e.target]) return true;
+    }
+    for (int32_t t : eps_[s]) {
+      if (live[t]) return true;
+    }
+    if (reads_token(s) && live[token_read_[s].target]) return true;
+    for (const CallEdge& c : calls_[s]) {
+      if (live[rule_start_[c.rule]] && live[c.ret]) return true;
+    }
+    return false;
+  };
+  std::vector<int32_t> left;
+  for (int32_t s = n - 1; s >= 0; --s) {
+    PollInterrupt();
+    if (live[s]) continue;
+    if (settles(s)) {
+      live[s] = true;
+    } else {
+      left.push_back(s);
+    }
+  }
+  int64_t visits = 4 * static_cast<int64_t>(n);
+  while (!left.empty()) {
+    visits -= static_cast<int64_t>(left.size());
+    if (visits < 0) return false;
+    size_t kept = 0;
+    for (int32_t s : left) {
+      if (settles(s)) {
+        live[s] = true;
+      } else {
+        left[kept++] = s;
+      }
+    }
+    if (kept == left.size()) return false;
+    left.resize(kept);
+  }
+  return true;
+}
+
 // Keeps only what can end its rule: drops calls of rules with an empty language and edges into
 // states from which no final state is reachable (with calls of nonempty rules). Runs on the
 // determinized automaton, which has fewer states and no epsilon edges but in rules kept as
 // NFAs; a DFA state is live exactly when one of its NFA members is, so pruning there gives the
 // language pruning the NFA would. Throws empty-language when the root rule has none.
 void Automaton::PruneDead() {
+  if (EveryStateLive()) return;  // usually: then nothing is pruned and the root is productive
   const int32_t n = num_states();
   const int32_t n_rules = static_cast<int32_t>(rule_start_.size());
   Rows<int32_t> rev(n);                                 // predecessors by byte or epsilon edge

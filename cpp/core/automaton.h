@@ -308,6 +308,7 @@ class Automaton {
   int32_t EscapeRule(bool spells, std::vector<uint32_t> cps);
   void CheckLeftRecursion();
   void PruneDead();
+  bool EveryStateLive() const;
   void Determinize();
   void ComputeKernels();
   // What state t does in a closure (kHeadState | kCalls | kFinal); 0: it is no kernel state.
