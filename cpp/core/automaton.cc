@@ -355,7 +355,10 @@ void Automaton::Build(const std::vector<int32_t>& program) {
                     total_code_points >= kCalledEscapesMinUses * distinct;
   // Inlining adds at most about as many states as the program has ints (64k for small grammars).
   int64_t inline_budget = std::max<int64_t>(static_cast<int64_t>(program.size()), 1 << 16);
-  static constexpr int64_t kInlineMaxExpansion = 2048;  // estimated states per call site, copies included
+  // Estimated states per call site, copies included. Inlined into each copy of a bounded
+  // repetition, an encoded class brings its escape paths along (a dozen states where a call
+  // takes one): a string pattern or format counted to its maxLength holds hundreds of copies.
+  static constexpr int64_t kInlineMaxExpansion = 256;
   static constexpr int64_t kInlineTiny = 16;
 
   ClassPlans class_plans;
