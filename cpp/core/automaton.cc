@@ -839,6 +839,7 @@ bool Automaton::EveryStateLive() const {
     if (visits < 0) return false;
     size_t kept = 0;
     for (int32_t s : left) {
+      PollInterrupt();
       if (settles(s)) {
         live[s] = true;
       } else {
