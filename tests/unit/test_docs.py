@@ -46,6 +46,18 @@ OTHER_CPUS_PRINT: dict[tuple[str, str], dict[str, str]] = {
             '"Widget and Gadget 4799350000135673656973"],"status":"pending"}'
         ),
     },
+    ("AMD EPYC", "AVX512"): {
+        "{'name': 'Alice', 'age': 30, 'gender': 'Female', 'country': 'USA'}": (
+            "{'name': 'Alice', 'age': 30, 'gender': 'Female', 'address': '123 Main Street, New York, NY 10021'}"
+        ),
+        (
+            '{"order_id":2821,"items":["Widget and Gadget 4821","Basket","Basket 4821","Basket 4821"],'
+            '"status":"pending"}'
+        ): (
+            '{"order_id":2821,"items":["Widget and Gadget 4821","Basket","Basket 4821",'
+            '"Widget and Gadget 4799350000135673596789"],"status":"pending"}'
+        ),
+    },
 }
 
 
