@@ -33,30 +33,26 @@ NEEDS_SGLANG = "# needs: sglang"
 # docs show what it printed where they were recorded (an Intel Xeon), and a greedy choice may
 # differ elsewhere. Here, per CPU (its model name, and the kernels torch dispatches to there),
 # what that machine prints instead of a doc's line; a machine not listed must print the doc's.
+_DOC_ALICE = "{'name': 'Alice', 'age': 30, 'gender': 'Female', 'country': 'USA'}"
+_AMD_ALICE = "{'name': 'Alice', 'age': 30, 'gender': 'Female', 'address': '123 Main Street, New York, NY 10021'}"
+_DOC_ORDER = (
+    '{"order_id":2821,"items":["Widget and Gadget 4821","Basket","Basket 4821","Basket 4821"],"status":"pending"}'
+)
+
+
+def _order_ending(last_item: str) -> str:
+    """generation.md's order with its last item printed otherwise."""
+    return _DOC_ORDER.replace('"Basket 4821"],', f'"{last_item}"],')
+
+
 OTHER_CPUS_PRINT: dict[tuple[str, str], dict[str, str]] = {
     ("AMD EPYC", "AVX2"): {
-        "{'name': 'Alice', 'age': 30, 'gender': 'Female', 'country': 'USA'}": (
-            "{'name': 'Alice', 'age': 30, 'gender': 'Female', 'address': '123 Main Street, New York, NY 10021'}"
-        ),
-        (
-            '{"order_id":2821,"items":["Widget and Gadget 4821","Basket","Basket 4821","Basket 4821"],'
-            '"status":"pending"}'
-        ): (
-            '{"order_id":2821,"items":["Widget and Gadget 4821","Basket","Basket 4821",'
-            '"Widget and Gadget 4799350000135673656973"],"status":"pending"}'
-        ),
+        _DOC_ALICE: _AMD_ALICE,
+        _DOC_ORDER: _order_ending("Widget and Gadget 4799350000135673656973"),
     },
     ("AMD EPYC", "AVX512"): {
-        "{'name': 'Alice', 'age': 30, 'gender': 'Female', 'country': 'USA'}": (
-            "{'name': 'Alice', 'age': 30, 'gender': 'Female', 'address': '123 Main Street, New York, NY 10021'}"
-        ),
-        (
-            '{"order_id":2821,"items":["Widget and Gadget 4821","Basket","Basket 4821","Basket 4821"],'
-            '"status":"pending"}'
-        ): (
-            '{"order_id":2821,"items":["Widget and Gadget 4821","Basket","Basket 4821",'
-            '"Widget and Gadget 4799350000135673596789"],"status":"pending"}'
-        ),
+        _DOC_ALICE: _AMD_ALICE,
+        _DOC_ORDER: _order_ending("Widget and Gadget 4799350000135673596789"),
     },
 }
 
